@@ -1,0 +1,141 @@
+"""``fx.Array``: an immutable array living on one device.
+
+An Array wraps a NumPy buffer (CPU) or a CuPy buffer (GPU) of a supported dtype, plus the
+``weak_type`` bit of its abstract value. Buffers are never mutated: the NumPy buffer is marked
+read-only, so ``np.asarray(x)`` gives a read-only view. Arithmetic, indexing and the numpy-style
+methods are installed by ``fx.numpy`` (they are shared with tracers).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fx import devices, dtypes
+from fx.avals import ShapedArray
+
+
+class Array:
+    __slots__ = ("_buf", "aval", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, buf, weak_type: bool = False):
+        if isinstance(buf, np.ndarray) and buf.flags.writeable:
+            buf = buf.view()
+            buf.flags.writeable = False
+        self._buf = buf
+        self.aval = ShapedArray(buf.shape, buf.dtype, weak_type)
+
+    # -- metadata ---------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.aval.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.aval.shape)
+
+    @property
+    def size(self) -> int:
+        return self.aval.size
+
+    @property
+    def nbytes(self) -> int:
+        return self.aval.nbytes
+
+    @property
+    def weak_type(self) -> bool:
+        return self.aval.weak_type
+
+    @property
+    def device(self) -> devices.Device:
+        return devices.device_of_buffer(self._buf)
+
+    def devices(self) -> set[devices.Device]:
+        return {self.device}
+
+    # -- host interop -------------------------------------------------------------------------
+    def __array__(self, dtype=None, copy=None):
+        host = devices.to_host(self._buf)
+        if copy:
+            host = host.copy()
+        return host if dtype is None else host.astype(dtype)
+
+    def block_until_ready(self) -> Array:
+        if not isinstance(self._buf, np.ndarray):
+            devices.cupy_module().cuda.get_current_stream().synchronize()
+        return self
+
+    def item(self):
+        return np.asarray(self).item()
+
+    def tolist(self):
+        return np.asarray(self).tolist()
+
+    def copy(self) -> Array:
+        return Array(self._buf.copy(), self.weak_type)
+
+    def __bool__(self) -> bool:
+        return bool(np.asarray(self))
+
+    def __int__(self) -> int:
+        return int(np.asarray(self))
+
+    def __float__(self) -> float:
+        return float(np.asarray(self))
+
+    def __index__(self) -> int:
+        if not dtypes.is_int(self.dtype):
+            raise TypeError(f"only integer arrays can be used as an index, got {self.dtype}")
+        return int(np.asarray(self))
+
+    def __complex__(self) -> complex:
+        return complex(np.asarray(self))
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object (a 0-d fx.Array)")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d fx.Array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __reversed__(self):
+        return (self[i] for i in reversed(range(len(self))))
+
+    __hash__ = None  # type: ignore[assignment]  # arrays are unhashable, like numpy's
+
+    def __setitem__(self, idx, value):
+        raise TypeError(
+            "fx arrays are immutable: 'x[idx] = y' is not supported. "
+            "Use the functional update 'x = x.at[idx].set(y)' instead."
+        )
+
+    def __format__(self, spec: str) -> str:
+        if not self.shape:
+            return format(np.asarray(self).item(), spec)
+        return format(str(self), spec)
+
+    def __str__(self) -> str:
+        return str(np.asarray(self))
+
+    def __repr__(self) -> str:
+        host = np.asarray(self)
+        prefix = "Array("
+        body = np.array2string(host, separator=", ", prefix=prefix)
+        extra = f", dtype={self.dtype.name}"
+        if self.weak_type:
+            extra += ", weak_type=True"
+        return f"{prefix}{body}{extra})"
+
+    def __reduce__(self):
+        return (_rebuild, (np.asarray(self), self.weak_type))
+
+
+def _rebuild(host, weak_type):
+    return Array(host, weak_type)

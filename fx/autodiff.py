@@ -1,0 +1,365 @@
+"""The public differentiation API: ``jvp``, ``linearize``, ``vjp``, ``grad``,
+``value_and_grad``, ``jacfwd``, ``jacrev``, ``hessian``.
+
+All accept and return pytrees. Reverse mode is linearize + transpose: the forward pass runs
+(or is traced) once, tangent operations are staged into a linear jaxpr, and the pullback
+transposes it, summing the cotangent contributions of every use of a value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from fx import dtypes, lax, tree_util
+from fx.core import get_aval
+from fx.interpreters.eval import eval_jaxpr
+from fx.interpreters.jvp import Zero, instantiate, is_differentiable, jvp_flat
+from fx.interpreters.partial_eval import linearize_flat
+from fx.interpreters.transpose import backward_pass
+from fx.numpy._promote import to_array
+
+
+def _fun_name(f) -> str:
+    return getattr(f, "__name__", type(f).__name__)
+
+
+def _as_values(leaves, what: str):
+    out = []
+    for i, x in enumerate(leaves):
+        try:
+            out.append(to_array(x))
+        except TypeError:
+            raise TypeError(
+                f"{what}: leaf {i} has type {type(x).__name__}, which is not an array type"
+            ) from None
+    return out
+
+
+def _check_tangents(primals, tangents, what: str):
+    for i, (p, t) in enumerate(zip(primals, tangents)):
+        pa, ta = get_aval(p), get_aval(t)
+        if pa.shape != ta.shape or (pa.dtype != ta.dtype and is_differentiable(pa)):
+            raise ValueError(
+                f"{what}: primal and tangent {i} must have equal shapes and dtypes, got "
+                f"{pa.str_short()} and {ta.str_short()}"
+            )
+
+
+def jvp(fun: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = False):
+    """Forward-mode Jacobian-vector product: ``(fun(*primals), J·tangents)``.
+
+    Example::
+
+        >>> y, y_dot = fx.jvp(fnp.sin, (0.5,), (1.0,))   # y_dot == cos(0.5)
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp: primals and tangents must be tuples (one entry per argument)")
+    p_leaves, p_tree = tree_util.tree_flatten(tuple(primals))
+    t_leaves, t_tree = tree_util.tree_flatten(tuple(tangents))
+    if p_tree != t_tree:
+        raise ValueError(f"jvp: primals {p_tree} and tangents {t_tree} differ in structure")
+    p_leaves = _as_values(p_leaves, "jvp")
+    t_leaves = _as_values(t_leaves, "jvp")
+    _check_tangents(p_leaves, t_leaves, "jvp")
+    flat, store = _flat_with_aux(fun, p_tree, has_aux)
+    outs, touts = jvp_flat(flat, p_leaves, t_leaves, "jvp")
+    touts = [instantiate(t) for t in touts]
+    out_tree = store["tree"]
+    out = tree_util.tree_unflatten(out_tree, outs)
+    tout = tree_util.tree_unflatten(out_tree, touts)
+    if has_aux:
+        return out, tout, store["aux"]
+    return out, tout
+
+
+def _flat_with_aux(fun, in_tree, has_aux: bool):
+    """A function of the flattened arguments returning the flattened outputs; the output
+    structure (and, with ``has_aux``, the aux value) is left in the returned store."""
+    store: dict[str, Any] = {}
+
+    def flat_f(*leaves):
+        out = fun(*tree_util.tree_unflatten(in_tree, leaves))
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise TypeError(
+                    f"{_fun_name(fun)} was used with has_aux=True, so it must return a pair "
+                    f"(output, aux); it returned {type(out).__name__}"
+                )
+            out, store["aux"] = out
+        out_leaves, store["tree"] = tree_util.tree_flatten(out)
+        return _as_values(out_leaves, f"output of {_fun_name(fun)}")
+
+    return flat_f, store
+
+
+def linearize(fun: Callable, *primals):
+    """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the Jacobian at
+    ``primals`` applied to ``tangents`` without re-running the forward pass."""
+    p_leaves, p_tree = tree_util.tree_flatten(primals)
+    p_leaves = _as_values(p_leaves, "linearize")
+    flat, store = _flat_with_aux(fun, p_tree, False)
+    diff = [is_differentiable(get_aval(p)) for p in p_leaves]
+    outs, linear = linearize_flat(flat, p_leaves, diff)
+    out_tree = store["tree"]
+
+    def f_jvp(*tangents):
+        t_leaves, t_tree = tree_util.tree_flatten(tangents)
+        if t_tree != p_tree:
+            raise ValueError(f"linearize: tangents {t_tree} must match primals {p_tree}")
+        t_leaves = _as_values(t_leaves, "linearize")
+        _check_tangents(p_leaves, t_leaves, "linearize")
+        ins = [t for t, d in zip(t_leaves, diff) if d]
+        return tree_util.tree_unflatten(out_tree, eval_jaxpr(linear.jaxpr, linear.consts, *ins))
+
+    return tree_util.tree_unflatten(out_tree, outs), f_jvp
+
+
+def vjp(fun: Callable, *primals, has_aux: bool = False):
+    """``(fun(*primals), vjp_fn)`` where ``vjp_fn(ct)`` returns the cotangents of the primals
+    (a tuple, one per argument) given a cotangent ``ct`` shaped like the output."""
+    p_leaves, p_tree = tree_util.tree_flatten(primals)
+    p_leaves = _as_values(p_leaves, "vjp")
+    flat, store = _flat_with_aux(fun, p_tree, has_aux)
+    diff = [is_differentiable(get_aval(p)) for p in p_leaves]
+    outs, linear = linearize_flat(flat, p_leaves, diff)
+    out_tree = store["tree"]
+    out_avals = [get_aval(o) for o in outs]
+
+    def vjp_fn(ct):
+        ct_leaves, ct_tree = tree_util.tree_flatten(ct)
+        if ct_tree != out_tree:
+            raise ValueError(
+                f"vjp: the cotangent has structure {ct_tree}, but the output of "
+                f"{_fun_name(fun)} has structure {out_tree}"
+            )
+        ct_leaves = _as_values(ct_leaves, "vjp")
+        for i, (c, a) in enumerate(zip(ct_leaves, out_avals)):
+            ca = get_aval(c)
+            if ca.shape != a.shape:
+                raise ValueError(
+                    f"vjp: cotangent {i} has shape {ca.shape}, expected {a.shape} "
+                    f"(the output's shape)"
+                )
+            if ca.dtype != a.dtype and is_differentiable(a):
+                ct_leaves[i] = lax.convert_element_type(c, a.dtype)
+        cts = backward_pass(linear.jaxpr, linear.consts, ct_leaves)
+        it = iter(cts)
+        flat_cts = [instantiate(next(it)) if d else _zero_cotangent(p) for p, d in zip(p_leaves,
+                                                                                   diff)]
+        return tree_util.tree_unflatten(p_tree, flat_cts)
+
+    out = tree_util.tree_unflatten(out_tree, outs)
+    if has_aux:
+        return out, vjp_fn, store["aux"]
+    return out, vjp_fn
+
+
+def _zero_cotangent(p):
+    return instantiate(Zero.like(p))
+
+
+def _argnums_tuple(argnums, nargs: int, what: str) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for a in nums:
+        if not isinstance(a, int) or not -nargs <= a < nargs:
+            raise ValueError(
+                f"{what}: argnums {argnums!r} is out of range for a function called with "
+                f"{nargs} positional argument{'s' if nargs != 1 else ''}"
+            )
+    return tuple(a % nargs for a in nums)
+
+
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """A function returning ``(fun(*args), gradient)``; see :func:`grad`."""
+
+    def value_and_grad_f(*args, **kwargs):
+        nums = _argnums_tuple(argnums, len(args), "grad")
+        diff_args = [args[i] for i in nums]
+        for i, a in zip(nums, diff_args):
+            for leaf in tree_util.tree_leaves(a):
+                dt = get_aval(to_array(leaf)).dtype
+                if not dtypes.is_float(dt):
+                    raise TypeError(
+                        f"grad requires real-valued floating-point inputs, but argument {i} of "
+                        f"{_fun_name(fun)} has dtype {dt}. Convert it with .astype(float32), "
+                        "or leave it out of argnums."
+                    )
+
+        def partial_f(*diff):
+            full = list(args)
+            for i, d in zip(nums, diff):
+                full[i] = d
+            return fun(*full, **kwargs)
+
+        res = vjp(partial_f, *diff_args, has_aux=has_aux)
+        out, pullback = res[0], res[1]
+        out_leaves = tree_util.tree_leaves(out)
+        out_aval = get_aval(out_leaves[0]) if len(out_leaves) == 1 else None
+        is_leaf = tree_util.treedef_is_leaf(tree_util.tree_structure(out))
+        if out_aval is None or out_aval.shape != () or not is_leaf:
+            what = out_aval.str_short() if out_aval is not None else f"a {type(out).__name__}"
+            raise TypeError(
+                f"grad requires a scalar output, but {_fun_name(fun)} returned {what}. Use "
+                "fx.vjp or fx.jacrev for non-scalar outputs (or reduce it with .sum())."
+            )
+        if not dtypes.is_float(out_aval.dtype):
+            raise TypeError(
+                f"grad requires a real floating-point output, but {_fun_name(fun)} returned "
+                f"{out_aval.str_short()}"
+            )
+        g = pullback(lax.full((), 1, out_aval.dtype))
+        g = g[0] if isinstance(argnums, int) else tuple(g)
+        if has_aux:
+            return (out, res[2]), g
+        return out, g
+
+    value_and_grad_f.__name__ = f"value_and_grad({_fun_name(fun)})"
+    return value_and_grad_f
+
+
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """The gradient of a scalar-valued ``fun`` with respect to argument(s) ``argnums``.
+
+    Example::
+
+        >>> df = fx.grad(lambda x: (x ** 2).sum())
+        >>> df(fnp.array([1.0, 2.0]))
+        Array([2., 4.], dtype=float32)
+    """
+    vg = value_and_grad(fun, argnums, has_aux)
+
+    def grad_f(*args, **kwargs):
+        (value, g) = vg(*args, **kwargs)
+        if has_aux:
+            return g, value[1]
+        return g
+
+    grad_f.__name__ = f"grad({_fun_name(fun)})"
+    return grad_f
+
+
+# --- Jacobians ----------------------------------------------------------------------------------
+
+
+def _std_basis(leaves):
+    """An identity matrix reshaped to ``(n, *leaf_shapes)`` pieces, one per leaf."""
+    sizes = [get_aval(x).size for x in leaves]
+    total = sum(sizes)
+    dt = dtypes.promote_types(*((get_aval(x).dtype, False) for x in leaves))[0]
+    eye = np.eye(total, dtype=dt)
+    out, start = [], 0
+    for x, n in zip(leaves, sizes):
+        block = eye[:, start : start + n].reshape((total,) + get_aval(x).shape)
+        out.append(to_array(block.astype(get_aval(x).dtype)))
+        start += n
+    return out, total
+
+
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """The Jacobian of ``fun`` by forward mode (one vmapped jvp over a basis of inputs).
+
+    The result for an output of shape ``O`` and an input of shape ``I`` has shape ``O + I``.
+    """
+    from fx.vectorize import vmap  # noqa: PLC0415  (vmap builds on this module's peers)
+
+    def jac(*args, **kwargs):
+        nums = _argnums_tuple(argnums, len(args), "jacfwd")
+        diff_args = tuple(args[i] for i in nums)
+        leaves, tree = tree_util.tree_flatten(diff_args)
+        leaves = _as_values(leaves, "jacfwd")
+        basis, n = _std_basis(leaves)
+
+        def partial_f(*diff):
+            full = list(args)
+            for i, d in zip(nums, diff):
+                full[i] = d
+            return fun(*full, **kwargs)
+
+        def push(*t_leaves):
+            tangents = tree_util.tree_unflatten(tree, t_leaves)
+            res = jvp(partial_f, tree_util.tree_unflatten(tree, leaves), tangents,
+                      has_aux=has_aux)
+            return (res[1], res[2]) if has_aux else res[1]
+
+        res = vmap(push, out_axes=-1)(*basis)
+        touts = res[0] if has_aux else res
+        y_leaves = tree_util.tree_leaves(touts)
+        jac_leaves = [_split_last(t, leaves) for t in y_leaves]
+        out_tree = tree_util.tree_structure(touts)
+        jac_tree = _assemble(out_tree, jac_leaves, tree, argnums)
+        if has_aux:
+            aux = tree_util.tree_map(lambda a: a, res[1])
+            return jac_tree, aux
+        return jac_tree
+
+    return jac
+
+
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """The Jacobian of ``fun`` by reverse mode (one vmapped vjp over a basis of outputs)."""
+    from fx.vectorize import vmap  # noqa: PLC0415
+
+    def jac(*args, **kwargs):
+        nums = _argnums_tuple(argnums, len(args), "jacrev")
+        diff_args = tuple(args[i] for i in nums)
+
+        def partial_f(*diff):
+            full = list(args)
+            for i, d in zip(nums, diff):
+                full[i] = d
+            return fun(*full, **kwargs)
+
+        res = vjp(partial_f, *diff_args, has_aux=has_aux)
+        out, pullback = res[0], res[1]
+        out_leaves, out_tree = tree_util.tree_flatten(out)
+        basis, n = _std_basis(out_leaves)
+        cts = vmap(lambda *b: pullback(tree_util.tree_unflatten(out_tree, b)))(*basis)
+        in_leaves, in_tree = tree_util.tree_flatten(diff_args)
+        ct_leaves = tree_util.tree_leaves(cts)
+        # ct_leaves[j] has shape (n_out, *in_shape_j): split n_out per output leaf.
+        per_out = []
+        start = 0
+        for o in out_leaves:
+            size, shape = get_aval(o).size, get_aval(o).shape
+            row = []
+            for c in ct_leaves:
+                piece = lax.slice_in_dim(c, start, start + size, 1, 0)
+                row.append(lax.reshape(piece, shape + get_aval(c).shape[1:]))
+            per_out.append(row)
+            start += size
+        jac_tree = _assemble(out_tree, per_out, in_tree, argnums)
+        if has_aux:
+            return jac_tree, res[2]
+        return jac_tree
+
+    return jac
+
+
+def _split_last(t, in_leaves):
+    """Split the trailing basis axis of ``t`` (shape ``O + (n,)``) into one block per input
+    leaf, each reshaped to ``O + in_shape``."""
+    shape = get_aval(t).shape[:-1]
+    out, start = [], 0
+    for x in in_leaves:
+        size = get_aval(x).size
+        piece = lax.slice_in_dim(t, start, start + size, 1, len(shape))
+        out.append(lax.reshape(piece, shape + get_aval(x).shape))
+        start += size
+    return out
+
+
+def _assemble(out_tree, blocks, in_tree, argnums):
+    """The Jacobian pytree: output structure outside, input structure (per argnums) inside."""
+    rows = []
+    for row in blocks:
+        inner = tree_util.tree_unflatten(in_tree, row)
+        rows.append(inner[0] if isinstance(argnums, int) else inner)
+    return tree_util.tree_unflatten(out_tree, rows)
+
+
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """The Hessian of a scalar ``fun``: ``jacfwd(jacrev(fun))``."""
+    return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)

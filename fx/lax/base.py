@@ -1,0 +1,196 @@
+"""The primitives the interpreters themselves emit.
+
+Instantiating a symbolic zero, accumulating cotangents, and moving or materializing a batch
+dimension need ``broadcast_in_dim``, ``add_any``, ``transpose``, ``reshape`` and ``reduce_sum``
+(the transpose of a broadcast). They are declared here, below the interpreters in the import
+order; their jvp, transpose and batching rules live in the interpreters' own modules
+(``fx.interpreters.jvp`` etc.), since those modules depend on them. Every other primitive
+registers all of its rules beside its declaration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from fx import dtypes
+from fx.array import Array
+from fx.avals import ShapedArray
+from fx.core import Primitive, get_aval
+
+
+def shape_error(prim_name: str, message: str, *avals: ShapedArray) -> TypeError:
+    shown = ", ".join(a.str_short() for a in avals)
+    return TypeError(f"{prim_name}: {message}" + (f" (got {shown})" if avals else ""))
+
+
+def canonical_axes(axes: Sequence[int], ndim: int, name: str) -> tuple[int, ...]:
+    out = []
+    for a in axes:
+        a = int(a)
+        if not -ndim <= a < max(ndim, 1) or (ndim == 0):
+            raise ValueError(f"{name}: axis {a} is out of bounds for an array of rank {ndim}")
+        out.append(a % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name}: repeated axis in {tuple(axes)}")
+    return tuple(out)
+
+
+def accumulation_dtype(dtype: np.dtype) -> np.dtype:
+    """Half-precision sums accumulate in float32 (as XLA does on CPU and GPU)."""
+    return dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
+
+
+# --- add_any: accumulation of tangents and cotangents ---------------------------------------------
+
+add_any_p = Primitive("add_any")
+
+
+@add_any_p.def_abstract_eval
+def _add_any_abstract_eval(x, y):
+    if x.shape != y.shape or x.dtype != y.dtype:
+        raise shape_error("add_any", "operands must have identical shapes and dtypes", x, y)
+    return x.update(weak_type=x.weak_type and y.weak_type)
+
+
+add_any_p.def_impl(lambda x, y: x + y)
+
+
+def add_any(x, y):
+    return add_any_p.bind(x, y)
+
+
+# --- broadcast_in_dim --------------------------------------------------------------------------
+
+broadcast_in_dim_p = Primitive("broadcast_in_dim")
+
+
+@broadcast_in_dim_p.def_abstract_eval
+def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
+    name = "broadcast_in_dim"
+    if len(broadcast_dimensions) != x.ndim:
+        raise shape_error(
+            name, f"broadcast_dimensions {broadcast_dimensions} must have one entry per operand "
+            f"dimension, for output shape {shape}", x,
+        )
+    if any(b >= len(shape) or b < 0 for b in broadcast_dimensions) or list(
+        broadcast_dimensions
+    ) != sorted(set(broadcast_dimensions)):
+        raise shape_error(
+            name, f"broadcast_dimensions {broadcast_dimensions} must be strictly increasing "
+            f"indices into output shape {shape}", x,
+        )
+    for d, b in zip(x.shape, broadcast_dimensions):
+        if d != 1 and d != shape[b]:
+            raise shape_error(
+                name, f"operand dimension of size {d} cannot broadcast to size {shape[b]} "
+                f"(output shape {shape})", x,
+            )
+    if any(s < 0 for s in shape):
+        raise shape_error(name, f"negative output dimension in {shape}", x)
+    return x.update(shape=shape)
+
+
+@broadcast_in_dim_p.def_impl
+def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions):
+    expanded = [1] * len(shape)
+    for d, b in zip(x.shape, broadcast_dimensions):
+        expanded[b] = d
+    return np.broadcast_to(np.reshape(x, expanded), shape)
+
+
+def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int]):
+    shape, dims = tuple(int(s) for s in shape), tuple(int(d) for d in broadcast_dimensions)
+    if get_aval(x).shape == shape and dims == tuple(range(len(shape))):
+        return x
+    return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=dims)
+
+
+def full(shape: Sequence[int], fill_value, dtype, weak_type: bool = False):
+    """An array of ``shape`` filled with ``fill_value``: a broadcast of a scalar literal."""
+    scalar = Array(np.asarray(fill_value, dtype=dtype), weak_type)
+    if not shape:
+        return scalar
+    return broadcast_in_dim_p.bind(scalar, shape=tuple(shape), broadcast_dimensions=())
+
+
+def zeros_like_aval(aval: ShapedArray):
+    return full(aval.shape, 0, aval.dtype, aval.weak_type)
+
+
+# --- reshape -----------------------------------------------------------------------------------
+
+reshape_p = Primitive("reshape")
+
+
+@reshape_p.def_abstract_eval
+def _reshape_abstract_eval(x, *, new_sizes):
+    if any(s < 0 for s in new_sizes) or int(np.prod(new_sizes, dtype=np.int64)) != x.size:
+        raise shape_error(
+            "reshape", f"cannot reshape to {new_sizes}: sizes differ ({x.size} elements)", x
+        )
+    return x.update(shape=new_sizes)
+
+
+reshape_p.def_impl(lambda x, *, new_sizes: np.reshape(x, new_sizes))
+
+
+def reshape(x, new_sizes: Sequence[int]):
+    new_sizes = tuple(int(s) for s in new_sizes)
+    if get_aval(x).shape == new_sizes:
+        return x
+    return reshape_p.bind(x, new_sizes=new_sizes)
+
+
+# --- transpose ---------------------------------------------------------------------------------
+
+transpose_p = Primitive("transpose")
+
+
+@transpose_p.def_abstract_eval
+def _transpose_abstract_eval(x, *, permutation):
+    if sorted(permutation) != list(range(x.ndim)):
+        raise shape_error(
+            "transpose", f"permutation {permutation} is not a permutation of {x.ndim} axes", x
+        )
+    return x.update(shape=tuple(x.shape[p] for p in permutation))
+
+
+transpose_p.def_impl(lambda x, *, permutation: np.transpose(x, permutation))
+
+
+def transpose(x, permutation: Sequence[int]):
+    permutation = tuple(int(p) for p in permutation)
+    if permutation == tuple(range(len(permutation))):
+        return x
+    return transpose_p.bind(x, permutation=permutation)
+
+
+# --- reduce_sum --------------------------------------------------------------------------------
+
+reduce_sum_p = Primitive("reduce_sum")
+
+
+@reduce_sum_p.def_abstract_eval
+def _reduce_sum_abstract_eval(x, *, axes):
+    if x.dtype == dtypes.bool_:
+        raise shape_error("reduce_sum", "does not accept bool operands; convert first", x)
+    if any(not 0 <= a < x.ndim for a in axes) or list(axes) != sorted(set(axes)):
+        raise shape_error(
+            "reduce_sum", f"axes {axes} must be sorted, distinct and within the rank", x
+        )
+    return x.update(shape=tuple(d for i, d in enumerate(x.shape) if i not in axes))
+
+
+@reduce_sum_p.def_impl
+def _reduce_sum_impl(x, *, axes):
+    acc = accumulation_dtype(x.dtype)
+    return np.sum(x, axis=axes, dtype=acc).astype(x.dtype, copy=False)
+
+
+def reduce_sum(x, axes: Sequence[int]):
+    axes = tuple(sorted(int(a) for a in axes))
+    if not axes:
+        return x
+    return reduce_sum_p.bind(x, axes=axes)

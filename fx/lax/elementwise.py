@@ -1,0 +1,670 @@
+"""Elementwise primitives: declarations, type rules, impls, and their jvp, transpose and
+batching rules, each family set up by one helper.
+
+Operands of an n-ary elementwise primitive have one dtype and either equal shapes or rank 0
+(a scalar operand broadcasts, so ``x * 2.0`` stays ``mul x 2.0:f32[]`` in a jaxpr). The
+user-facing numpy layer does broadcasting and promotion before reaching here.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import numpy as np
+
+from fx import dtypes
+from fx.array import Array
+from fx.avals import ShapedArray
+from fx.core import Primitive, Tracer, get_aval
+from fx.interpreters import batching, jvp, transpose
+from fx.interpreters.jvp import Zero
+from fx.interpreters.transpose import is_undefined, unbroadcast
+from fx.lax import special
+from fx.lax.base import broadcast_in_dim, full, shape_error
+
+# Which dtypes each primitive accepts.
+FLOAT = frozenset(dtypes.FLOATING)
+INT = frozenset(dtypes.INTEGER)
+BOOL = frozenset([dtypes.bool_])
+NUMERIC = FLOAT | INT
+INT_OR_BOOL = INT | BOOL
+ANY = NUMERIC | BOOL
+_KIND_NAMES = {
+    FLOAT: "floating", INT: "integer", NUMERIC: "numeric", INT_OR_BOOL: "integer or bool"
+}
+
+
+def _check_kind(name: str, kinds, *avals: ShapedArray) -> None:
+    for a in avals:
+        if a.dtype not in kinds:
+            what = _KIND_NAMES.get(kinds, "supported")
+            raise TypeError(f"{name} requires {what} operands, got {a.dtype} ({a.str_short()})")
+
+
+def _nary_shape(name: str, *avals: ShapedArray) -> tuple[int, ...]:
+    shapes = {a.shape for a in avals if a.shape}
+    if len(shapes) > 1:
+        raise shape_error(
+            name, "operands must have equal shapes (or be rank 0); use fx.numpy for broadcasting",
+            *avals,
+        )
+    dts = {a.dtype for a in avals}
+    if len(dts) > 1:
+        raise shape_error(
+            name, "operands must have the same dtype; use fx.lax.convert_element_type or "
+            "fx.numpy (which promotes)", *avals,
+        )
+    return shapes.pop() if shapes else ()
+
+
+# --- impl helpers ---------------------------------------------------------------------------------
+
+
+def _via_f32(fn: Callable) -> Callable:
+    """Half-precision operands compute in float32 and round back (as XLA does); floating
+    exceptions are silenced so NaN and Inf propagate as values."""
+
+    @functools.wraps(fn)
+    def impl(*args, **params):
+        dt = args[0].dtype if hasattr(args[0], "dtype") else None
+        with np.errstate(all="ignore"):
+            if dt in (dtypes.float16, dtypes.bfloat16):
+                out = fn(*(np.asarray(a).astype(np.float32) for a in args), **params)
+                return np.asarray(out).astype(dt)
+            return fn(*args, **params)
+
+    return impl
+
+
+def _via_f64(fn: Callable) -> Callable:
+    """For the special functions computed in float64 here."""
+
+    def impl(x):
+        return np.asarray(fn(np.asarray(x, dtype=np.float64))).astype(x.dtype)
+
+    return impl
+
+
+# --- declaring families ---------------------------------------------------------------------------
+
+
+def unop(name: str, impl: Callable, kinds=FLOAT, out_dtype=None) -> Primitive:
+    prim = Primitive(name)
+
+    def abstract_eval(x, **params):
+        _check_kind(name, kinds, x)
+        return x.update(dtype=out_dtype) if out_dtype is not None else x
+
+    prim.def_abstract_eval(abstract_eval)
+    prim.def_impl(_via_f32(impl))
+    batching.vectorized_batcher(prim)
+    return prim
+
+
+def naryop(name: str, impl: Callable, kinds=NUMERIC, out_dtype=None, nargs=2) -> Primitive:
+    prim = Primitive(name)
+
+    def abstract_eval(*avals):
+        if len(avals) != nargs:
+            raise TypeError(f"{name} takes {nargs} operands, got {len(avals)}")
+        _check_kind(name, kinds, *avals)
+        shape = _nary_shape(name, *avals)
+        weak = all(a.weak_type for a in avals)
+        return ShapedArray(shape, out_dtype or avals[0].dtype, weak and out_dtype is None)
+
+    prim.def_abstract_eval(abstract_eval)
+    prim.def_impl(_via_f32(impl))
+    batching.broadcasting_batcher(prim)
+    return prim
+
+
+def _zero_jvp(prim: Primitive) -> None:
+    """Piecewise-constant float functions (floor, sign, ...): zero tangent everywhere."""
+
+    def rule(primals, tangents, **params):
+        ans = prim.bind(*primals, **params)
+        return ans, Zero.like(ans)
+
+    jvp.jvp_rules[prim] = rule
+
+
+# --- unary floating functions --------------------------------------------------------------------
+
+neg_p = unop("neg", np.negative, NUMERIC)
+sign_p = unop("sign", np.sign, NUMERIC)
+floor_p = unop("floor", np.floor)
+ceil_p = unop("ceil", np.ceil)
+round_p = Primitive("round")  # params: rounding_method
+abs_p = unop("abs", np.abs, NUMERIC)
+exp_p = unop("exp", np.exp)
+exp2_p = unop("exp2", np.exp2)
+log_p = unop("log", np.log)
+log1p_p = unop("log1p", np.log1p)
+expm1_p = unop("expm1", np.expm1)
+sqrt_p = unop("sqrt", np.sqrt)
+rsqrt_p = unop("rsqrt", lambda x: 1 / np.sqrt(x))
+cbrt_p = unop("cbrt", np.cbrt)
+tanh_p = unop("tanh", np.tanh)
+logistic_p = unop("logistic", lambda x: _logistic(x))
+sin_p = unop("sin", np.sin)
+cos_p = unop("cos", np.cos)
+tan_p = unop("tan", np.tan)
+asin_p = unop("asin", np.arcsin)
+acos_p = unop("acos", np.arccos)
+atan_p = unop("atan", np.arctan)
+sinh_p = unop("sinh", np.sinh)
+cosh_p = unop("cosh", np.cosh)
+asinh_p = unop("asinh", np.arcsinh)
+acosh_p = unop("acosh", np.arccosh)
+atanh_p = unop("atanh", np.arctanh)
+erf_p = unop("erf", _via_f64(special.erf))
+erfc_p = unop("erfc", _via_f64(special.erfc))
+erf_inv_p = unop("erf_inv", _via_f64(special.erf_inv))
+lgamma_p = unop("lgamma", _via_f64(special.lgamma))
+digamma_p = unop("digamma", _via_f64(special.digamma))
+is_finite_p = unop("is_finite", np.isfinite, FLOAT, out_dtype=dtypes.bool_)
+not_p = unop("not", np.invert, INT_OR_BOOL)
+stop_gradient_p = unop("stop_gradient", lambda x: x, ANY)
+
+
+def _logistic(x):
+    # Stable on both tails: exp of a non-positive number only.
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
+
+
+@round_p.def_abstract_eval
+def _round_abstract_eval(x, *, rounding_method):
+    _check_kind("round", FLOAT, x)
+    if rounding_method not in (0, 1):
+        raise ValueError("round: rounding_method must be 0 (away from zero) or 1 (to even)")
+    return x
+
+
+@round_p.def_impl
+@_via_f32
+def _round_impl(x, *, rounding_method):
+    if rounding_method == 1:
+        return np.round(x)
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
+batching.vectorized_batcher(round_p)
+
+polygamma_p = Primitive("polygamma")  # params: m (the derivative order of digamma)
+polygamma_p.def_abstract_eval(lambda x, *, m: (_check_kind("polygamma", FLOAT, x), x)[1])
+polygamma_p.def_impl(lambda x, *, m: special.polygamma(m, x).astype(x.dtype))
+batching.vectorized_batcher(polygamma_p)
+
+integer_pow_p = Primitive("integer_pow")  # params: y (a Python int)
+
+
+@integer_pow_p.def_abstract_eval
+def _integer_pow_abstract_eval(x, *, y):
+    _check_kind("integer_pow", NUMERIC, x)
+    if dtypes.is_int(x.dtype) and y < 0:
+        raise ValueError(f"integer_pow: negative exponent {y} for integer operand {x}")
+    return x
+
+
+@integer_pow_p.def_impl
+@_via_f32
+def _integer_pow_impl(x, *, y):
+    if y == 0:
+        return np.ones_like(x)
+    out = x
+    for _ in range((-y if y < 0 else y) - 1):
+        out = out * x
+    return 1 / out if y < 0 else out
+
+
+batching.vectorized_batcher(integer_pow_p)
+
+# --- binary and ternary ---------------------------------------------------------------------------
+
+
+def _int_div(x, y):
+    if not np.issubdtype(x.dtype, np.integer):
+        return np.true_divide(x, y)
+    # Round toward zero, like C and XLA (NumPy floors). Division by zero gives -1 (XLA's).
+    safe = np.where(y == 0, 1, y)
+    q = np.abs(x) // np.abs(safe)
+    q = np.where((x < 0) != (safe < 0), -q, q)
+    return np.where(y == 0, -1, q).astype(x.dtype)
+
+
+def _int_rem(x, y):
+    if not np.issubdtype(x.dtype, np.integer):
+        return np.fmod(x, y)
+    safe = np.where(y == 0, 1, y)
+    return np.where(y == 0, x, np.fmod(x, safe)).astype(x.dtype)
+
+
+def _pow(x, y):
+    return np.power(x, y)
+
+
+def _shift_left(x, y):
+    bits = x.dtype.itemsize * 8
+    return np.where((y < 0) | (y >= bits), 0, np.left_shift(x, np.clip(y, 0, bits - 1)))
+
+
+def _shift_right_logical(x, y):
+    bits = x.dtype.itemsize * 8
+    unsigned = x.view(np.dtype(f"u{x.dtype.itemsize}")) if x.dtype.kind == "i" else x
+    shifted = np.right_shift(unsigned, np.clip(y, 0, bits - 1).astype(unsigned.dtype))
+    out = np.where((y < 0) | (y >= bits), 0, shifted).astype(unsigned.dtype)
+    return out.view(x.dtype) if x.dtype.kind == "i" else out
+
+
+def _max(x, y):
+    # NaN propagates (np.maximum does too); written out for clarity.
+    return np.maximum(x, y)
+
+
+add_p = naryop("add", np.add)
+sub_p = naryop("sub", np.subtract)
+mul_p = naryop("mul", np.multiply)
+div_p = naryop("div", _int_div)
+rem_p = naryop("rem", _int_rem)
+pow_p = naryop("pow", _pow, FLOAT)
+max_p = naryop("max", _max, ANY)
+min_p = naryop("min", np.minimum, ANY)
+atan2_p = naryop("atan2", np.arctan2, FLOAT)
+nextafter_p = naryop("nextafter", np.nextafter, FLOAT)
+and_p = naryop("and", np.bitwise_and, INT_OR_BOOL)
+or_p = naryop("or", np.bitwise_or, INT_OR_BOOL)
+xor_p = naryop("xor", np.bitwise_xor, INT_OR_BOOL)
+shift_left_p = naryop("shift_left", _shift_left, INT)
+shift_right_logical_p = naryop("shift_right_logical", _shift_right_logical, INT)
+eq_p = naryop("eq", np.equal, ANY, out_dtype=dtypes.bool_)
+ne_p = naryop("ne", np.not_equal, ANY, out_dtype=dtypes.bool_)
+lt_p = naryop("lt", np.less, ANY, out_dtype=dtypes.bool_)
+le_p = naryop("le", np.less_equal, ANY, out_dtype=dtypes.bool_)
+gt_p = naryop("gt", np.greater, ANY, out_dtype=dtypes.bool_)
+ge_p = naryop("ge", np.greater_equal, ANY, out_dtype=dtypes.bool_)
+clamp_p = naryop("clamp", lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi), NUMERIC, nargs=3)
+
+select_n_p = Primitive("select_n")
+
+
+@select_n_p.def_abstract_eval
+def _select_n_abstract_eval(which, *cases):
+    if not cases:
+        raise TypeError("select_n requires at least one case")
+    if which.dtype not in (dtypes.bool_, dtypes.int32):
+        raise TypeError(f"select_n: the selector must be bool or int32, got {which.dtype}")
+    if which.dtype == dtypes.bool_ and len(cases) > 2:
+        raise TypeError("select_n: a bool selector chooses between at most two cases")
+    shape = _nary_shape("select_n", *cases)
+    if which.shape and which.shape != shape:
+        raise shape_error("select_n", "the selector must be rank 0 or shaped like the cases",
+                          which, *cases)
+    if not shape and which.shape:
+        raise shape_error("select_n", "cases must have the selector's shape", which, *cases)
+    return ShapedArray(shape, cases[0].dtype, all(c.weak_type for c in cases))
+
+
+@select_n_p.def_impl
+def _select_n_impl(which, *cases):
+    if len(cases) == 1:
+        return np.broadcast_to(cases[0], np.shape(which)) if np.ndim(cases[0]) == 0 else cases[0]
+    if which.dtype == np.bool_:
+        return np.where(which, cases[1], cases[0])
+    return np.choose(np.clip(which, 0, len(cases) - 1), cases)
+
+
+batching.broadcasting_batcher(select_n_p)
+
+# --- conversions ----------------------------------------------------------------------------------
+
+convert_element_type_p = Primitive("convert_element_type")  # params: new_dtype, weak_type
+
+
+@convert_element_type_p.def_abstract_eval
+def _convert_abstract_eval(x, *, new_dtype, weak_type):
+    dtypes.canonicalize(new_dtype)
+    return ShapedArray(x.shape, new_dtype, weak_type)
+
+
+@convert_element_type_p.def_impl
+def _convert_impl(x, *, new_dtype, weak_type):
+    with np.errstate(all="ignore"):
+        if dtypes.is_float(x.dtype) and dtypes.is_int(new_dtype):
+            # Float → int: NaN → 0 and saturate at the bounds (XLA's semantics).
+            info = np.iinfo(new_dtype)
+            x = np.nan_to_num(np.trunc(np.asarray(x, np.float64)), nan=0.0)
+            return np.clip(x, info.min, info.max).astype(new_dtype)
+        if new_dtype == dtypes.bool_:
+            return np.not_equal(x, 0)
+        return np.asarray(x).astype(new_dtype)
+
+
+batching.vectorized_batcher(convert_element_type_p)
+
+bitcast_convert_type_p = Primitive("bitcast_convert_type")  # params: new_dtype
+
+
+@bitcast_convert_type_p.def_abstract_eval
+def _bitcast_abstract_eval(x, *, new_dtype):
+    if np.dtype(new_dtype).itemsize != x.dtype.itemsize:
+        raise TypeError(
+            f"bitcast_convert_type: {x.dtype} and {new_dtype} differ in width; only "
+            "same-width bitcasts are supported"
+        )
+    return ShapedArray(x.shape, new_dtype)
+
+
+bitcast_convert_type_p.def_impl(lambda x, *, new_dtype: np.ascontiguousarray(x).view(new_dtype))
+batching.vectorized_batcher(bitcast_convert_type_p)
+
+
+# === differentiation rules ========================================================================
+# Written with the fx.lax wrappers below, so that they are themselves differentiable.
+
+
+def _const(x, value):
+    """A weakly typed scalar with ``x``'s dtype (for constants inside rules)."""
+    return Array(np.asarray(value, dtype=get_aval(x).dtype), weak_type=True)
+
+
+for _p in (sign_p, floor_p, ceil_p, round_p, nextafter_p, stop_gradient_p):
+    _zero_jvp(_p)
+
+jvp.defjvp(neg_p, lambda t, ans, x: neg(t))
+jvp.defjvp(abs_p, lambda t, ans, x: mul(t, sign(x)))
+jvp.defjvp(exp_p, lambda t, ans, x: mul(t, ans))
+jvp.defjvp(exp2_p, lambda t, ans, x: mul(t, mul(ans, _const(x, np.log(2)))))
+jvp.defjvp(log_p, lambda t, ans, x: div(t, x))
+jvp.defjvp(log1p_p, lambda t, ans, x: div(t, add(x, _const(x, 1))))
+jvp.defjvp(expm1_p, lambda t, ans, x: mul(t, add(ans, _const(x, 1))))
+jvp.defjvp(sqrt_p, lambda t, ans, x: div(t, mul(ans, _const(x, 2))))
+jvp.defjvp(rsqrt_p, lambda t, ans, x: mul(t, mul(div(ans, x), _const(x, -0.5))))
+jvp.defjvp(cbrt_p, lambda t, ans, x: mul(t, div(ans, mul(x, _const(x, 3)))))
+jvp.defjvp(tanh_p, lambda t, ans, x: mul(t, sub(_const(x, 1), mul(ans, ans))))
+jvp.defjvp(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(_const(x, 1), ans))))
+jvp.defjvp(sin_p, lambda t, ans, x: mul(t, cos(x)))
+jvp.defjvp(cos_p, lambda t, ans, x: neg(mul(t, sin(x))))
+jvp.defjvp(tan_p, lambda t, ans, x: mul(t, add(_const(x, 1), mul(ans, ans))))
+jvp.defjvp(asin_p, lambda t, ans, x: mul(t, rsqrt(sub(_const(x, 1), mul(x, x)))))
+jvp.defjvp(acos_p, lambda t, ans, x: neg(mul(t, rsqrt(sub(_const(x, 1), mul(x, x))))))
+jvp.defjvp(atan_p, lambda t, ans, x: div(t, add(_const(x, 1), mul(x, x))))
+jvp.defjvp(sinh_p, lambda t, ans, x: mul(t, cosh(x)))
+jvp.defjvp(cosh_p, lambda t, ans, x: mul(t, sinh(x)))
+jvp.defjvp(asinh_p, lambda t, ans, x: mul(t, rsqrt(add(mul(x, x), _const(x, 1)))))
+jvp.defjvp(
+    acosh_p,
+    lambda t, ans, x: mul(t, rsqrt(mul(sub(x, _const(x, 1)), add(x, _const(x, 1))))),
+)
+jvp.defjvp(atanh_p, lambda t, ans, x: div(t, sub(_const(x, 1), mul(x, x))))
+jvp.defjvp(
+    erf_p, lambda t, ans, x: mul(t, mul(_const(x, 2 / np.sqrt(np.pi)), exp(neg(mul(x, x)))))
+)
+jvp.defjvp(
+    erfc_p, lambda t, ans, x: mul(t, mul(_const(x, -2 / np.sqrt(np.pi)), exp(neg(mul(x, x)))))
+)
+jvp.defjvp(
+    erf_inv_p, lambda t, ans, x: mul(t, mul(_const(x, np.sqrt(np.pi) / 2), exp(mul(ans, ans))))
+)
+jvp.defjvp(lgamma_p, lambda t, ans, x: mul(t, digamma(x)))
+jvp.defjvp(digamma_p, lambda t, ans, x: mul(t, polygamma(x, 1)))
+jvp.defjvp(polygamma_p, lambda t, ans, x, *, m: mul(t, polygamma(x, m + 1)))
+jvp.defjvp(
+    integer_pow_p,
+    lambda t, ans, x, *, y: (
+        mul(t, mul(_const(x, y), integer_pow(x, y - 1))) if y else mul(t, _const(x, 0))
+    ),
+)
+
+jvp.defjvp(add_p, lambda t, ans, x, y: t, lambda t, ans, x, y: t)
+jvp.defjvp(sub_p, lambda t, ans, x, y: t, lambda t, ans, x, y: neg(t))
+jvp.defjvp(mul_p, lambda t, ans, x, y: mul(t, y), lambda t, ans, x, y: mul(x, t))
+jvp.defjvp(
+    div_p,
+    lambda t, ans, x, y: div(t, y),
+    lambda t, ans, x, y: neg(mul(t, div(ans, y))),
+)
+jvp.defjvp(
+    rem_p,
+    lambda t, ans, x, y: t,
+    lambda t, ans, x, y: neg(mul(t, round(div(sub(x, ans), y), 0))),
+)
+
+
+def _pow_jvp_x(t, ans, x, y):
+    # d/dx x^y = y x^(y-1), defined as 0 where y == 0 (so 0^0 has derivative 0, like jax).
+    safe = mul(y, pow(x, sub(y, _const(y, 1))))
+    return mul(t, select_n(eq(y, _const(y, 0)), safe, full_like(safe, 0)))
+
+
+def _pow_jvp_y(t, ans, x, y):
+    # d/dy x^y = log(x) x^y, taken as 0 where x == 0 (jax's convention).
+    zero_x = eq(x, _const(x, 0))
+    logx = log(select_n(zero_x, x, full_like(x, 1)))
+    return mul(t, mul(select_n(zero_x, logx, full_like(logx, 0)), ans))
+
+
+jvp.defjvp(pow_p, _pow_jvp_x, _pow_jvp_y)
+
+
+def _balanced_eq(x, z, y):
+    """1 where x == z != y, 0.5 where x == z == y, 0 elsewhere (splits gradient at ties)."""
+    ones_or_halves = select_n(eq(y, z), full_like(z, 1), full_like(z, 0.5))
+    return select_n(eq(x, z), full_like(z, 0), ones_or_halves)
+
+
+jvp.defjvp(
+    max_p,
+    lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
+    lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)),
+)
+jvp.defjvp(
+    min_p,
+    lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
+    lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)),
+)
+jvp.defjvp(
+    atan2_p,
+    lambda t, ans, x, y: mul(t, div(y, add(mul(x, x), mul(y, y)))),
+    lambda t, ans, x, y: mul(t, neg(div(x, add(mul(x, x), mul(y, y))))),
+)
+
+
+def _clamp_mask(cond, like):
+    return select_n(cond, full_like(like, 0), full_like(like, 1))
+
+
+jvp.defjvp(
+    clamp_p,
+    lambda t, ans, lo, x, hi: mul(t, _clamp_mask(gt(lo, x), ans)),
+    lambda t, ans, lo, x, hi: mul(t, _clamp_mask(and_(gt(x, lo), lt(x, hi)), ans)),
+    lambda t, ans, lo, x, hi: mul(t, _clamp_mask(lt(hi, x), ans)),
+)
+
+
+def _select_n_jvp(primals, tangents):
+    which, *cases = primals
+    ans = select_n(which, *cases)
+    if all(isinstance(t, Zero) for t in tangents[1:]):
+        return ans, Zero.like(ans)
+    case_ts = [jvp.instantiate(t) for t in tangents[1:]]
+    return ans, select_n(which, *case_ts)
+
+
+jvp.jvp_rules[select_n_p] = _select_n_jvp
+
+
+def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
+    (x,), (t,) = primals, tangents
+    ans = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+    if isinstance(t, Zero) or not dtypes.is_float(new_dtype) or not dtypes.is_float(x.dtype):
+        return ans, Zero.like(ans)
+    return ans, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
+
+
+jvp.jvp_rules[convert_element_type_p] = _convert_jvp
+
+# --- transposes of the linear ones ----------------------------------------------------------------
+
+
+def _binary_transpose(ct_x: Callable, ct_y: Callable):
+    def rule(ct, x, y):
+        return [
+            unbroadcast(ct_x(ct, x, y), x.aval) if is_undefined(x) else None,
+            unbroadcast(ct_y(ct, x, y), y.aval) if is_undefined(y) else None,
+        ]
+
+    return rule
+
+
+transpose.deflinear(neg_p, lambda ct, x: [neg(ct)])
+transpose.deflinear(add_p, _binary_transpose(lambda ct, x, y: ct, lambda ct, x, y: ct))
+transpose.deflinear(sub_p, _binary_transpose(lambda ct, x, y: ct, lambda ct, x, y: neg(ct)))
+transpose.deflinear(mul_p, _binary_transpose(lambda ct, x, y: mul(ct, y),
+                                             lambda ct, x, y: mul(x, ct)))
+transpose.deflinear(div_p, _binary_transpose(lambda ct, x, y: div(ct, y), None))
+
+
+def _select_n_transpose(ct, which, *cases):
+    if is_undefined(which):
+        raise ValueError("select_n: the selector cannot be a linear input")
+    zeros = full_like(ct, 0)
+    return [None] + [
+        unbroadcast(select_n(which, *[ct if j == i else zeros for j in range(len(cases))]),
+                    c.aval) if is_undefined(c) else None
+        for i, c in enumerate(cases)
+    ]
+
+
+transpose.deflinear(select_n_p, _select_n_transpose)
+
+
+def _convert_transpose(ct, x, *, new_dtype, weak_type):
+    return [convert_element_type_p.bind(ct, new_dtype=x.aval.dtype, weak_type=x.aval.weak_type)]
+
+
+transpose.deflinear(convert_element_type_p, _convert_transpose)
+
+
+# === the fx.lax functions =========================================================================
+
+
+def _coerce(*args):
+    """Python scalars take the dtype of the array operands (weakly typed)."""
+    ref = next((a for a in args if not _is_python_scalar(a)), None)
+    if ref is None:
+        return args
+    dt = get_aval(ref).dtype
+    return tuple(
+        Array(np.asarray(a, dtype=dt), weak_type=True) if _is_python_scalar(a) else a
+        for a in args
+    )
+
+
+def _is_python_scalar(x) -> bool:
+    return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
+
+
+def _unary(prim: Primitive) -> Callable:
+    def f(x):
+        return prim.bind(x)
+
+    f.__name__ = prim.name
+    f.__doc__ = f"Elementwise ``{prim.name}`` (the ``{prim.name}`` primitive)."
+    return f
+
+
+def _binary(prim: Primitive) -> Callable:
+    def f(x, y):
+        return prim.bind(*_coerce(x, y))
+
+    f.__name__ = prim.name
+    f.__doc__ = f"Elementwise ``{prim.name}`` (the ``{prim.name}`` primitive)."
+    return f
+
+
+neg, sign, floor, ceil, abs, exp, exp2, log, log1p, expm1 = map(
+    _unary, (neg_p, sign_p, floor_p, ceil_p, abs_p, exp_p, exp2_p, log_p, log1p_p, expm1_p)
+)
+sqrt, rsqrt, cbrt, tanh, logistic, sin, cos, tan, asin, acos, atan = map(
+    _unary, (sqrt_p, rsqrt_p, cbrt_p, tanh_p, logistic_p, sin_p, cos_p, tan_p, asin_p, acos_p,
+             atan_p)
+)
+sinh, cosh, asinh, acosh, atanh, erf, erfc, erf_inv, lgamma, digamma, is_finite = map(
+    _unary, (sinh_p, cosh_p, asinh_p, acosh_p, atanh_p, erf_p, erfc_p, erf_inv_p, lgamma_p,
+             digamma_p, is_finite_p)
+)
+bitwise_not = _unary(not_p)
+stop_gradient = _unary(stop_gradient_p)
+stop_gradient.__doc__ = """The identity, with a zero derivative: gradients do not flow through."""
+add, sub, mul, div, rem, pow, max, min, atan2, nextafter = map(
+    _binary, (add_p, sub_p, mul_p, div_p, rem_p, pow_p, max_p, min_p, atan2_p, nextafter_p)
+)
+and_, or_, xor, shift_left, shift_right_logical = map(
+    _binary, (and_p, or_p, xor_p, shift_left_p, shift_right_logical_p)
+)
+eq, ne, lt, le, gt, ge = map(_binary, (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
+bitwise_and, bitwise_or, bitwise_xor = and_, or_, xor
+
+
+def round(x, rounding_method: int = 0):
+    """Round to the nearest integer; ties away from zero (0) or to even (1)."""
+    return round_p.bind(x, rounding_method=int(rounding_method))
+
+
+def integer_pow(x, y: int):
+    """``x ** y`` for a static Python integer ``y``."""
+    return integer_pow_p.bind(x, y=int(y))
+
+
+def polygamma(x, m: int):
+    return polygamma_p.bind(x, m=int(m))
+
+
+def square(x):
+    return integer_pow(x, 2)
+
+
+def clamp(lo, x, hi):
+    """``x`` clipped to ``[lo, hi]``; ``lo`` and ``hi`` may be scalars."""
+    return clamp_p.bind(*_coerce(lo, x, hi))
+
+
+def select_n(which, *cases):
+    """``cases[which]`` elementwise: a bool ``which`` picks ``cases[1]`` where True."""
+    return select_n_p.bind(which, *_coerce(*cases))
+
+
+def select(pred, on_true, on_false):
+    return select_n(pred, on_false, on_true)
+
+
+def convert_element_type(x, new_dtype, weak_type: bool = False):
+    new_dtype = dtypes.canonicalize(new_dtype)
+    aval = get_aval(x)
+    if aval.dtype == new_dtype and aval.weak_type == weak_type:
+        return x
+    if not aval.shape and not isinstance(x, Tracer):
+        # Constant-fold scalar constants (Python scalars meeting arrays) instead of staging.
+        buf = _convert_impl(np.asarray(x), new_dtype=new_dtype, weak_type=weak_type)
+        return Array(np.asarray(buf, dtype=new_dtype), weak_type)
+    return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+def bitcast_convert_type(x, new_dtype):
+    return bitcast_convert_type_p.bind(x, new_dtype=dtypes.canonicalize(new_dtype))
+
+
+def full_like(x, fill_value, dtype=None, shape=None):
+    aval = get_aval(x)
+    return full(aval.shape if shape is None else shape, fill_value,
+                aval.dtype if dtype is None else dtype)
+
+
+def zeros_like_array(x):
+    return full_like(x, 0)
+
+
+def broadcast_scalar(x, shape):
+    return broadcast_in_dim(x, shape, ())

@@ -1,0 +1,264 @@
+"""Structural primitives: creating, slicing, joining and rearranging arrays.
+
+Each primitive is declared with its shape rule and impl, followed by its jvp, transpose and
+batching rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from fx import dtypes
+from fx.avals import ShapedArray
+from fx.core import Primitive, get_aval
+from fx.interpreters import batching, jvp, transpose
+from fx.interpreters.batching import bdim_at_front, not_mapped
+from fx.interpreters.transpose import is_undefined
+from fx.lax.base import broadcast_in_dim, full, reduce_sum, shape_error
+from fx.lax.elementwise import select_n, sub
+
+# --- iota -----------------------------------------------------------------------------------------
+
+iota_p = Primitive("iota")  # params: dtype, shape, dimension
+
+
+@iota_p.def_abstract_eval
+def _iota_abstract_eval(*, dtype, shape, dimension):
+    if not 0 <= dimension < len(shape):
+        raise ValueError(f"iota: dimension {dimension} out of range for shape {shape}")
+    return ShapedArray(shape, dtype)
+
+
+@iota_p.def_impl
+def _iota_impl(*, dtype, shape, dimension):
+    r = np.arange(shape[dimension], dtype=dtype)
+    view = [1] * len(shape)
+    view[dimension] = shape[dimension]
+    return np.broadcast_to(r.reshape(view), shape)
+
+
+def iota(dtype, size: int):
+    """``[0, 1, ..., size-1]`` of ``dtype``."""
+    return broadcasted_iota(dtype, (int(size),), 0)
+
+
+def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
+    """An array of ``shape`` whose entries are their index along ``dimension``."""
+    return iota_p.bind(
+        dtype=dtypes.canonicalize(dtype), shape=tuple(int(s) for s in shape),
+        dimension=int(dimension),
+    )
+
+
+# --- slice ----------------------------------------------------------------------------------------
+
+slice_p = Primitive("slice")  # params: start_indices, limit_indices, strides (or None)
+
+
+@slice_p.def_abstract_eval
+def _slice_abstract_eval(x, *, start_indices, limit_indices, strides):
+    n = x.ndim
+    if len(start_indices) != n or len(limit_indices) != n or (strides and len(strides) != n):
+        raise shape_error("slice", f"needs {n} start/limit/stride entries", x)
+    shape = []
+    for d, lo, hi, st in zip(x.shape, start_indices, limit_indices, strides or (1,) * n):
+        if not 0 <= lo <= hi <= d or st < 1:
+            raise shape_error(
+                "slice", f"invalid slice [{lo}:{hi}:{st}] of a dimension of size {d}", x
+            )
+        shape.append((hi - lo + st - 1) // st)
+    return x.update(shape=tuple(shape))
+
+
+@slice_p.def_impl
+def _slice_impl(x, *, start_indices, limit_indices, strides):
+    st = strides or (1,) * len(start_indices)
+    return x[tuple(slice(lo, hi, s) for lo, hi, s in zip(start_indices, limit_indices, st))]
+
+
+def slice(x, start_indices, limit_indices, strides=None):  # noqa: A001  (lax's name)
+    """``x[start:limit:stride]`` along every dimension (static bounds)."""
+    start = tuple(int(i) for i in start_indices)
+    limit = tuple(int(i) for i in limit_indices)
+    st = None if strides is None or all(s == 1 for s in strides) else tuple(map(int, strides))
+    if start == (0,) * len(start) and limit == get_aval(x).shape and st is None:
+        return x
+    return slice_p.bind(x, start_indices=start, limit_indices=limit, strides=st)
+
+
+def slice_in_dim(x, start: int, limit: int, stride: int = 1, axis: int = 0):
+    aval = get_aval(x)
+    starts = [0] * aval.ndim
+    limits = list(aval.shape)
+    strides = [1] * aval.ndim
+    starts[axis], limits[axis], strides[axis] = start, limit, stride
+    return slice(x, starts, limits, strides)
+
+
+def _slice_transpose(ct, x, *, start_indices, limit_indices, strides):
+    # The cotangent lands in the sliced positions of a zero array: pad with interior gaps.
+    shape = x.aval.shape
+    st = strides or (1,) * len(shape)
+    ct_shape = get_aval(ct).shape
+    config = []
+    for d, lo, n, s in zip(shape, start_indices, ct_shape, st):
+        used = lo + (n - 1) * s + 1 if n else lo
+        config.append((lo, d - used if n else d - lo, s - 1 if n else 0))
+    return [pad(ct, full((), 0, x.aval.dtype), config)]
+
+
+def _slice_batch(axis, vals, dims, *, start_indices, limit_indices, strides):
+    (x,), (d,) = vals, dims
+    start = start_indices[:d] + (0,) + start_indices[d:]
+    limit = limit_indices[:d] + (axis.size,) + limit_indices[d:]
+    st = None if strides is None else strides[:d] + (1,) + strides[d:]
+    return slice_p.bind(x, start_indices=start, limit_indices=limit, strides=st), d
+
+
+jvp.deflinear(slice_p)
+transpose.deflinear(slice_p, _slice_transpose)
+batching.batch_rules[slice_p] = _slice_batch
+
+
+# --- concatenate ----------------------------------------------------------------------------------
+
+concatenate_p = Primitive("concatenate")  # params: dimension
+
+
+@concatenate_p.def_abstract_eval
+def _concatenate_abstract_eval(*xs, dimension):
+    if not xs:
+        raise ValueError("concatenate: needs at least one operand")
+    nd = xs[0].ndim
+    if not 0 <= dimension < nd:
+        raise shape_error("concatenate", f"dimension {dimension} out of range", *xs)
+    for a in xs:
+        if a.ndim != nd or any(
+            s != t for i, (s, t) in enumerate(zip(a.shape, xs[0].shape)) if i != dimension
+        ):
+            raise shape_error(
+                "concatenate", f"operands must agree in every dimension but {dimension}", *xs
+            )
+        if a.dtype != xs[0].dtype:
+            raise shape_error("concatenate", "operands must have the same dtype", *xs)
+    shape = list(xs[0].shape)
+    shape[dimension] = sum(a.shape[dimension] for a in xs)
+    return ShapedArray(shape, xs[0].dtype, all(a.weak_type for a in xs))
+
+
+concatenate_p.def_impl(lambda *xs, dimension: np.concatenate(xs, axis=dimension))
+
+
+def concatenate(operands: Sequence, dimension: int):
+    """Join ``operands`` along ``dimension``."""
+    operands = list(operands)
+    if len(operands) == 1:
+        return operands[0]
+    return concatenate_p.bind(*operands, dimension=int(dimension))
+
+
+def _concatenate_transpose(ct, *xs, dimension):
+    out, start = [], 0
+    for x in xs:
+        aval = x.aval if is_undefined(x) else get_aval(x)
+        size = aval.shape[dimension]
+        out.append(
+            slice_in_dim(ct, start, start + size, 1, dimension) if is_undefined(x) else None
+        )
+        start += size
+    return out
+
+
+def _concatenate_batch(axis, vals, dims, *, dimension):
+    moved = [bdim_at_front(v, d, axis.size) for v, d in zip(vals, dims)]
+    return concatenate_p.bind(*moved, dimension=dimension + 1), 0
+
+
+jvp.deflinear(concatenate_p)
+transpose.deflinear(concatenate_p, _concatenate_transpose)
+batching.batch_rules[concatenate_p] = _concatenate_batch
+
+
+# --- pad ------------------------------------------------------------------------------------------
+
+pad_p = Primitive("pad")  # params: padding_config: ((lo, hi, interior), ...)
+
+
+@pad_p.def_abstract_eval
+def _pad_abstract_eval(x, padding_value, *, padding_config):
+    if padding_value.shape != () or padding_value.dtype != x.dtype:
+        raise shape_error("pad", "padding_value must be a scalar of the operand's dtype",
+                          x, padding_value)
+    if len(padding_config) != x.ndim:
+        raise shape_error("pad", f"padding_config needs {x.ndim} (lo, hi, interior) triples", x)
+    shape = []
+    for d, (lo, hi, interior) in zip(x.shape, padding_config):
+        if interior < 0:
+            raise shape_error("pad", "interior padding must be non-negative", x)
+        n = lo + hi + d + max(d - 1, 0) * interior
+        if n < 0:
+            raise shape_error("pad", f"padding {(lo, hi, interior)} leaves a negative size", x)
+        shape.append(n)
+    return x.update(shape=tuple(shape), weak_type=x.weak_type and padding_value.weak_type)
+
+
+@pad_p.def_impl
+def _pad_impl(x, padding_value, *, padding_config):
+    # Interior padding first (into a strided buffer), then edges; negative edges crop.
+    inner_shape = [d + max(d - 1, 0) * i for d, (_, _, i) in zip(x.shape, padding_config)]
+    buf = np.full(inner_shape, padding_value, dtype=x.dtype)
+    buf[tuple(np.s_[:: i + 1] for _, _, i in padding_config)] = x
+    widths = [(max(lo, 0), max(hi, 0)) for lo, hi, _ in padding_config]
+    buf = np.pad(buf, widths, constant_values=padding_value)
+    crop = tuple(
+        np.s_[max(-lo, 0) : buf.shape[k] - max(-hi, 0)]
+        for k, (lo, hi, _) in enumerate(padding_config)
+    )
+    return buf[crop]
+
+
+def pad(x, padding_value, padding_config: Sequence[tuple[int, int, int]]):
+    """Pad ``x`` with ``padding_value``: ``(low, high, interior)`` per dimension; negative
+    low/high crop."""
+    cfg = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)
+    return pad_p.bind(x, padding_value, padding_config=cfg)
+
+
+def _pad_transpose(ct, x, padding_value, *, padding_config):
+    # The operand's cotangent: undo the edges (a negative pad had cropped, a positive one is
+    # cut off), then take every (interior+1)-th element.
+    unedged = pad(ct, full((), 0, get_aval(ct).dtype),
+                  tuple((-lo, -hi, 0) for lo, hi, _ in padding_config))
+    shape = get_aval(unedged).shape
+    ct_x = slice(unedged, (0,) * len(shape), shape, tuple(i + 1 for _, _, i in padding_config))
+    ct_v = None
+    if is_undefined(padding_value):
+        # Every output element not taken from the operand came from the padding value.
+        every = reduce_sum(ct, tuple(range(len(get_aval(ct).shape))))
+        ct_v = sub(every, reduce_sum(ct_x, tuple(range(len(shape)))))
+    return [ct_x if is_undefined(x) else None, ct_v]
+
+
+def _pad_batch(axis, vals, dims, *, padding_config):
+    x, v = vals
+    dx, dv = dims
+    if dv is not_mapped:
+        cfg = padding_config[:dx] + ((0, 0, 0),) + padding_config[dx:]
+        return pad_p.bind(x, v, padding_config=cfg), dx
+    # A batched padding value: pad with zeros, then select the value where padding went.
+    x = bdim_at_front(x, dx, axis.size)
+    cfg = ((0, 0, 0),) + padding_config
+    padded = pad_p.bind(x, full((), 0, get_aval(x).dtype), padding_config=cfg)
+    out_shape = get_aval(padded).shape
+    ex_shape = get_aval(x).shape[1:]
+    is_pad = pad(full(ex_shape, False, dtypes.bool_), full((), True, dtypes.bool_), padding_config)
+    is_pad = broadcast_in_dim(is_pad, out_shape, tuple(range(1, len(out_shape))))
+    values = broadcast_in_dim(v, out_shape, (0,))
+    return select_n(is_pad, padded, values), 0
+
+
+jvp.deflinear(pad_p)
+transpose.deflinear(pad_p, _pad_transpose)
+batching.batch_rules[pad_p] = _pad_batch

@@ -1,0 +1,146 @@
+"""Argument handling shared by the ``fx.numpy`` functions: conversion to arrays, dtype
+promotion (JAX's lattice, weak Python scalars) and numpy-style broadcasting."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from fx import dtypes, lax
+from fx.array import Array
+from fx.core import Tracer, get_aval
+from fx.devices import default_device, put_buffer
+
+
+def is_fx_value(x) -> bool:
+    return isinstance(x, (Array, Tracer))
+
+
+def to_array(x, name: str = "fx.numpy"):
+    """An fx value for ``x``: arrays pass through, Python scalars become weakly typed 0-d
+    arrays, numpy data becomes an Array with its (canonicalized) dtype."""
+    if is_fx_value(x):
+        return x
+    if isinstance(x, (np.ndarray, np.generic)):
+        return _device_array(np.asarray(x, dtype=dtypes.canonicalize(x.dtype)))
+    if isinstance(x, (bool, int, float)):
+        dt, weak = dtypes.dtype_and_weak(x)
+        return Array(np.asarray(x, dtype=dt), weak)
+    if isinstance(x, (list, tuple)):
+        return asarray(x)
+    raise TypeError(
+        f"{name}: expected an array, scalar or nested list, got {type(x).__name__}: {x!r}"
+    )
+
+
+def asarray(x, dtype=None):
+    """``x`` as an fx array, converted to ``dtype`` if given (see ``fx.numpy.asarray``)."""
+    dt = None if dtype is None else dtypes.canonicalize(dtype)
+    if is_fx_value(x):
+        return x if dt is None else lax.convert_element_type(x, dt)
+    if isinstance(x, (list, tuple)) and _holds_fx_value(x):
+        return _stack_nested(x, dt)
+    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic) and dt is None:
+        return to_array(x)
+    if dt is None:
+        dt = dtypes.python_data_dtype(x) if isinstance(x, (list, tuple)) else None
+    try:
+        host = np.asarray(x)
+    except (ValueError, TypeError) as e:
+        raise TypeError(f"fx.numpy.asarray: cannot convert {type(x).__name__}: {e}") from None
+    if host.dtype == object:
+        raise TypeError(f"fx.numpy.asarray: cannot convert ragged or non-numeric data {x!r}")
+    dt = dt or dtypes.canonicalize(host.dtype)
+    return _device_array(np.asarray(host, dtype=dt))
+
+
+def _holds_fx_value(x) -> bool:
+    if is_fx_value(x):
+        return True
+    return isinstance(x, (list, tuple)) and any(_holds_fx_value(e) for e in x)
+
+
+def _stack_nested(x, dt):
+    elems = [asarray(e) if isinstance(e, (list, tuple)) else to_array(e) for e in x]
+    elems = promote_dtypes(*elems, name="fx.numpy.asarray")
+    shapes = {get_aval(e).shape for e in elems}
+    if len(shapes) != 1:
+        raise ValueError(f"fx.numpy.asarray: ragged nested sequence with shapes {shapes}")
+    rows = [lax.reshape(e, (1,) + get_aval(e).shape) for e in elems]
+    out = lax.concatenate(rows, 0)
+    return out if dt is None else lax.convert_element_type(out, dt)
+
+
+def _device_array(host: np.ndarray) -> Array:
+    dev = default_device()
+    return Array(host if dev.platform == "cpu" else put_buffer(host, dev))
+
+
+def promote_dtypes(*args, name: str = "fx.numpy") -> list:
+    """The arguments as fx values of one promoted dtype."""
+    arrs = [to_array(a, name) for a in args]
+    dt, weak = dtypes.promote_types(*(dtypes.dtype_and_weak(a) for a in arrs))
+    return [lax.convert_element_type(a, dt, weak) for a in arrs]
+
+
+def promote_to_inexact(*args, name: str = "fx.numpy") -> list:
+    """Like :func:`promote_dtypes`, then integers and bools become the default float."""
+    arrs = promote_dtypes(*args, name=name)
+    dt = get_aval(arrs[0]).dtype if arrs else dtypes.default_float
+    if dtypes.is_float(dt):
+        return arrs
+    return [lax.convert_element_type(a, dtypes.default_float, get_aval(a).weak_type) for a in arrs]
+
+
+def broadcast_shapes(*shapes: Sequence[int], name: str = "fx.numpy") -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+    except ValueError:
+        raise ValueError(
+            f"{name}: operands could not be broadcast together with shapes "
+            + " ".join(str(tuple(s)) for s in shapes)
+        ) from None
+
+
+def broadcast_to_shape(x, shape: Sequence[int], name: str = "fx.numpy.broadcast_to"):
+    """``x`` broadcast to ``shape`` with numpy's rules (align trailing dimensions)."""
+    shape = tuple(int(s) for s in shape)
+    aval = get_aval(x)
+    if aval.shape == shape:
+        return x
+    if aval.ndim > len(shape):
+        raise ValueError(f"{name}: cannot broadcast {aval.shape} to the lower-rank {shape}")
+    lead = len(shape) - aval.ndim
+    for d, s in zip(aval.shape, shape[lead:]):
+        if d != 1 and d != s:
+            raise ValueError(f"{name}: cannot broadcast shape {aval.shape} to {shape}")
+    return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
+
+
+def promote_and_broadcast(*args, name: str = "fx.numpy", inexact: bool = False) -> list:
+    """Promote dtypes, then broadcast non-scalar operands to the common shape (rank-0 operands
+    stay rank 0: the elementwise primitives broadcast scalars themselves)."""
+    arrs = promote_to_inexact(*args, name=name) if inexact else promote_dtypes(*args, name=name)
+    shapes = [get_aval(a).shape for a in arrs]
+    out = broadcast_shapes(*shapes, name=name)
+    return [a if not s else broadcast_to_shape(a, out, name) for a, s in zip(arrs, shapes)]
+
+
+def canonical_axis(axis: int, ndim: int, name: str) -> int:
+    axis = int(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{name}: axis {axis} is out of bounds for an array of rank {ndim}")
+    return axis % ndim
+
+
+def canonical_axes(axis, ndim: int, name: str) -> tuple[int, ...]:
+    """``axis`` (None, int or sequence) as a sorted tuple of non-negative axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (int, np.integer)):
+        axis = (axis,)
+    out = tuple(sorted(canonical_axis(a, ndim, name) for a in axis))
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name}: repeated axis in {axis}")
+    return out

@@ -1,0 +1,107 @@
+"""``vmap``: vectorizing a function over a batch axis of its inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fx import tree_util
+from fx.core import get_aval
+from fx.interpreters.batching import BatchAxis, batch_flat
+from fx.numpy._promote import to_array
+
+
+def _fun_name(f) -> str:
+    return getattr(f, "__name__", type(f).__name__)
+
+
+def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | None = None,
+         axis_name: Any = None) -> Callable:
+    """Vectorize ``fun`` over an axis of its inputs, as ``jax.vmap``.
+
+    ``in_axes`` is an int, None, or a pytree prefix of the positional arguments giving, per
+    leaf, the batched axis (None: not batched); ``out_axes`` likewise for the outputs. All
+    batched inputs must share one axis size (``axis_size`` gives it when nothing is batched).
+    ``axis_name`` names the axis for collectives (``fx.lax.psum`` and friends).
+
+    Example::
+
+        >>> fx.vmap(lambda x, y: x @ y, in_axes=(0, None))(fnp.ones((5, 3)), fnp.ones(3)).shape
+        (5,)
+    """
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+
+    def vmapped(*args, **kwargs):
+        if kwargs:
+            raise TypeError("vmap: keyword arguments are not batched; pass them positionally "
+                            "or close over them")
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError(
+                f"vmap: in_axes has {len(in_axes)} entries but {_fun_name(fun)} was called with "
+                f"{len(args)} positional arguments"
+            )
+        leaves, in_tree = tree_util.tree_flatten(args)
+        try:
+            axes = tree_util.broadcast_prefix(
+                in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args), args
+            )
+        except ValueError as e:
+            raise ValueError(f"vmap: in_axes does not match the arguments: {e}") from None
+        paths = [p for p, _ in tree_util.tree_flatten_with_path(args)[0]]
+        leaves = [to_array(x) for x in leaves]
+        dims, size = [], axis_size
+        sized_from = None
+        for leaf, ax, path in zip(leaves, axes, paths):
+            if ax is None:
+                dims.append(None)
+                continue
+            if not isinstance(ax, int):
+                raise TypeError(f"vmap: in_axes entries must be int or None, got {ax!r}")
+            nd = get_aval(leaf).ndim
+            if not -nd <= ax < nd:
+                raise ValueError(
+                    f"vmap: in_axes {ax} is out of range for argument{tree_util.keystr(path)} "
+                    f"of rank {nd} (shape {get_aval(leaf).shape})"
+                )
+            ax %= nd
+            n = get_aval(leaf).shape[ax]
+            if size is None:
+                size, sized_from = n, path
+            elif n != size:
+                first = f"argument{tree_util.keystr(sized_from)}" if sized_from else "axis_size"
+                raise ValueError(
+                    f"vmap got inconsistent sizes for the mapped axis: {first} has size {size}, "
+                    f"argument{tree_util.keystr(path)} has size {n} along axis {ax}"
+                )
+            dims.append(ax)
+        if size is None:
+            raise ValueError(
+                "vmap: no argument is batched (all in_axes are None); pass axis_size= to say "
+                "how many times to map"
+            )
+        store: dict[str, Any] = {}
+
+        def flat_f(*xs):
+            out = fun(*tree_util.tree_unflatten(in_tree, xs))
+            out_leaves, store["tree"] = tree_util.tree_flatten(out)
+            return [to_array(o) for o in out_leaves]
+
+        def out_dim(i):
+            if "axes" not in store:
+                try:
+                    store["axes"] = tree_util.broadcast_prefix(out_axes, _skeleton(store["tree"]))
+                except ValueError as e:
+                    raise ValueError(f"vmap: out_axes does not match the outputs: {e}") from None
+            return store["axes"][i]
+
+        outs = batch_flat(flat_f, leaves, dims, BatchAxis(size, axis_name), out_dim)
+        return tree_util.tree_unflatten(store["tree"], outs)
+
+    vmapped.__name__ = f"vmap({_fun_name(fun)})"
+    vmapped.__wrapped__ = fun
+    return vmapped
+
+
+def _skeleton(treedef):
+    return tree_util.tree_unflatten(treedef, [0] * treedef.num_leaves)

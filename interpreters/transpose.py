@@ -1,0 +1,188 @@
+"""Transposition of linear jaxprs: reverse mode.
+
+``backward_pass`` walks a linear jaxpr (from ``linearize``) backwards. Equations that do not
+depend on the linear inputs (residual computations, staged zeros) are evaluated forward first.
+Each linear equation's rule in ``transpose_rules`` maps the cotangent of its output to
+cotangents of its linear inputs: ``rule(ct, *args, **params) -> [ct_or_None per arg]``, where
+linear arguments arrive as :class:`UndefinedPrimal` and the others as values. A variable read
+by several equations receives one contribution per use, summed with ``add_any``.
+
+Transposed operations are bound on the current trace, so the backward pass can itself be
+differentiated, batched or staged into a jit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from fx.interpreters.jvp import Zero
+from fx.interpreters.partial_eval import linearize_flat
+
+from fx.array import Array
+from fx.avals import ShapedArray
+from fx.core import Primitive, get_aval
+from fx.jaxpr import Jaxpr, Literal, Var
+from fx.lax import base
+
+
+class UndefinedPrimal:
+    """A linear argument of a transpose rule: only its type is known."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"UndefinedPrimal({self.aval.str_short()})"
+
+
+def is_undefined(x) -> bool:
+    return isinstance(x, UndefinedPrimal)
+
+
+TransposeRule = Callable[..., Sequence[object]]
+transpose_rules: dict[Primitive, TransposeRule] = {}
+
+
+def backward_pass(jaxpr: Jaxpr, consts: Sequence, cts_out: Sequence) -> list:
+    """Cotangents of ``jaxpr``'s invars given cotangents of its outvars (``Zero`` allowed).
+
+    ``jaxpr`` must be linear in its invars; ``consts`` are the values of its constvars.
+    """
+    env: dict[Var, object] = dict(zip(jaxpr.constvars, consts))
+    linear: set[Var] = set(jaxpr.invars)
+
+    def read(v):
+        if isinstance(v, Literal):
+            return Array(v.value, v.aval.weak_type)
+        return env[v]
+
+    linear_eqns = []
+    for eqn in jaxpr.eqns:
+        if any(isinstance(v, Var) and v in linear for v in eqn.invars):
+            linear.update(eqn.outvars)
+            linear_eqns.append(eqn)
+        else:
+            outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
+            env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]))
+
+    ct_env: dict[Var, object] = {}
+
+    def write_ct(v, ct):
+        if ct is None or isinstance(ct, Zero) or not isinstance(v, Var) or v not in linear:
+            return
+        ct = _match_aval(ct, v.aval)
+        prev = ct_env.get(v)
+        ct_env[v] = ct if prev is None else base.add_any(prev, ct)
+
+    for v, ct in zip(jaxpr.outvars, cts_out):
+        write_ct(v, ct)
+
+    for eqn in reversed(linear_eqns):
+        cts = [ct_env.pop(v, None) for v in eqn.outvars]
+        if all(ct is None for ct in cts):
+            continue
+        args = [
+            UndefinedPrimal(v.aval) if isinstance(v, Var) and v in linear else read(v)
+            for v in eqn.invars
+        ]
+        rule = transpose_rules.get(eqn.primitive)
+        if rule is None:
+            raise NotImplementedError(
+                f"transpose rule for '{eqn.primitive.name}' is not implemented (needed for "
+                "reverse-mode differentiation)"
+            )
+        if eqn.primitive.multiple_results:
+            ct_arg = [Zero(v.aval) if ct is None else ct for v, ct in zip(eqn.outvars, cts)]
+        else:
+            ct_arg = cts[0]
+        cts_in = rule(ct_arg, *args, **eqn.params)
+        for v, ct in zip(eqn.invars, cts_in):
+            write_ct(v, ct)
+
+    return [ct_env.get(v, Zero(v.aval)) for v in jaxpr.invars]
+
+
+def _match_aval(ct, aval: ShapedArray):
+    """Cotangents keep their variable's dtype (weak-typed scalars may arrive strong)."""
+    ct_aval = get_aval(ct)
+    if ct_aval.shape != aval.shape:
+        raise AssertionError(f"cotangent {ct_aval} for a variable of type {aval}")
+    return ct
+
+
+# --- rule helpers -------------------------------------------------------------------------------
+
+
+def deflinear(prim: Primitive, transpose_fn: Callable) -> None:
+    """Register a transpose rule for a primitive linear in every argument.
+
+    ``transpose_fn(ct, *args, **params)`` returns one cotangent per argument.
+    """
+    transpose_rules[prim] = transpose_fn
+
+
+def unbroadcast(ct, aval: ShapedArray):
+    """Sum ``ct`` down to a rank-0 ``aval`` when the forward op broadcast a scalar operand."""
+    if get_aval(ct).shape == aval.shape:
+        return ct
+    if aval.shape:
+        raise AssertionError(f"cannot unbroadcast {get_aval(ct)} to {aval}")
+    return base.reduce_sum(ct, tuple(range(get_aval(ct).ndim)))
+
+
+# --- the interpreter-level primitives (see fx.lax.base) -------------------------------------------
+
+
+def _add_any_transpose(ct, x, y):
+    return [ct if is_undefined(x) else None, ct if is_undefined(y) else None]
+
+
+def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
+    in_shape = x.aval.shape
+    new_axes = tuple(i for i in range(len(shape)) if i not in broadcast_dimensions)
+    expanded = tuple(
+        b for d, b in zip(in_shape, broadcast_dimensions) if d == 1 and shape[b] != 1
+    )
+    summed = base.reduce_sum(ct, tuple(sorted(new_axes + expanded)))
+    return [base.reshape(summed, in_shape)]
+
+
+def _reduce_sum_transpose(ct, x, *, axes):
+    shape = x.aval.shape
+    kept = tuple(i for i in range(len(shape)) if i not in axes)
+    return [base.broadcast_in_dim(ct, shape, kept)]
+
+
+def _transpose_transpose(ct, x, *, permutation):
+    inverse = [0] * len(permutation)
+    for i, p in enumerate(permutation):
+        inverse[p] = i
+    return [base.transpose(ct, inverse)]
+
+
+deflinear(base.add_any_p, _add_any_transpose)
+deflinear(base.broadcast_in_dim_p, _broadcast_in_dim_transpose)
+deflinear(base.reduce_sum_p, _reduce_sum_transpose)
+deflinear(base.reshape_p, lambda ct, x, *, new_sizes: [base.reshape(ct, x.aval.shape)])
+deflinear(base.transpose_p, _transpose_transpose)
+
+
+# --- vjp of a flat function -----------------------------------------------------------------------
+
+
+def vjp_flat(flat_f: Callable, primals: Sequence, diff: Sequence[bool]):
+    """``(primal_outs, pullback)``; ``pullback(cts_out)`` gives a cotangent (or ``Zero``) for
+    every input, nonzero only where ``diff`` is set."""
+    primal_outs, linear = linearize_flat(flat_f, primals, diff)
+
+    def pullback(cts_out: Sequence) -> list:
+        cts = backward_pass(linear.jaxpr, linear.consts, cts_out)
+        it = iter(cts)
+        out = []
+        for p, d in zip(primals, diff):
+            out.append(next(it) if d else Zero.like(p))
+        return out
+
+    return primal_outs, pullback

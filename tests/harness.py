@@ -1,0 +1,145 @@
+"""Shared checks for table-driven op tests: fx against jax (the oracle) and against itself.
+
+An :class:`OpCase` names an fx function and its jax twin plus how to draw arguments. The
+checks compare eval, jvp and vjp with jax, vmap with a Python loop (and jax.vmap), and run
+``fx.test_util.check_grads`` at order 2 in float64.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import fx
+from fx import tree_util
+from fx.test_util import check_grads
+
+TOL = {
+    np.dtype(np.float16): 2e-2,
+    np.dtype("bfloat16"): 5e-2,
+    np.dtype(np.float32): 2e-5,
+    np.dtype(np.float64): 1e-11,
+}
+
+
+def tol_for(dtype) -> float:
+    return TOL.get(np.dtype(dtype), 0)
+
+
+def to_jax(tree):
+    return tree_util.tree_map(lambda x: jnp.asarray(np.asarray(x)) if _is_arr(x) else x, tree)
+
+
+def to_fx(tree):
+    return tree_util.tree_map(lambda x: fx.numpy.asarray(np.asarray(x)) if _is_arr(x) else x, tree)
+
+
+def _is_arr(x) -> bool:
+    return isinstance(x, (np.ndarray, np.generic, fx.Array, jax.Array))
+
+
+def assert_allclose(got, want, rtol=None, atol=None, check_dtype=True, what=""):
+    """Leafwise comparison of pytrees of arrays; NaNs must match, dtypes too (by default)."""
+    g_leaves, g_tree = tree_util.tree_flatten(got)
+    w_leaves, w_tree = tree_util.tree_flatten(
+        tree_util.tree_map(lambda x: x, want) if not isinstance(want, jax.Array) else want
+    )
+    assert len(g_leaves) == len(w_leaves), f"{what}: {len(g_leaves)} vs {len(w_leaves)} leaves"
+    for g, w in zip(g_leaves, w_leaves):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape, f"{what}: shape {g.shape} != expected {w.shape}"
+        if check_dtype:
+            assert g.dtype == w.dtype, f"{what}: dtype {g.dtype} != expected {w.dtype}"
+        t = tol_for(w.dtype) if rtol is None else rtol
+        a = t if atol is None else atol
+        if w.dtype.kind in "biu":
+            np.testing.assert_array_equal(g, w, err_msg=what)
+        else:
+            np.testing.assert_allclose(
+                g.astype(np.float64), w.astype(np.float64), rtol=t, atol=a, err_msg=what,
+                equal_nan=True,
+            )
+
+
+@dataclass
+class OpCase:
+    """One row of an op table: ``fx_fn(*args)`` must match ``jax_fn(*args)``."""
+
+    name: str
+    fx_fn: Callable
+    jax_fn: Callable
+    args: Callable[[np.random.Generator], Sequence]  # rng -> numpy arguments
+    differentiable: bool = True
+    diff_argnums: tuple[int, ...] = (0,)
+    rtol: float | None = None
+    atol: float | None = None
+    grad_order: int = 2
+    grad_tol: float | None = None
+    tags: set = field(default_factory=set)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def check_eval(case: OpCase, args) -> None:
+    got = case.fx_fn(*to_fx(args))
+    want = case.jax_fn(*to_jax(args))
+    assert_allclose(got, want, case.rtol, case.atol, what=f"{case.name} eval")
+
+
+def _split(case: OpCase, args):
+    diff = [a for i, a in enumerate(args) if i in case.diff_argnums]
+
+    def rebuild(fn, full):
+        def g(*d):
+            it = iter(d)
+            return fn(*[next(it) if i in case.diff_argnums else a for i, a in enumerate(full)])
+
+        return g
+
+    return diff, rebuild
+
+
+def check_jvp(case: OpCase, args, rng) -> None:
+    diff, rebuild = _split(case, args)
+    tangents = [rng.standard_normal(np.shape(a)).astype(np.asarray(a).dtype) for a in diff]
+    fx_out, fx_t = fx.jvp(rebuild(case.fx_fn, to_fx(args)), to_fx(diff), to_fx(tangents))
+    jx_out, jx_t = jax.jvp(rebuild(case.jax_fn, to_jax(args)), to_jax(diff), to_jax(tangents))
+    assert_allclose(fx_out, jx_out, case.rtol, case.atol, what=f"{case.name} jvp primal")
+    assert_allclose(fx_t, jx_t, case.rtol, case.atol, what=f"{case.name} jvp tangent")
+
+
+def check_vjp(case: OpCase, args, rng) -> None:
+    diff, rebuild = _split(case, args)
+    fx_out, fx_pull = fx.vjp(rebuild(case.fx_fn, to_fx(args)), *to_fx(diff))
+    jx_out, jx_pull = jax.vjp(rebuild(case.jax_fn, to_jax(args)), *to_jax(diff))
+    ct = tree_util.tree_map(
+        lambda o: rng.standard_normal(np.shape(o)).astype(np.asarray(o).dtype), jx_out
+    )
+    assert_allclose(fx_pull(to_fx(ct)), jx_pull(to_jax(ct)), case.rtol, case.atol,
+                    what=f"{case.name} vjp")
+
+
+def check_vmap(case: OpCase, batched_args, in_axes) -> None:
+    """vmap over ``in_axes`` equals a loop over the batch and jax.vmap."""
+    fx_out = fx.vmap(case.fx_fn, in_axes=in_axes)(*to_fx(batched_args))
+    jx_out = jax.vmap(case.jax_fn, in_axes=in_axes)(*to_jax(batched_args))
+    assert_allclose(fx_out, jx_out, case.rtol, case.atol, what=f"{case.name} vmap vs jax")
+    size = next(np.shape(a)[ax] for a, ax in zip(batched_args, in_axes) if ax is not None)
+    rows = []
+    for i in range(size):
+        row = [a if ax is None else np.take(a, i, axis=ax) for a, ax in zip(batched_args, in_axes)]
+        rows.append(case.fx_fn(*to_fx(row)))
+    stacked = tree_util.tree_map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *rows)
+    assert_allclose(fx_out, stacked, case.rtol, case.atol, what=f"{case.name} vmap vs loop")
+
+
+def check_grads_f64(case: OpCase, args) -> None:
+    args64 = [np.asarray(a, np.float64) if np.asarray(a).dtype.kind == "f" else a for a in args]
+    diff, rebuild = _split(case, args64)
+    check_grads(rebuild(case.fx_fn, to_fx(args64)), to_fx(diff), order=case.grad_order,
+                atol=case.grad_tol, rtol=case.grad_tol)
