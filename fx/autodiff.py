@@ -18,7 +18,7 @@ from fx.core import get_aval
 from fx.interpreters.eval import eval_jaxpr
 from fx.interpreters.jvp import Zero, instantiate, is_differentiable, jvp_flat
 from fx.interpreters.partial_eval import linearize_flat
-from fx.interpreters.transpose import backward_pass
+from fx.interpreters.transpose import UndefinedPrimal, backward_pass
 from fx.numpy._promote import to_array
 
 
@@ -145,7 +145,8 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
                 )
             if ca.dtype != a.dtype and is_differentiable(a):
                 ct_leaves[i] = lax.convert_element_type(c, a.dtype)
-        cts = backward_pass(linear.jaxpr, linear.consts, ct_leaves)
+        undefined = [UndefinedPrimal(v.aval) for v in linear.jaxpr.invars]
+        cts = backward_pass(linear.jaxpr, linear.consts, undefined, ct_leaves)
         it = iter(cts)
         flat_cts = [instantiate(next(it)) if d else _zero_cotangent(p) for p, d in zip(p_leaves,
                                                                                    diff)]

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from fx.interpreters.jvp import Zero
-from fx.interpreters.partial_eval import linearize_flat
 
 from fx.array import Array
 from fx.avals import ShapedArray
@@ -45,13 +44,21 @@ TransposeRule = Callable[..., Sequence[object]]
 transpose_rules: dict[Primitive, TransposeRule] = {}
 
 
-def backward_pass(jaxpr: Jaxpr, consts: Sequence, cts_out: Sequence) -> list:
-    """Cotangents of ``jaxpr``'s invars given cotangents of its outvars (``Zero`` allowed).
+def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Sequence) -> list:
+    """Cotangents of ``jaxpr``'s linear inputs given cotangents of its outputs.
 
-    ``jaxpr`` must be linear in its invars; ``consts`` are the values of its constvars.
+    ``args[i]`` is an :class:`UndefinedPrimal` for each input the jaxpr is linear in, and the
+    value of every other input; ``consts`` are the values of its constvars. ``cts_out`` may hold
+    ``Zero``. Returns one entry per input: a cotangent (or ``Zero``) for the linear ones, None
+    for the others.
     """
     env: dict[Var, object] = dict(zip(jaxpr.constvars, consts))
-    linear: set[Var] = set(jaxpr.invars)
+    linear: set[Var] = set()
+    for v, a in zip(jaxpr.invars, args):
+        if is_undefined(a):
+            linear.add(v)
+        else:
+            env[v] = a
 
     def read(v):
         if isinstance(v, Literal):
@@ -83,7 +90,7 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, cts_out: Sequence) -> list:
         cts = [ct_env.pop(v, None) for v in eqn.outvars]
         if all(ct is None for ct in cts):
             continue
-        args = [
+        eqn_args = [
             UndefinedPrimal(v.aval) if isinstance(v, Var) and v in linear else read(v)
             for v in eqn.invars
         ]
@@ -97,11 +104,14 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, cts_out: Sequence) -> list:
             ct_arg = [Zero(v.aval) if ct is None else ct for v, ct in zip(eqn.outvars, cts)]
         else:
             ct_arg = cts[0]
-        cts_in = rule(ct_arg, *args, **eqn.params)
+        cts_in = rule(ct_arg, *eqn_args, **eqn.params)
         for v, ct in zip(eqn.invars, cts_in):
             write_ct(v, ct)
 
-    return [ct_env.get(v, Zero(v.aval)) for v in jaxpr.invars]
+    return [
+        ct_env.get(v, Zero(v.aval)) if is_undefined(a) else None
+        for v, a in zip(jaxpr.invars, args)
+    ]
 
 
 def _match_aval(ct, aval: ShapedArray):
@@ -167,22 +177,3 @@ deflinear(base.broadcast_in_dim_p, _broadcast_in_dim_transpose)
 deflinear(base.reduce_sum_p, _reduce_sum_transpose)
 deflinear(base.reshape_p, lambda ct, x, *, new_sizes: [base.reshape(ct, x.aval.shape)])
 deflinear(base.transpose_p, _transpose_transpose)
-
-
-# --- vjp of a flat function -----------------------------------------------------------------------
-
-
-def vjp_flat(flat_f: Callable, primals: Sequence, diff: Sequence[bool]):
-    """``(primal_outs, pullback)``; ``pullback(cts_out)`` gives a cotangent (or ``Zero``) for
-    every input, nonzero only where ``diff`` is set."""
-    primal_outs, linear = linearize_flat(flat_f, primals, diff)
-
-    def pullback(cts_out: Sequence) -> list:
-        cts = backward_pass(linear.jaxpr, linear.consts, cts_out)
-        it = iter(cts)
-        out = []
-        for p, d in zip(primals, diff):
-            out.append(next(it) if d else Zero.like(p))
-        return out
-
-    return primal_outs, pullback
