@@ -91,3 +91,12 @@ from fx.lax.structural import (
     slice,
     slice_in_dim,
 )
+from fx.lax.indexing import (
+    GatherScatterMode,
+    gather,
+    scatter,
+    scatter_add,
+    scatter_max,
+    scatter_min,
+    scatter_mul,
+)
