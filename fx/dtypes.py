@@ -142,17 +142,21 @@ def _join(nodes: tuple) -> object:
 def promote_types(*typed: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
     """Result ``(dtype, weak_type)`` of combining values given as ``(dtype, weak_type)`` pairs.
 
-    A weak value keeps its own dtype when it meets only weak values; meeting a strong value of a
-    kind at least as high, it adopts that value's dtype.
+    A weak value keeps its own dtype when it meets only weak values or strong values of a lower
+    kind (bool < int < float); meeting a strong value of a kind at least as high, it adopts
+    that value's dtype. Example: ``promote_types((int32, False), (float32, True))`` is
+    ``(float32, True)``, ``int32_array * 2.0`` is float32.
     """
     nodes = tuple(_node(dt, w) for dt, w in typed)
     joined = _join(nodes)
     if joined == _WEAK_FLOAT or joined == _WEAK_INT:
-        # Only weak values (or bool + weak) took part: keep the widest weak operand's dtype.
-        weak_dts = [dt for dt, w in typed if w and _node(dt, w) == joined]
-        if weak_dts:
-            return max(weak_dts, key=lambda d: d.itemsize), True
-        return (default_float if joined == _WEAK_FLOAT else default_int), True
+        # The result is weak, with the join of the weak operands' dtypes taken as strong types
+        # (weak f16 + weak bf16 is weak f32, in either order), which keeps promotion
+        # associative. When every operand is weak this is JAX's rule. When a strong operand of
+        # a lower kind takes part (int32 array * 2.0) JAX gives its default dtype of the
+        # result's kind (64-bit under x64); fx keeps the weak operand's dtype, so Python
+        # scalars give float32/int32 as in JAX's default mode.
+        return _join(tuple(dt for dt, w in typed if w)), True
     return joined, False
 
 

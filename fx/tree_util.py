@@ -123,6 +123,7 @@ def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None):
 
 def tree_unflatten(treedef: PyTreeDef, leaves) -> Any:
     """Rebuild the pytree with structure ``treedef`` from ``leaves``."""
+    leaves = list(leaves)
     it = iter(leaves)
 
     def rec(td: PyTreeDef):
@@ -136,10 +137,14 @@ def tree_unflatten(treedef: PyTreeDef, leaves) -> Any:
         out = rec(treedef)
     except StopIteration:
         raise ValueError(
-            f"tree_unflatten: too few leaves for {treedef} (needs {treedef.num_leaves})"
+            f"tree_unflatten: too few leaves for {treedef} "
+            f"(needs {treedef.num_leaves}, got {len(leaves)})"
         ) from None
     if next(it, _SENTINEL) is not _SENTINEL:
-        raise ValueError(f"tree_unflatten: too many leaves for {treedef}")
+        raise ValueError(
+            f"tree_unflatten: too many leaves for {treedef} "
+            f"(needs {treedef.num_leaves}, got {len(leaves)})"
+        )
     return out
 
 

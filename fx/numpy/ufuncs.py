@@ -50,9 +50,11 @@ def _unary_same(lax_fn, name):
     return f
 
 
-def _binary(lax_fn, name, inexact=False):
+def _binary(lax_fn, name, inexact=False, bool_fn=None):
     def f(x, y, /):
         x, y = promote_and_broadcast(x, y, name=f"fx.numpy.{name}", inexact=inexact)
+        if bool_fn is not None and get_aval(x).dtype == dtypes.bool_:
+            return bool_fn(x, y)
         return lax_fn(x, y)
 
     f.__name__ = name
@@ -76,9 +78,10 @@ sign = _unary_same(lax.sign, "sign")
 absolute = _unary_same(lax.abs, "absolute")
 abs = absolute  # noqa: A001
 
-add = _binary(lax.add, "add")
+# On bools, as in numpy and JAX, add is logical or and multiply is logical and.
+add = _binary(lax.add, "add", bool_fn=lax.or_)
 subtract = _binary(lax.sub, "subtract")
-multiply = _binary(lax.mul, "multiply")
+multiply = _binary(lax.mul, "multiply", bool_fn=lax.and_)
 true_divide = _binary(lax.div, "true_divide", inexact=True)
 divide = true_divide
 maximum = _binary(lax.max, "maximum")
