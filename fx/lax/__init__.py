@@ -100,3 +100,17 @@ from fx.lax.indexing import (
     scatter_min,
     scatter_mul,
 )
+from fx.lax.reductions import (
+    argmax,
+    argmin,
+    reduce_and,
+    reduce_max,
+    reduce_min,
+    reduce_or,
+    reduce_prod,
+    reduce_xor,
+)
+from fx.lax.linalg import (
+    dot,
+    dot_general,
+)
