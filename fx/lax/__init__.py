@@ -114,3 +114,15 @@ from fx.lax.linalg import (
     dot,
     dot_general,
 )
+from fx.lax.structural import (
+    collapse,
+    dynamic_index_in_dim,
+    dynamic_slice,
+    dynamic_slice_in_dim,
+    dynamic_update_index_in_dim,
+    dynamic_update_slice,
+    dynamic_update_slice_in_dim,
+    expand_dims,
+    rev,
+    squeeze,
+)
