@@ -123,7 +123,7 @@ def _columns(operand, indices, axes, mode):
     operand with the indexed axes moved in front (a view)."""
     k = len(axes)
     moved = np.transpose(operand, tuple(axes) + _rest(operand.ndim, axes))
-    flat = np.reshape(indices, (-1, k)).astype(np.int64)
+    flat = np.reshape(indices, (math.prod(indices.shape[:-1]), k)).astype(np.int64)
     sizes = [operand.shape[a] for a in axes]
     cols = [flat[:, j] for j in range(k)]
     if mode is CLIP:
@@ -161,7 +161,7 @@ def _scatter_impl(combine: str):
         k = len(axes)
         cols, ok, moved = _columns(out, indices, axes, mode)
         rest_shape = tuple(operand.shape[d] for d in _rest(operand.ndim, axes))
-        upd = np.reshape(updates, (-1,) + rest_shape)
+        upd = np.reshape(updates, (math.prod(indices.shape[:-1]),) + rest_shape)
         if ok is not None:
             cols, upd = [c[ok] for c in cols], upd[ok]
         if k == 0:
