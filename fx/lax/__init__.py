@@ -91,6 +91,17 @@ from fx.lax.structural import (
     slice,
     slice_in_dim,
 )
+from fx.lax.sorting import (
+    associative_scan,
+    cumlogsumexp,
+    cummax,
+    cummin,
+    cumprod,
+    cumsum,
+    sort,
+    sort_key_val,
+    top_k,
+)
 from fx.lax.indexing import (
     GatherScatterMode,
     gather,
