@@ -17,7 +17,9 @@ from fx.autodiff import (  # noqa: F401
     value_and_grad,
     vjp,
 )
+from fx.config import config  # noqa: F401
 from fx.core import ConcretizationTypeError, UnexpectedTracerError  # noqa: F401
+from fx.jit_function import jit  # noqa: F401
 from fx.lax import stop_gradient  # noqa: F401
 from fx.tracing import make_jaxpr  # noqa: F401
 from fx.vectorize import vmap  # noqa: F401

@@ -1,0 +1,301 @@
+"""``fx.jit``: trace once per signature, compile through the lowering pipeline, run compiled.
+
+A jitted function caches one entry per (argument structure, abstract values, static
+arguments). The traced jaxpr is bound as a ``jit`` call primitive, so transformations of a
+jitted function transform its jaxpr and stay compiled; called with concrete arguments outside
+any transformation, the cached executable runs directly (the fast path: flatten, look up,
+call into C).
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fx import tree_util
+from fx.array import Array
+from fx.config import config
+from fx.core import EVAL_TRACE, Tracer, current_trace
+from fx.devices import default_backend
+from fx.interpreters.call import eval_call_impl, jit_p
+from fx.jaxpr import ClosedJaxpr, Jaxpr
+from fx.lowering.pipeline import Lowered as LoweredProgram
+from fx.lowering.pipeline import lower as lower_program
+from fx.runtime import cc
+from fx.tracing import abstractify, argument_names, flatten_fun, trace_to_jaxpr
+
+
+def _fun_name(f) -> str:
+    return getattr(f, "__name__", type(f).__name__)
+
+
+def _hoist_consts(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
+    """Constants become leading inputs, so that tracers closed over by the function are
+    visible to the transformations applied to the call."""
+    j = closed.jaxpr
+    return ClosedJaxpr(Jaxpr([], list(j.constvars) + list(j.invars), j.outvars, j.eqns), []), \
+        list(closed.consts)
+
+
+_compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _backend(name: str | None) -> str:
+    return name or default_backend()
+
+
+def compiled_executable(jaxpr: ClosedJaxpr, backend: str, name: str = "f"):
+    """The executable for a jit body, compiled once per jaxpr object and backend."""
+    per = _compiled.setdefault(jaxpr, {})
+    exe = per.get(backend)
+    if exe is None:
+        low = lower_program(jaxpr, backend, name, have_compiler=cc.compiler() is not None)
+        exe = per[backend] = low.compile()
+    return exe
+
+
+def _jit_impl(*bufs, jaxpr, name, donated, backend):
+    if config.disable_jit:
+        return eval_call_impl(*bufs, jaxpr=jaxpr)
+    exe = compiled_executable(jaxpr, _backend(backend), name)
+    return exe([np.asarray(b) for b in bufs])
+
+
+jit_p.def_impl(_jit_impl)
+
+
+@dataclass(eq=False)
+class _Entry:
+    jaxpr: ClosedJaxpr  # consts hoisted to leading inputs
+    consts: list
+    out_tree: tree_util.PyTreeDef
+    out_weak: tuple[bool, ...]
+    executable: Any = None
+
+
+class JitFunction:
+    """A function compiled by :func:`jit`. Call it like the original function."""
+
+    def __init__(self, fun: Callable, static_argnums=(), static_argnames=(), donate_argnums=(),
+                 backend: str | None = None):
+        functools.update_wrapper(self, fun)
+        self._fun = fun
+        self._static_argnums = tuple(static_argnums) if not isinstance(static_argnums, int) \
+            else (static_argnums,)
+        self._static_argnames = (static_argnames,) if isinstance(static_argnames, str) else \
+            tuple(static_argnames)
+        self._donate = tuple(donate_argnums) if not isinstance(donate_argnums, int) \
+            else (donate_argnums,)
+        self._backend = backend
+        self._cache: dict = {}
+        self._last_signature = None
+
+    # -- signatures -----------------------------------------------------------------------------
+    def _split(self, args, kwargs):
+        nargs = len(args)
+        statics = tuple(sorted(i % nargs if nargs else i for i in self._static_argnums))
+        for i in self._static_argnums:
+            if not -nargs <= i < nargs:
+                raise ValueError(
+                    f"jit({_fun_name(self._fun)}): static_argnums {i} is out of range for a call "
+                    f"with {nargs} positional arguments"
+                )
+        static_vals = []
+        for i in statics:
+            static_vals.append((i, _hashable_static(args[i], f"argument {i}", self._fun)))
+        for k in self._static_argnames:
+            if k in kwargs:
+                static_vals.append((k, _hashable_static(kwargs[k], f"argument '{k}'", self._fun)))
+        dyn_args = tuple(a for i, a in enumerate(args) if i not in statics)
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self._static_argnames}
+        return statics, tuple(static_vals), dyn_args, dyn_kwargs
+
+    def _signature(self, args, kwargs):
+        statics, static_vals, dyn_args, dyn_kwargs = self._split(args, kwargs)
+        leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        avals = tuple(abstractify(x) for x in leaves)
+        key = (in_tree, avals, static_vals, _backend(self._backend))
+        return key, leaves, statics, dyn_args, dyn_kwargs
+
+    def _entry(self, key, args, kwargs, statics, dyn_args, dyn_kwargs) -> _Entry:
+        entry = self._cache.get(key)
+        if entry is not None:
+            return entry
+        if config.log_compiles:
+            self._log_compile(key, args, kwargs)
+        self._last_signature = (key, args, kwargs)
+        in_tree, avals = key[0], key[1]
+
+        def call_with_statics(*dyn, **kw):
+            it = iter(dyn)
+            full = [args[i] if i in statics else next(it) for i in range(len(args))]
+            kw = dict(kw, **{k: kwargs[k] for k in self._static_argnames if k in kwargs})
+            return self._fun(*full, **kw)
+
+        flat_f, store = flatten_fun(call_with_statics, in_tree, _fun_name(self._fun))
+        names = argument_names(self._fun, args, kwargs) if not statics else ()
+        closed = trace_to_jaxpr(flat_f, list(avals), names,
+                                f"jit({_fun_name(self._fun)}) tracing")
+        jaxpr, consts = _hoist_consts(closed)
+        entry = _Entry(jaxpr, consts, store["tree"], tuple(a.weak_type for a in
+                                                             jaxpr.out_avals))
+        self._cache[key] = entry
+        return entry
+
+    def _log_compile(self, key, args, kwargs):
+        name = _fun_name(self._fun)
+        if self._last_signature is None:
+            sig = ", ".join(a.str_short() for a in key[1])
+            print(f"fx: compiling {name} for ({sig})", file=sys.stderr)
+            return
+        old_key = self._last_signature[0]
+        print(f"fx: recompiling {name} because {_explain(old_key, key)}", file=sys.stderr)
+
+    # -- calling --------------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        key, leaves, statics, dyn_args, dyn_kwargs = self._signature(args, kwargs)
+        entry = self._entry(key, args, kwargs, statics, dyn_args, dyn_kwargs)
+        name = _fun_name(self._fun)
+        if current_trace() is EVAL_TRACE and not config.disable_jit and not any(
+                isinstance(x, Tracer) for x in leaves):
+            if entry.executable is None:
+                entry.executable = compiled_executable(entry.jaxpr, key[3], name)
+            bufs = [np.asarray(c) for c in entry.consts] + [
+                x._buf if isinstance(x, Array) else np.asarray(x) for x in leaves
+            ]
+            outs = [Array(b, w) for b, w in zip(entry.executable(bufs), entry.out_weak)]
+        else:
+            args_all = [*entry.consts, *leaves]
+            donated = (False,) * len(args_all)
+            outs = jit_p.bind(*args_all, jaxpr=entry.jaxpr, name=name, donated=donated,
+                              backend=self._backend)
+        return tree_util.tree_unflatten(entry.out_tree, outs)
+
+    # -- ahead-of-time ----------------------------------------------------------------------------
+    def lower(self, *args, **kwargs) -> Lowered:
+        """Trace and lower for these arguments (as ``jax.jit(f).lower``)."""
+        key, leaves, statics, dyn_args, dyn_kwargs = self._signature(args, kwargs)
+        entry = self._entry(key, args, kwargs, statics, dyn_args, dyn_kwargs)
+        program = lower_program(entry.jaxpr, key[3], _fun_name(self._fun),
+                                have_compiler=cc.compiler() is not None)
+        return Lowered(program, entry)
+
+    def cache_size(self) -> int:
+        """How many signatures have been traced and compiled."""
+        return len(self._cache)
+
+    _cache_size = cache_size
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+
+    def __repr__(self) -> str:
+        return f"<fx.jit of {_fun_name(self._fun)}>"
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+
+def _hashable_static(value, what: str, fun):
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(
+            f"jit({_fun_name(fun)}): static {what} has unhashable type "
+            f"{type(value).__name__}; static arguments key the compilation cache, so they must "
+            "be hashable (use a tuple instead of a list, or make it a traced argument)"
+        ) from None
+    return value
+
+
+def _explain(old, new) -> str:
+    (ot, oa, os_, ob), (nt, na, ns, nb) = old, new
+    if ob != nb:
+        return f"the backend changed {ob} → {nb}"
+    if ot != nt:
+        return f"the argument structure changed {ot} → {nt}"
+    for i, (a, b) in enumerate(zip(oa, na)):
+        if a != b:
+            return f"arg {i} changed {a.str_short()} → {b.str_short()}" + (
+                " (weak type)" if a.str_short() == b.str_short() else "")
+    if os_ != ns:
+        return f"static arguments changed {os_} → {ns}"
+    return "the signature changed"
+
+
+class Lowered:
+    """A traced and lowered program (``jit(f).lower(*args)``)."""
+
+    def __init__(self, program: LoweredProgram, entry: _Entry):
+        self._program = program
+        self._entry = entry
+
+    def as_text(self) -> str:
+        """The optimized IR with fusion groups, chosen kernels and buffer placement."""
+        return self._program.as_text()
+
+    def compile(self) -> Compiled:
+        return Compiled(self._program, self._program.compile(), self._entry)
+
+    @property
+    def program(self) -> LoweredProgram:
+        return self._program
+
+
+class Compiled:
+    """A compiled program (``jit(f).lower(*args).compile()``)."""
+
+    def __init__(self, program: LoweredProgram, executable, entry: _Entry):
+        self._program = program
+        self._exe = executable
+        self._entry = entry
+
+    def __call__(self, *args, **kwargs):
+        leaves = tree_util.tree_leaves((args, kwargs))
+        bufs = [np.asarray(c) for c in self._entry.consts] + [np.asarray(x) for x in leaves]
+        outs = [Array(b, w) for b, w in zip(self._exe(bufs), self._entry.out_weak)]
+        return tree_util.tree_unflatten(self._entry.out_tree, outs)
+
+    def memory_analysis(self) -> dict:
+        plan = self._program.plan
+        return {
+            "arena_bytes": plan.arena_bytes,
+            "lower_bound_bytes": plan.lower_bound,
+            "naive_bytes": plan.naive_bytes,
+            "inplace_reuses": len(plan.inplace),
+        }
+
+    def cost_analysis(self) -> dict:
+        return self._program.cost_analysis()
+
+    def kernel_sources(self) -> str:
+        return self._program.source
+
+    def as_text(self) -> str:
+        return self._program.as_text()
+
+
+def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = (), donate_argnums: int | Sequence[int] = (),
+        backend: str | None = None):
+    """Compile ``fun``: trace it once per signature into a jaxpr, optimize, fuse, plan memory
+    and generate kernels; later calls with the same signature run the compiled program.
+
+    Example::
+
+        >>> f = fx.jit(lambda x: fnp.tanh(2 * x + 1) * fx.nn.sigmoid(x))
+        >>> f(fnp.ones(4))          # compiles
+        >>> f(fnp.zeros(4))         # cached: no retracing
+        >>> print(f.lower(fnp.ones(4)).as_text())
+    """
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames,
+                                 donate_argnums=donate_argnums, backend=backend)
+    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, backend)

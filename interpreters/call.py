@@ -1,0 +1,199 @@
+"""Call primitives: primitives whose params hold a whole jaxpr.
+
+``jit`` (a compiled call) and ``checkpoint`` (a call whose internals reverse mode recomputes
+instead of saving) are transformed by transforming their jaxpr and binding the same primitive
+on the result, so ``grad(jit(f))`` and ``vmap(jit(f))`` stay compiled calls:
+
+- jvp: ``jvp_jaxpr`` of the body, called with primals and the nonzero tangents;
+- partial eval (linearize): ``jit`` splits its body into a known call (the forward pass, which
+  also returns residuals) and an unknown call (the linear part); ``checkpoint`` saves only its
+  inputs and recomputes the forward pass inside the unknown call;
+- transpose: the body transposed into a new jaxpr (``transpose_jaxpr``);
+- batching: ``batch_jaxpr`` of the body.
+
+``jit``'s impl (compile and run) is attached by ``fx.jit``; the others evaluate their body.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+
+from fx.interpreters import batching, jvp, partial_eval, transpose
+from fx.interpreters.eval import eval_jaxpr
+from fx.interpreters.jvp import Zero, instantiate
+from fx.interpreters.transpose import UndefinedPrimal, backward_pass, is_undefined
+
+from fx.array import Array
+from fx.core import Primitive, new_trace, set_current_trace
+from fx.jaxpr import ClosedJaxpr, Jaxpr, Var, dce_jaxpr
+from fx.tracing import JaxprTrace
+
+
+def _call_abstract_eval(name: str):
+    def rule(*avals, jaxpr: ClosedJaxpr, **_):
+        expected = jaxpr.in_avals
+        if len(avals) != len(expected) or any(
+            a.shape != e.shape or a.dtype != e.dtype for a, e in zip(avals, expected)
+        ):
+            raise TypeError(
+                f"{name}: arguments {[a.str_short() for a in avals]} do not match the body's "
+                f"inputs {[e.str_short() for e in expected]}"
+            )
+        return list(jaxpr.out_avals)
+
+    return rule
+
+
+def eval_call_impl(*bufs, jaxpr: ClosedJaxpr, **_):
+    """Evaluate the body eagerly (op by op)."""
+    outs = eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *[Array(b) for b in bufs])
+    return [o._buf for o in outs]
+
+
+def _with_jaxpr(params: dict, new_jaxpr: ClosedJaxpr, n_in: int) -> dict:
+    out = dict(params, jaxpr=new_jaxpr)
+    if "donated" in params:
+        out["donated"] = (False,) * n_in
+    return out
+
+
+# --- jvp ----------------------------------------------------------------------------------------
+
+
+def _call_jvp(prim: Primitive):
+    def rule(primals, tangents, *, jaxpr, **params):
+        nonzeros = [not isinstance(t, Zero) for t in tangents]
+        body, out_nonzeros = jvp.jvp_jaxpr(jaxpr, nonzeros, instantiate_out=False)
+        nz = [t for t in tangents if not isinstance(t, Zero)]
+        outs = prim.bind(*primals, *nz, **_with_jaxpr(params, body, len(primals) + len(nz)))
+        n = len(jaxpr.out_avals)
+        it = iter(outs[n:])
+        tangent_outs = [next(it) if nz_ else Zero(a) for nz_, a in
+                        zip(out_nonzeros, jaxpr.out_avals)]
+        return outs[:n], tangent_outs
+
+    return rule
+
+
+# --- partial evaluation -------------------------------------------------------------------------
+
+
+def _jit_partial_eval(trace: partial_eval.PartialEvalTrace, args: Sequence, params: dict):
+    unknowns = [trace.is_unknown(a) for a in args]
+    known, unknown, out_unknowns, num_res = partial_eval.partial_eval_jaxpr(
+        params["jaxpr"], unknowns
+    )
+    known_args = [a for a, u in zip(args, unknowns) if not u]
+    with set_current_trace(trace.parent):
+        known_outs = jit_p.bind(*known_args, **_with_jaxpr(params, known, len(known_args)))
+    n_known = len(known_outs) - num_res
+    residuals = known_outs[n_known:]
+    unknown_args = [a for a, u in zip(args, unknowns) if u]
+    staged_args = [*residuals, *unknown_args]
+    unknown_outs = trace.stage(jit_p, staged_args, _with_jaxpr(params, unknown, len(staged_args)))
+    k_it, u_it = iter(known_outs[:n_known]), iter(unknown_outs)
+    return [next(u_it) if u else next(k_it) for u in out_unknowns]
+
+
+def _checkpoint_partial_eval(trace: partial_eval.PartialEvalTrace, args: Sequence, params: dict):
+    """Run the known outputs now; stage the whole body (recomputing the forward pass from the
+    saved inputs) for the unknown ones, so no intermediate of the body becomes a residual."""
+    closed = params["jaxpr"]
+    unknowns = [trace.is_unknown(a) for a in args]
+    out_unknowns = _forward_dependence(closed.jaxpr, unknowns)
+    known_body, _ = dce_jaxpr(closed.jaxpr, [not u for u in out_unknowns])
+    known_args = [a for a, u in zip(args, unknowns) if not u]
+    known_jaxpr = ClosedJaxpr(
+        Jaxpr(known_body.constvars, [v for v, u in zip(known_body.invars, unknowns) if not u],
+              known_body.outvars, known_body.eqns),
+        closed.consts,
+    )
+    with set_current_trace(trace.parent):
+        known_outs = checkpoint_p.bind(*known_args, **dict(params, jaxpr=known_jaxpr))
+    unknown_body, _ = dce_jaxpr(closed.jaxpr, out_unknowns)
+    unknown_jaxpr = ClosedJaxpr(unknown_body, closed.consts)
+    unknown_outs = trace.stage(checkpoint_p, list(args), dict(params, jaxpr=unknown_jaxpr))
+    k_it, u_it = iter(known_outs), iter(unknown_outs)
+    return [next(u_it) if u else next(k_it) for u in out_unknowns]
+
+
+def _forward_dependence(jaxpr: Jaxpr, unknown_inputs: Sequence[bool]) -> list[bool]:
+    unknown = {v for v, u in zip(jaxpr.invars, unknown_inputs) if u}
+    for eqn in jaxpr.eqns:
+        if any(isinstance(v, Var) and v in unknown for v in eqn.invars):
+            unknown.update(eqn.outvars)
+    return [isinstance(v, Var) and v in unknown for v in jaxpr.outvars]
+
+
+# --- transposition ------------------------------------------------------------------------------
+
+_transpose_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def transpose_jaxpr(closed: ClosedJaxpr, linear: Sequence[bool]) -> ClosedJaxpr:
+    """A jaxpr ``(*nonlinear_inputs, *output_cts) -> linear_input_cts`` for a ``closed`` that is
+    linear in the inputs marked ``linear`` (zero cotangents are instantiated)."""
+    key = tuple(linear)
+    per = _transpose_cache.setdefault(closed, {})
+    if key in per:
+        return per[key]
+    trace = JaxprTrace(None, "transpose of a jaxpr")
+    with new_trace(trace):
+        nonlin = [trace.new_arg(a) for a, lin in zip(closed.in_avals, linear) if not lin]
+        cts = [trace.new_arg(a) for a in closed.out_avals]
+        it = iter(nonlin)
+        args = [UndefinedPrimal(a) if lin else next(it) for a, lin in zip(closed.in_avals, linear)]
+        cts_in = backward_pass(closed.jaxpr, closed.consts, args, cts)
+        outs = [instantiate(c) for c, lin in zip(cts_in, linear) if lin]
+        result = trace.to_jaxpr(outs)
+    per[key] = result
+    return result
+
+
+def _call_transpose(prim: Primitive):
+    def rule(cts, *args, jaxpr, **params):
+        linear = [is_undefined(a) for a in args]
+        body = transpose_jaxpr(jaxpr, linear)
+        nonlin = [a for a in args if not is_undefined(a)]
+        ct_vals = [instantiate(c) for c in cts]
+        outs = prim.bind(*nonlin, *ct_vals, **_with_jaxpr(params, body, len(nonlin) +
+                                                           len(ct_vals)))
+        it = iter(outs)
+        return [next(it) if lin else None for lin in linear]
+
+    return rule
+
+
+# --- batching -----------------------------------------------------------------------------------
+
+
+def _call_batch(prim: Primitive):
+    def rule(axis, vals, dims, *, jaxpr, **params):
+        body, out_dims = batching.batch_jaxpr(jaxpr, axis, dims)
+        outs = prim.bind(*vals, **_with_jaxpr(params, body, len(vals)))
+        return outs, out_dims
+
+    return rule
+
+
+# --- the primitives -----------------------------------------------------------------------------
+# Every primitive whose semantics is "evaluate the jaxpr in param <name>", so the compiler can
+# inline it. Other modules (fx.custom_derivatives) register their call-like primitives here.
+body_param: dict[Primitive, str] = {}
+
+jit_p = Primitive("jit", multiple_results=True)  # params: jaxpr, name, donated, backend
+checkpoint_p = Primitive("checkpoint", multiple_results=True)  # params: jaxpr, prevent_cse
+
+for _prim in (jit_p, checkpoint_p):
+    _prim.def_abstract_eval(_call_abstract_eval(_prim.name))
+    jvp.jvp_rules[_prim] = _call_jvp(_prim)
+    transpose.transpose_rules[_prim] = _call_transpose(_prim)
+    batching.batch_rules[_prim] = _call_batch(_prim)
+
+    body_param[_prim] = "jaxpr"
+
+checkpoint_p.def_impl(eval_call_impl)
+jit_p.def_impl(eval_call_impl)  # replaced by the compiler when fx.jit is imported
+partial_eval.pe_rules[jit_p] = _jit_partial_eval
+partial_eval.pe_rules[checkpoint_p] = _checkpoint_partial_eval

@@ -1,0 +1,439 @@
+"""Code generation: a fusion group becomes a kernel in the kernel IR.
+
+Values are generated on demand: ``value(var, index)`` gives the expression for one element of
+``var``, recursing through the group's equations. Elementwise equations become scalar
+operations (``scalar_ops.scalar_rules``), index maps (broadcast, transpose, reshape, slice, pad,
+concatenate, iota) become index arithmetic, and values from outside the group are loads. Each
+computed element is bound once per scope (``Let``), so shared subexpressions are computed once.
+
+Half-precision values are loaded into float32, computed in float32, and rounded when stored.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+
+import numpy as np
+from fx.lowering import kernel_ir as ir
+from fx.lowering.fusion import FusionGroup, GroupKind, reduction_prims
+from fx.lowering.scalar_ops import compute_dtype, scalar_rules
+
+from fx import dtypes
+from fx.jaxpr import JaxprEqn, Literal, Var
+from fx.lax import base
+from fx.lax import structural as st
+
+_HALF = (dtypes.float16, dtypes.bfloat16)
+
+
+class _Scope:
+    def __init__(self, parent: _Scope | None):
+        self.parent = parent
+        self.stmts: list[ir.Stmt] = []
+        self.memo: dict = {}
+
+    def lookup(self, key):
+        s = self
+        while s is not None:
+            if key in s.memo:
+                return s.memo[key]
+            s = s.parent
+        return None
+
+
+class KernelBuilder:
+    """Builds one kernel for a group; ``params`` maps each buffer variable to its parameter."""
+
+    def __init__(self, group: FusionGroup, name: str, inputs: list[Var], outputs: list[Var]):
+        self.group = group
+        self.name = name
+        self.producer: dict[Var, JaxprEqn] = {}
+        for e in group.eqns:
+            for v in e.outvars:
+                self.producer[v] = e
+        self.inputs, self.outputs = inputs, outputs
+        self.param_of: dict[Var, str] = {}
+        for i, v in enumerate(inputs):
+            self.param_of[v] = f"in{i}"
+        for i, v in enumerate(outputs):
+            self.param_of.setdefault(v, f"out{i}")
+        self.out_param = {v: f"out{i}" for i, v in enumerate(outputs)}
+        self.names = (f"t{i}" for i in itertools.count())
+        self.scope = _Scope(None)
+        self.externals: dict[tuple, ir.Expr] = {}  # (var, index) -> value provided by a stage
+        # Flat mode: every operand has the iteration shape or is a scalar, and the single
+        # index is the linear position in all of them.
+        self.flat = False
+
+    # -- scopes ---------------------------------------------------------------------------------
+    def push(self) -> _Scope:
+        self.scope = _Scope(self.scope)
+        return self.scope
+
+    def pop(self) -> list[ir.Stmt]:
+        s = self.scope
+        self.scope = s.parent
+        return s.stmts
+
+    def emit(self, stmt: ir.Stmt) -> None:
+        self.scope.stmts.append(stmt)
+
+    def let(self, e: ir.Expr) -> ir.Expr:
+        if isinstance(e, (ir.Const, ir.Sym)):
+            return e
+        name = next(self.names)
+        self.emit(ir.Let(name, e))
+        return ir.Sym(name, e.dtype)
+
+    # -- values ---------------------------------------------------------------------------------
+    def value(self, v, index: tuple[ir.Expr, ...]) -> ir.Expr:
+        if isinstance(v, Literal):
+            return ir.Const(v.value.item(), compute_dtype(v.aval.dtype))
+        if not v.aval.shape:
+            index = ()
+        key = (v, index)
+        provided = self.externals.get(key)
+        if provided is not None:
+            return provided
+        found = self.scope.lookup(key)
+        if found is not None:
+            return found
+        eqn = self.producer.get(v)
+        if eqn is None:
+            out = self.load(v, index)
+        else:
+            out = self.compute(eqn, v, index)
+        out = self.let(out)
+        self.scope.memo[key] = out
+        return out
+
+    def load(self, v: Var, index) -> ir.Expr:
+        dt = v.aval.dtype
+        e = ir.Load(self.param_of[v], self.linear(index, v.aval.shape), dt)
+        if dt in _HALF:
+            return ir.Op("load_half", (e,), dtypes.float32)
+        return e
+
+    def compute(self, eqn: JaxprEqn, v: Var, index) -> ir.Expr:
+        prim = eqn.primitive
+        rule = scalar_rules.get(prim)
+        out_dt = compute_dtype(v.aval.dtype)
+        if rule is not None:
+            args = [self.value(a, index if a.aval.shape else ()) for a in eqn.invars]
+            return rule(args, eqn.params, out_dt)
+        mapper = index_maps.get(prim)
+        if mapper is None:
+            raise NotImplementedError(f"codegen: '{prim.name}' cannot be generated in a kernel")
+        return mapper(self, eqn, index)
+
+    # -- stores ---------------------------------------------------------------------------------
+    def store(self, v: Var, index, space_shape) -> None:
+        val = self.value(v, index)
+        dt = v.aval.dtype
+        if dt in _HALF:
+            val = ir.Op("store_half", (val,), dt)
+        elif val.dtype != dt:
+            val = ir.Op("cast", (val,), dt)
+        self.emit(ir.Store(self.out_param[v], self.linear(index, v.aval.shape), val))
+
+    def linear(self, index, shape) -> ir.Expr:
+        if not shape:
+            return ir.const_index(0)
+        return index[0] if self.flat else ir.linearize(index, shape)
+
+    def params(self) -> tuple[ir.Param, ...]:
+        ps = [ir.Param(f"in{i}", v.aval.dtype, v.aval.size, False)
+              for i, v in enumerate(self.inputs)]
+        ps += [ir.Param(f"out{i}", v.aval.dtype, v.aval.size, True)
+               for i, v in enumerate(self.outputs)]
+        return tuple(ps)
+
+
+# --- index maps ---------------------------------------------------------------------------------
+
+
+def _broadcast_in_dim(b: KernelBuilder, eqn: JaxprEqn, index):
+    (x,) = eqn.invars
+    dims = eqn.params["broadcast_dimensions"]
+    in_idx = tuple(index[d] if n != 1 else ir.const_index(0) for n, d in zip(x.aval.shape, dims))
+    return b.value(x, in_idx)
+
+
+def _iota(b: KernelBuilder, eqn: JaxprEqn, index):
+    dt = compute_dtype(eqn.params["dtype"])
+    return ir.Op("cast", (index[eqn.params["dimension"]],), dt)
+
+
+def _transpose(b: KernelBuilder, eqn: JaxprEqn, index):
+    perm = eqn.params["permutation"]
+    in_idx = [None] * len(perm)
+    for k, p in enumerate(perm):
+        in_idx[p] = index[k]
+    return b.value(eqn.invars[0], tuple(in_idx))
+
+
+def _reshape(b: KernelBuilder, eqn: JaxprEqn, index):
+    x = eqn.invars[0]
+    in_shape, out_shape = x.aval.shape, eqn.params["new_sizes"]
+    squeezed_in = [n for n in in_shape if n != 1]
+    squeezed_out = [(i, n) for i, n in zip(index, out_shape) if n != 1]
+    if squeezed_in == [n for _, n in squeezed_out]:  # only unit dimensions added or removed
+        it = iter(i for i, _ in squeezed_out)
+        in_idx = tuple(next(it) if n != 1 else ir.const_index(0) for n in in_shape)
+    else:
+        in_idx = ir.delinearize(ir.linearize(index, out_shape), in_shape)
+    return b.value(x, in_idx)
+
+
+def _slice(b: KernelBuilder, eqn: JaxprEqn, index):
+    p = eqn.params
+    strides = p["strides"] or (1,) * len(index)
+    in_idx = tuple(ir.iadd(ir.const_index(s), ir.imul(i, ir.const_index(k)))
+                   for i, s, k in zip(index, p["start_indices"], strides))
+    return b.value(eqn.invars[0], in_idx)
+
+
+def _clamp_index(i: ir.Expr, n: int) -> ir.Expr:
+    lo = ir.Op("max", (i, ir.const_index(0)), ir.INDEX)
+    return ir.Op("min", (lo, ir.const_index(max(n - 1, 0))), ir.INDEX)
+
+
+def _pad(b: KernelBuilder, eqn: JaxprEqn, index):
+    x, pad_value = eqn.invars
+    valid = None
+    in_idx = []
+    for i, n, (lo, _, interior) in zip(index, x.aval.shape, eqn.params["padding_config"]):
+        j = ir.isub(i, ir.const_index(lo))
+        step = interior + 1
+        conds = [ir.Op("ge", (j, ir.const_index(0)), dtypes.bool_),
+                 ir.Op("lt", (j, ir.const_index((n - 1) * step + 1 if n else 0)), dtypes.bool_)]
+        if step > 1:
+            conds.append(ir.Op("eq", (ir.Op("rem", (ir.Op("max", (j, ir.const_index(0)),
+                                                          ir.INDEX), ir.const_index(step)),
+                                            ir.INDEX), ir.const_index(0)), dtypes.bool_))
+        for c in conds:
+            valid = c if valid is None else ir.Op("and", (valid, c), dtypes.bool_)
+        in_idx.append(_clamp_index(ir.idiv(ir.Op("max", (j, ir.const_index(0)), ir.INDEX), step)
+                                   if step > 1 else j, n))
+    inside = b.value(x, tuple(in_idx))
+    fill = b.value(pad_value, ())
+    if valid is None:
+        return inside
+    return ir.Op("select", (valid, inside, fill), inside.dtype)
+
+
+def _concatenate(b: KernelBuilder, eqn: JaxprEqn, index):
+    d = eqn.params["dimension"]
+    pieces, start = [], 0
+    for x in eqn.invars:
+        n = x.aval.shape[d]
+        local = list(index)
+        local[d] = _clamp_index(ir.isub(index[d], ir.const_index(start)), n)
+        pieces.append((start + n, b.value(x, tuple(local))))
+        start += n
+    out = pieces[-1][1]
+    for limit, val in reversed(pieces[:-1]):
+        cond = ir.Op("lt", (index[d], ir.const_index(limit)), dtypes.bool_)
+        out = ir.Op("select", (cond, val, out), val.dtype)
+    return out
+
+
+index_maps: dict = {
+    base.broadcast_in_dim_p: _broadcast_in_dim,
+    st.iota_p: _iota,
+    base.transpose_p: _transpose,
+    base.reshape_p: _reshape,
+    st.slice_p: _slice,
+    st.pad_p: _pad,
+    st.concatenate_p: _concatenate,
+}
+
+
+# --- kernels ------------------------------------------------------------------------------------
+
+
+def _loops(shape: tuple[int, ...], body_fn: Callable, b: KernelBuilder) -> list[ir.Stmt]:
+    """Nested loops over ``shape`` (the outermost one parallel) around ``body_fn(index)``."""
+    if not shape:
+        b.push()
+        body_fn(())
+        return b.pop()
+    if len(shape) > 2 and shape[0] < 64:
+        # Too few rows to share between threads: run the leading two dimensions as one.
+        lead = shape[0] * shape[1]
+        b.push()
+        flat = ir.Sym("i0", ir.INDEX)
+        i0, i1 = ir.idiv(flat, shape[1]), ir.imod(flat, shape[1])
+        inner = _inner_loops(shape[2:], lambda rest: body_fn((i0, i1) + rest), b, start=2)
+        for s in inner:
+            b.emit(s)
+        return [ir.Loop("i0", lead, tuple(b.pop()), parallel=True)]
+    b.push()
+    first = ir.Sym("i0", ir.INDEX)
+    for s in _inner_loops(shape[1:], lambda rest: body_fn((first,) + rest), b, start=1):
+        b.emit(s)
+    return [ir.Loop("i0", shape[0], tuple(b.pop()), parallel=True)]
+
+
+def _inner_loops(shape, body_fn, b: KernelBuilder, start: int) -> list[ir.Stmt]:
+    if not shape:
+        b.push()
+        body_fn(())
+        return b.pop()
+    var = f"i{start}"
+    b.push()
+    for s in _inner_loops(shape[1:], lambda rest: body_fn((ir.Sym(var, ir.INDEX),) + rest), b,
+                          start + 1):
+        b.emit(s)
+    return [ir.Loop(var, shape[0], tuple(b.pop()))]
+
+
+def elementwise_kernel(group: FusionGroup, name: str, inputs, outputs) -> ir.Kernel:
+    """One pass over the group's iteration space storing every output."""
+    b = KernelBuilder(group, name, inputs, outputs)
+    space = outputs[0].aval.shape
+    if is_flat(group, space):
+        # Pure elementwise over same-shaped operands: one flat loop, contiguous and vectorizable.
+        n = math.prod(space)
+        b.flat = True
+        b.push()
+        for v in outputs:
+            b.store(v, (ir.Sym("i0", ir.INDEX),), space)
+        body = [ir.Loop("i0", n, tuple(b.pop()), parallel=True)]
+    else:
+        body = _loops(space, lambda idx: [b.store(v, idx, space) for v in outputs], b)
+    return ir.Kernel(name, b.params(), tuple(body), work=math.prod(space))
+
+
+def is_flat(group: FusionGroup, space) -> bool:
+    prims = {e.primitive for e in group.eqns}
+    if any(p not in scalar_rules for p in prims):
+        return False
+    return all(
+        not getattr(v, "aval", None) or v.aval.shape in ((), space)
+        for e in group.eqns for v in (*e.invars, *e.outvars)
+    )
+
+
+def reduction_kernel(group: FusionGroup, name: str, inputs, outputs) -> ir.Kernel:
+    """Per output row: each reduction as a loop over the reduced axes, then the row's
+    input-space outputs; output-space values are scalars of the row."""
+    b = KernelBuilder(group, name, inputs, outputs)
+    in_shape, axes, out_shape = group.in_shape, group.axes, group.out_shape
+    red_shape = tuple(in_shape[a] for a in axes)
+    n_out = math.prod(out_shape)
+
+    def full_index(o_idx, r_idx):
+        it_o, it_r = iter(o_idx), iter(r_idx)
+        return tuple(next(it_r) if d in axes else next(it_o) for d in range(len(in_shape)))
+
+    b.push()
+    o = ir.Sym("o", ir.INDEX)
+    o_idx = ir.delinearize(o, out_shape) if out_shape else ()
+    for k, eqn in enumerate(e for e in group.eqns if e.primitive in reduction_prims):
+        _emit_reduction(b, eqn, k, o_idx, red_shape, full_index)
+    for v in outputs:
+        if v.aval.shape == out_shape:
+            b.store(v, o_idx, out_shape)
+    in_space = [v for v in outputs if v.aval.shape == in_shape and in_shape != out_shape]
+    if in_space:
+        for s in _reduce_loops(b, red_shape, lambda r: [b.store(v, full_index(o_idx, r),
+                                                                in_shape) for v in in_space]):
+            b.emit(s)
+    body = b.pop()
+    loop = ir.Loop("o", n_out, tuple(body), parallel=True)
+    return ir.Kernel(name, b.params(), (loop,), work=math.prod(in_shape))
+
+
+def _reduce_loops(b: KernelBuilder, red_shape, body_fn) -> list[ir.Stmt]:
+    def rec(k, idx):
+        if k == len(red_shape):
+            body_fn(tuple(idx))
+            return
+        var = f"r{k}"
+        b.push()
+        rec(k + 1, idx + [ir.Sym(var, ir.INDEX)])
+        inner = b.pop()
+        b.emit(ir.Loop(var, red_shape[k], tuple(inner)))
+
+    b.push()
+    rec(0, [])
+    return b.pop()
+
+
+_INIT = {
+    "add": lambda dt: 0, "mul": lambda dt: 1,
+    "max": lambda dt: -np.inf if dtypes.is_float(dt) else (0 if dt == dtypes.bool_ else
+                                                            np.iinfo(dt).min),
+    "min": lambda dt: np.inf if dtypes.is_float(dt) else (1 if dt == dtypes.bool_ else
+                                                           np.iinfo(dt).max),
+    "and": lambda dt: 1, "or": lambda dt: 0,
+}
+
+
+def _emit_reduction(b: KernelBuilder, eqn: JaxprEqn, k: int, o_idx, red_shape, full_index):
+    combine = reduction_prims[eqn.primitive]
+    x = eqn.invars[0]
+    out = eqn.outvars[0]
+    acc = f"acc{k}"
+    if combine in ("argmax", "argmin"):
+        val_dt = compute_dtype(x.aval.dtype)
+        best = f"best{k}"
+        init = -np.inf if combine == "argmax" else np.inf
+        if not dtypes.is_float(x.aval.dtype):
+            info = np.iinfo(x.aval.dtype) if x.aval.dtype != dtypes.bool_ else None
+            init = (info.min if combine == "argmax" else info.max) if info else (
+                0 if combine == "argmax" else 1)
+        idx_dt = np.dtype(eqn.params["index_dtype"])
+        b.emit(ir.Decl(best, val_dt, ir.Const(init, val_dt)))
+        b.emit(ir.Decl(acc, idx_dt, ir.Const(-1, idx_dt)))
+
+        def body(r_idx):
+            v = b.value(x, full_index(o_idx, r_idx))
+            pos = ir.linearize(r_idx, red_shape)
+            better = ir.Op("gt" if combine == "argmax" else "lt", (v, ir.Sym(best, val_dt)),
+                           dtypes.bool_)
+            first = ir.Op("lt", (ir.Sym(acc, idx_dt), ir.Const(0, idx_dt)), dtypes.bool_)
+            if dtypes.is_float(x.aval.dtype):
+                is_nan = ir.Op("ne", (v, v), dtypes.bool_)
+                best_nan = ir.Op("ne", (ir.Sym(best, val_dt), ir.Sym(best, val_dt)), dtypes.bool_)
+                better = ir.Op("or", (ir.Op("and", (better, ir.Op("not", (best_nan,),
+                                                                   dtypes.bool_)), dtypes.bool_),
+                                      ir.Op("and", (is_nan, ir.Op("not", (best_nan,),
+                                                                  dtypes.bool_)), dtypes.bool_)),
+                               dtypes.bool_)
+            take = ir.Op("or", (better, first), dtypes.bool_)
+            t = b.let(take)
+            b.emit(ir.Assign(best, ir.Op("select", (t, v, ir.Sym(best, val_dt)), val_dt)))
+            b.emit(ir.Assign(acc, ir.Op("select", (t, ir.Op("cast", (pos,), idx_dt),
+                                                   ir.Sym(acc, idx_dt)), idx_dt)))
+
+        for s in _reduce_loops(b, red_shape, body):
+            b.emit(s)
+        b.externals[(out, o_idx)] = ir.Op("max", (ir.Sym(acc, idx_dt), ir.Const(0, idx_dt)),
+                                          idx_dt)
+        return
+    dt = compute_dtype(out.aval.dtype)
+    acc_dt = dtypes.float64 if dt == dtypes.float32 and combine == "add" else dt
+    b.emit(ir.Decl(acc, acc_dt, ir.Const(_INIT[combine](out.aval.dtype), acc_dt)))
+
+    def body(r_idx):
+        v = b.value(x, full_index(o_idx, r_idx))
+        if acc_dt != v.dtype:
+            v = ir.Op("cast", (v,), acc_dt)
+        b.emit(ir.Assign(acc, ir.Op(combine, (ir.Sym(acc, acc_dt), v), acc_dt)))
+
+    for s in _reduce_loops(b, red_shape, body):
+        b.emit(s)
+    result = ir.Sym(acc, acc_dt)
+    if acc_dt != dt:
+        result = ir.Op("cast", (result,), dt)
+    b.externals[(out, o_idx)] = b.let(result)
+
+
+KERNEL_BUILDERS = {
+    GroupKind.ELEMENTWISE: elementwise_kernel,
+    GroupKind.REDUCTION: reduction_kernel,
+}

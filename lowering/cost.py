@@ -1,0 +1,34 @@
+"""Cost estimates: floating-point operations and bytes moved, per equation and per group."""
+
+from __future__ import annotations
+
+import math
+
+from fx.lowering.fusion import FusionGroup
+from fx.lowering.scalar_ops import Pattern, pattern_of
+
+from fx.jaxpr import JaxprEqn
+
+
+def eqn_flops(eqn: JaxprEqn) -> float:
+    name = eqn.primitive.name
+    if name == "dot_general":
+        (lc, _), (lb, _) = eqn.params["dimension_numbers"]
+        lhs = eqn.invars[0].aval.shape
+        k = math.prod(lhs[i] for i in lc)
+        return 2.0 * k * eqn.outvars[0].aval.size
+    pat = pattern_of(eqn.primitive)
+    if pat is Pattern.ELEMENTWISE:
+        return float(eqn.outvars[0].aval.size)
+    if pat is Pattern.REDUCTION:
+        return float(eqn.invars[0].aval.size)
+    return 0.0
+
+
+def group_flops(g: FusionGroup) -> float:
+    return sum(eqn_flops(e) for e in g.eqns)
+
+
+def group_bytes(g: FusionGroup) -> int:
+    """Bytes read from and written to memory by the group's kernel (its inputs and outputs)."""
+    return sum(v.aval.nbytes for v in g.inputs) + sum(v.aval.nbytes for v in g.outputs)

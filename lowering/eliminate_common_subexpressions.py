@@ -1,0 +1,43 @@
+"""Common-subexpression elimination: equal equations on equal inputs compute once."""
+
+from __future__ import annotations
+
+from fx.lowering.rewrite import Renamer
+
+from fx.jaxpr import Jaxpr, Literal, effectful_primitives
+
+
+def _key(eqn, rename):
+    atoms = []
+    for v in eqn.invars:
+        v = rename(v)
+        atoms.append(("lit", v.value.item(), v.aval) if isinstance(v, Literal) else ("var", v))
+    try:
+        params = tuple(sorted((k, _hashable(p)) for k, p in eqn.params.items()))
+        return (eqn.primitive, tuple(atoms), params)
+    except TypeError:
+        return None  # unhashable params: never merged
+
+
+def _hashable(p):
+    hash(p)
+    return p
+
+
+def eliminate_common_subexpressions(jaxpr: Jaxpr) -> Jaxpr:
+    """Replace each equation equal to an earlier one (same primitive, inputs and params) by
+    the earlier one's outputs. Effectful equations are never merged."""
+    rename = Renamer()
+    seen: dict = {}
+    eqns = []
+    for eqn in jaxpr.eqns:
+        key = None if eqn.primitive in effectful_primitives else _key(eqn, rename)
+        if key is not None and key in seen:
+            for old, new in zip(eqn.outvars, seen[key]):
+                rename.bind(old, new)
+            continue
+        eqn = rename.eqn(eqn)
+        if key is not None:
+            seen[key] = eqn.outvars
+        eqns.append(eqn)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, rename.outvars(jaxpr), eqns)

@@ -1,0 +1,363 @@
+"""Fusion: partition a jaxpr's equations into kernels, following the op-pattern lattice.
+
+Groups (each becomes one kernel, or one library call plus its epilogue):
+
+- ELEMENTWISE: elementwise, broadcast and injective equations over one iteration space. Index
+  maps (broadcast, transpose, reshape, slice, pad, concatenate) become index arithmetic.
+- REDUCTION: reductions over the same input space and axes, with elementwise producers in the
+  input space (a prologue), elementwise consumers in the output space (an epilogue), and
+  input-space consumers of broadcast results — so softmax and logsumexp are one kernel.
+- GEMM: a matmul (or convolution) and the elementwise consumers of its output (bias, activation).
+- OPAQUE: one equation run on its own.
+
+A value is fused into its consumer when it has no other consumer; cheap broadcasts (of scalars
+and iota) are recomputed in every consumer instead of being materialized. Merges that would
+make the group graph cyclic are refused. Values read outside their group (or returned) are the
+group's outputs and get buffers.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from fx.lowering.scalar_ops import Pattern, cheap_prims, pattern_of
+
+from fx.core import Primitive
+from fx.jaxpr import Jaxpr, JaxprEqn, Literal, Var, effectful_primitives
+from fx.lax import base
+
+
+class GroupKind(enum.Enum):
+    ELEMENTWISE = "elementwise"
+    REDUCTION = "reduction"
+    GEMM = "gemm"
+    OPAQUE = "opaque"
+
+
+@dataclass(eq=False)
+class FusionGroup:
+    kind: GroupKind
+    eqns: list[JaxprEqn]
+    id: int
+    inputs: list[Var] = field(default_factory=list)
+    outputs: list[Var] = field(default_factory=list)
+    # REDUCTION groups: the input space, the reduced axes and the output space.
+    in_shape: tuple[int, ...] = ()
+    axes: tuple[int, ...] = ()
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        return tuple(d for i, d in enumerate(self.in_shape) if i not in self.axes)
+
+    @property
+    def root(self) -> JaxprEqn:
+        return self.eqns[-1]
+
+    def produced(self) -> set[Var]:
+        return {v for e in self.eqns for v in e.outvars}
+
+    def label(self) -> str:
+        names = [e.primitive.name for e in self.eqns]
+        return f"{self.kind.value}[{', '.join(names)}]"
+
+
+# Primitives that produce the reductions of a REDUCTION group (fx.lax.reductions adds its own
+# with their combine operation; see fx.lowering.codegen).
+reduction_prims: dict[Primitive, str] = {base.reduce_sum_p: "add"}
+gemm_prims: set[Primitive] = set()
+
+
+_MAX_RECOMPUTE = 8
+
+
+def _is_cheap(eqn: JaxprEqn) -> bool:
+    """Broadcasts of scalars and iotas: recomputing them beats reading them from memory."""
+    if pattern_of(eqn.primitive) is not Pattern.BROADCAST:
+        return False
+    return all(isinstance(v, Literal) or not v.aval.shape for v in eqn.invars)
+
+
+def _recomputable(g: FusionGroup) -> bool:
+    """A small elementwise group of cheap operations: each consumer recomputes it."""
+    return g.kind is GroupKind.ELEMENTWISE and len(g.eqns) <= _MAX_RECOMPUTE and all(
+        e.primitive in cheap_prims or pattern_of(e.primitive) in (Pattern.BROADCAST,
+                                                                    Pattern.INJECTIVE)
+        for e in g.eqns
+    )
+
+
+def fuse(jaxpr: Jaxpr) -> list[FusionGroup]:
+    """Partition ``jaxpr``'s equations into fusion groups, in a valid execution order."""
+    uses: dict[Var, int] = defaultdict(int)
+    for eqn in jaxpr.eqns:
+        for v in eqn.invars:
+            if isinstance(v, Var):
+                uses[v] += 1
+    for v in jaxpr.outvars:
+        if isinstance(v, Var):
+            uses[v] += 1
+
+    ids = itertools.count()
+    group_of: dict[Var, FusionGroup] = {}
+    deps: dict[FusionGroup, set[FusionGroup]] = {}
+    alive: list[FusionGroup] = []
+
+    def new_group(kind, eqns, **kw) -> FusionGroup:
+        g = FusionGroup(kind, list(eqns), next(ids), **kw)
+        deps[g] = set()
+        alive.append(g)
+        return g
+
+    def ancestors(g: FusionGroup) -> set[FusionGroup]:
+        seen, stack = set(), [g]
+        while stack:
+            for d in deps[stack.pop()]:
+                if d not in seen:
+                    seen.add(d)
+                    stack.append(d)
+        return seen
+
+    def absorb(target: FusionGroup, src: FusionGroup):
+        target.eqns = src.eqns + target.eqns
+        for e in src.eqns:
+            for v in e.outvars:
+                group_of[v] = target
+        deps[target] |= deps.pop(src) - {target}
+        for d in deps.values():
+            if src in d:
+                d.discard(src)
+                d.add(target)
+        deps[target].discard(target)
+        alive.remove(src)
+
+    def read_groups(eqn) -> set[FusionGroup]:
+        return {group_of[v] for v in eqn.invars if isinstance(v, Var) and v in group_of}
+
+    def space(g: FusionGroup) -> tuple[int, ...]:
+        return g.root.outvars[0].aval.shape
+
+    for eqn in jaxpr.eqns:
+        pat = pattern_of(eqn.primitive)
+        producers = read_groups(eqn)
+        if pat <= Pattern.INJECTIVE and not eqn.primitive.multiple_results:
+            out_shape = eqn.outvars[0].aval.shape
+            merge, dup = [], []
+            for v in eqn.invars:
+                if not isinstance(v, Var) or v not in group_of:
+                    continue
+                g = group_of[v]
+                if g.kind is GroupKind.OPAQUE:
+                    continue
+                if uses[v] > 1 and ((len(g.eqns) == 1 and _is_cheap(g.eqns[0]))
+                                    or _recomputable(g)):
+                    dup.extend(e for e in g.eqns if e not in dup)
+                    continue
+                if uses[v] != 1 or not _joinable(g, v, eqn, out_shape):
+                    continue
+                if g.kind is GroupKind.ELEMENTWISE and not _outputs_fit(g, v, uses, out_shape):
+                    continue
+                if g not in merge:
+                    merge.append(g)
+            # At most one non-elementwise group may absorb this equation.
+            special = [g for g in merge if g.kind is not GroupKind.ELEMENTWISE]
+            if len(special) > 1:
+                merge = [g for g in merge if g.kind is GroupKind.ELEMENTWISE] + special[:1]
+            # Refuse merges that would close a cycle through a group we are not merging.
+            others = producers - set(merge)
+            merge = [g for g in merge if not any(g in ancestors(o) or g is o for o in others)]
+            host = next((g for g in merge if g.kind is not GroupKind.ELEMENTWISE), None)
+            if host is None and merge:
+                host = merge[0]
+            if host is None:
+                host = new_group(GroupKind.ELEMENTWISE, [])
+            for g in merge:
+                if g is not host:
+                    absorb(host, g)
+            host.eqns.extend(e for e in dup if e not in host.eqns)
+            host.eqns.append(eqn)
+            for v in eqn.outvars:
+                group_of[v] = host
+            for e in (*dup, eqn):
+                deps[host] |= {g for g in read_groups(e) if g is not host}
+            if host.kind is GroupKind.REDUCTION and out_shape not in (host.in_shape,
+                                                                         host.out_shape):
+                raise AssertionError("fusion put an equation outside its group's spaces")
+        elif eqn.primitive in reduction_prims:
+            (x,) = [v for v in eqn.invars][:1]
+            in_shape, axes = x.aval.shape, tuple(eqn.params["axes"])
+            g = group_of.get(x) if isinstance(x, Var) else None
+            if g is not None and g.kind is GroupKind.REDUCTION and g.in_shape == in_shape \
+                    and g.axes == axes and x in g.produced():
+                host = g  # a further reduction over the same rows (softmax's sum after max)
+            else:
+                host = new_group(GroupKind.REDUCTION, [], in_shape=in_shape, axes=axes)
+                if (g is not None and g.kind is GroupKind.ELEMENTWISE and uses[x] == 1
+                        and space(g) == in_shape and all(space_ok(g, in_shape))):
+                    absorb(host, g)  # the prologue
+            host.eqns.append(eqn)
+            for v in eqn.outvars:
+                group_of[v] = host
+            deps[host] |= {g for g in read_groups(eqn) if g is not host}
+        else:
+            kind = GroupKind.GEMM if eqn.primitive in gemm_prims else GroupKind.OPAQUE
+            g = new_group(kind, [eqn])
+            for v in eqn.outvars:
+                group_of[v] = g
+            deps[g] |= {p for p in producers}
+
+    _prune_unread(alive, deps, jaxpr)
+    _merge_single_consumer_producers(alive, deps, group_of, jaxpr, absorb)
+    position = {id(e): i for i, e in enumerate(jaxpr.eqns)}
+    for g in alive:  # merges prepend and recomputation copies: program order, each once
+        g.eqns = sorted({id(e): e for e in g.eqns}.values(), key=lambda e: position[id(e)])
+    groups = _order(alive, deps)
+    _assign_io(groups, jaxpr)
+    return [g for g in groups if g.outputs or any(_effectful(e) for e in g.eqns)]
+
+
+def _prune_unread(alive, deps, jaxpr) -> None:
+    """Drop groups none of whose values is read from them: everything they compute was
+    recomputed by its consumers."""
+    returned = {v for v in jaxpr.outvars if isinstance(v, Var)}
+    while True:
+        needed: set[Var] = set(returned)
+        for g in alive:
+            local = g.produced()
+            needed.update(v for e in g.eqns for v in e.invars
+                          if isinstance(v, Var) and v not in local)
+        dead = [g for g in alive if not (g.produced() & needed)
+                and not any(_effectful(e) for e in g.eqns)]
+        if not dead:
+            return
+        for g in dead:
+            alive.remove(g)
+            deps.pop(g, None)
+        for d in deps.values():
+            d.difference_update(dead)
+
+
+def _merge_single_consumer_producers(alive, deps, group_of, jaxpr, absorb) -> None:
+    """Fuse an elementwise group into its consumer when that consumer is the only group that
+    reads it (its values may be read several times there). With a single consumer the merge
+    cannot create a cycle."""
+    returned = {v for v in jaxpr.outvars if isinstance(v, Var)}
+    changed = True
+    while changed:
+        changed = False
+        readers: dict[FusionGroup, set] = defaultdict(set)
+        producer_of = {v: g for g in alive for v in g.produced()}
+        for g in alive:
+            local = g.produced()
+            for e in g.eqns:
+                for v in e.invars:
+                    if isinstance(v, Var) and v not in local and v in producer_of:
+                        readers[producer_of[v]].add((g, e))
+        for p in list(alive):
+            if p.kind is not GroupKind.ELEMENTWISE or p not in readers:
+                continue
+            consumers = {c for c, _ in readers[p]}
+            if len(consumers) != 1:
+                continue
+            (c,) = consumers
+            pspace = p.root.outvars[0].aval.shape
+            needed = [v for v in p.produced() if v in returned]
+            if c.kind is GroupKind.ELEMENTWISE:
+                cspace = c.root.outvars[0].aval.shape
+                ok = all(v.aval.shape == cspace for v in needed)
+            elif c.kind is GroupKind.REDUCTION:
+                ok = not needed and all(space_ok(p, c.in_shape)) and pspace == c.in_shape
+            elif c.kind is GroupKind.GEMM:
+                gemm_out = c.eqns[0].outvars[0].aval.shape
+                ok = (not needed and all(space_ok(p, gemm_out))
+                      and all(e is not c.eqns[0] for _, e in readers[p]))
+            else:
+                ok = False
+            if ok:
+                absorb(c, p)
+                changed = True
+                break
+
+
+def space_ok(g: FusionGroup, shape) -> list[bool]:
+    """Every value ``g`` must materialize lives in ``shape`` (one iteration space)."""
+    return [v.aval.shape == shape for e in g.eqns for v in e.outvars]
+
+
+def _outputs_fit(g: FusionGroup, v: Var, uses, shape) -> bool:
+    """Values of ``g`` read outside it (other than ``v`` by the merging consumer) stay outputs
+    after a merge: they must live in the merged group's iteration space."""
+    internal: dict[Var, int] = defaultdict(int)
+    for e in g.eqns:
+        for x in e.invars:
+            if isinstance(x, Var):
+                internal[x] += 1
+    return all(
+        w.aval.shape == shape
+        for e in g.eqns for w in e.outvars
+        if uses[w] - internal[w] - (1 if w is v else 0) > 0
+    )
+
+
+def _joinable(g: FusionGroup, v: Var, eqn: JaxprEqn, out_shape) -> bool:
+    if g.kind is GroupKind.ELEMENTWISE:
+        return True
+    if g.kind is GroupKind.GEMM:
+        gemm_out = g.eqns[0].outvars[0].aval.shape
+        return out_shape == gemm_out and pattern_of(eqn.primitive) is Pattern.ELEMENTWISE
+    if g.kind is GroupKind.REDUCTION:
+        if pattern_of(eqn.primitive) is Pattern.ELEMENTWISE:
+            return out_shape in (g.in_shape, g.out_shape) and v.aval.shape == out_shape
+        if eqn.primitive is base.broadcast_in_dim_p:
+            # The "keepdims" broadcast of a reduction result back over the reduced axes.
+            kept = tuple(i for i in range(len(g.in_shape)) if i not in g.axes)
+            return (v.aval.shape == g.out_shape and out_shape == g.in_shape
+                    and tuple(eqn.params["broadcast_dimensions"]) == kept)
+    return False
+
+
+def _effectful(eqn: JaxprEqn) -> bool:
+    return eqn.primitive in effectful_primitives
+
+
+def _order(groups: list[FusionGroup], deps) -> list[FusionGroup]:
+    """Topological order of the group graph, earliest-created first among ready groups."""
+    remaining = {g: set(deps[g]) & set(groups) for g in groups}
+    order = []
+    while remaining:
+        ready = sorted((g for g, d in remaining.items() if not d), key=lambda g: g.id)
+        if not ready:
+            raise AssertionError("fusion produced a cyclic group graph")
+        for g in ready:
+            order.append(g)
+            del remaining[g]
+        for d in remaining.values():
+            d.difference_update(ready)
+    return order
+
+
+def _assign_io(groups: list[FusionGroup], jaxpr: Jaxpr) -> None:
+    produced_by: dict[Var, list[FusionGroup]] = defaultdict(list)
+    for g in groups:
+        for v in g.produced():
+            produced_by[v].append(g)
+    returned = {v for v in jaxpr.outvars if isinstance(v, Var)}
+    needed_from: dict[Var, FusionGroup] = {}
+    for g in groups:
+        local = g.produced()
+        ins = []
+        for e in g.eqns:
+            for v in e.invars:
+                if isinstance(v, Var) and v not in local and v not in ins:
+                    ins.append(v)
+        g.inputs = ins
+        for v in ins:
+            if v in produced_by:
+                needed_from.setdefault(v, produced_by[v][0])
+    for v in returned:
+        if v in produced_by:
+            needed_from.setdefault(v, produced_by[v][0])
+    for g in groups:
+        g.outputs = [v for e in g.eqns for v in e.outvars if needed_from.get(v) is g]

@@ -1,0 +1,194 @@
+"""The kernel IR: loops, loads, stores, scalar operations and accumulations.
+
+One kernel is a :class:`Kernel` with typed buffer parameters and a body of statements. Every
+backend renders the same IR (``fx.lowering.render``); nothing here knows about C or CUDA.
+
+Expressions are immutable trees. Scalar arithmetic is typed by the *compute* dtype (half
+precision values are computed in float32 on targets without half arithmetic: codegen inserts
+the casts). Index arithmetic uses ``INDEX`` (int64). A :class:`Loop` marked ``parallel`` is the
+kernel's parallel dimension: a C ``for`` under OpenMP, or the thread index on CUDA.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+INDEX = np.dtype(np.int64)
+BOOL = np.dtype(np.bool_)
+
+
+class Expr:
+    __slots__ = ()
+    dtype: np.dtype
+
+
+@dataclass(frozen=True, eq=True)
+class Const(Expr):
+    value: object
+    dtype: np.dtype
+
+
+@dataclass(frozen=True, eq=True)
+class Sym(Expr):
+    """A loop index or a local value."""
+
+    name: str
+    dtype: np.dtype
+
+
+@dataclass(frozen=True, eq=True)
+class Load(Expr):
+    buf: str
+    index: Expr
+    dtype: np.dtype  # the buffer's storage dtype
+
+
+@dataclass(frozen=True, eq=True)
+class Op(Expr):
+    """A scalar operation by name (``add``, ``exp``, ``select``, ``cast``, ``lt``, ...)."""
+
+    op: str
+    args: tuple[Expr, ...]
+    dtype: np.dtype
+
+
+class Stmt:
+    __slots__ = ()
+
+
+@dataclass(frozen=True)
+class Let(Stmt):
+    name: str
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Decl(Stmt):
+    """A mutable local (an accumulator) with its initial value."""
+
+    name: str
+    dtype: np.dtype
+    init: Expr
+
+
+@dataclass(frozen=True)
+class Assign(Stmt):
+    name: str
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Store(Stmt):
+    buf: str
+    index: Expr
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Loop(Stmt):
+    var: str
+    extent: int
+    body: tuple[Stmt, ...]
+    parallel: bool = False
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    dtype: np.dtype  # storage dtype
+    size: int  # elements
+    is_output: bool
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    params: tuple[Param, ...]
+    body: tuple[Stmt, ...]
+    work: int = 0  # elements touched, for the launch/threading heuristics
+    restrict: bool = True  # False when the memory plan made two parameters alias (in place)
+
+
+# --- construction helpers (with light constant folding on index arithmetic) ---------------------
+
+
+def const_index(v: int) -> Const:
+    return Const(int(v), INDEX)
+
+
+def _is_const(e: Expr, v) -> bool:
+    return isinstance(e, Const) and e.value == v
+
+
+def iadd(a: Expr, b: Expr) -> Expr:
+    if _is_const(a, 0):
+        return b
+    if _is_const(b, 0):
+        return a
+    if isinstance(a, Const) and isinstance(b, Const):
+        return const_index(a.value + b.value)
+    return Op("add", (a, b), INDEX)
+
+
+def imul(a: Expr, b: Expr) -> Expr:
+    if _is_const(a, 0) or _is_const(b, 0):
+        return const_index(0)
+    if _is_const(a, 1):
+        return b
+    if _is_const(b, 1):
+        return a
+    if isinstance(a, Const) and isinstance(b, Const):
+        return const_index(a.value * b.value)
+    return Op("mul", (a, b), INDEX)
+
+
+def isub(a: Expr, b: Expr) -> Expr:
+    if _is_const(b, 0):
+        return a
+    if isinstance(a, Const) and isinstance(b, Const):
+        return const_index(a.value - b.value)
+    return Op("sub", (a, b), INDEX)
+
+
+def idiv(a: Expr, b: int) -> Expr:
+    """Floor division of a non-negative index by a positive constant."""
+    if b == 1:
+        return a
+    if isinstance(a, Const):
+        return const_index(a.value // b)
+    return Op("div", (a, const_index(b)), INDEX)
+
+
+def imod(a: Expr, b: int) -> Expr:
+    if b == 1:
+        return const_index(0)
+    if isinstance(a, Const):
+        return const_index(a.value % b)
+    return Op("rem", (a, const_index(b)), INDEX)
+
+
+def linearize(index: tuple[Expr, ...], shape: tuple[int, ...]) -> Expr:
+    """The row-major flat index of a multi-dimensional index."""
+    flat: Expr = const_index(0)
+    for i, n in zip(index, shape):
+        flat = iadd(imul(flat, const_index(n)), i)
+    return flat
+
+
+def delinearize(flat: Expr, shape: tuple[int, ...]) -> tuple[Expr, ...]:
+    """The multi-dimensional index of a row-major flat index."""
+    out = []
+    stride = 1
+    strides = []
+    for n in reversed(shape):
+        strides.append(stride)
+        stride *= n
+    strides.reverse()
+    for n, st in zip(shape, strides):
+        out.append(imod(idiv(flat, st), n) if n != 1 else const_index(0))
+    if out:
+        # The leading coordinate needs no modulo: the flat index is in range.
+        out[0] = idiv(flat, strides[0]) if shape[0] != 1 else const_index(0)
+    return tuple(out)

@@ -1,0 +1,107 @@
+"""The operator-info library: which implementations exist for each group, and the choice.
+
+Each :class:`OpImpl` says which group kind it implements, on which backend, for which dtypes
+(and which dtypes it handles by computing in a wider type with explicit casts), whether it
+needs a C compiler, and a cost estimate. :func:`select` picks the cheapest applicable one and
+says why; the choice is shown by ``Lowered.as_text()``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from fx.lowering.cost import group_flops
+from fx.lowering.fusion import FusionGroup, GroupKind
+
+from fx import dtypes
+
+ANY = None
+
+
+@dataclass(frozen=True)
+class OpImpl:
+    name: str
+    backend: str
+    kind: GroupKind
+    dtypes: frozenset | None  # dtypes computed natively (None: any)
+    widen: dict  # dtype -> dtype it is computed in, with casts around the call
+    needs_compiler: bool
+    cost: Callable[[FusionGroup], float]
+    note: str = ""
+
+    def supports(self, dt) -> bool:
+        return self.dtypes is None or dt in self.dtypes or dt in self.widen
+
+
+registry: list[OpImpl] = []
+
+
+def register(impl: OpImpl) -> OpImpl:
+    registry.append(impl)
+    return impl
+
+
+def _elements(g: FusionGroup) -> int:
+    return sum(math.prod(v.aval.shape) for v in g.outputs) or 1
+
+
+def _flops(g: FusionGroup) -> float:
+    return group_flops(g)
+
+
+_HALF_TO_F32 = {dtypes.float16: dtypes.float32, dtypes.bfloat16: dtypes.float32}
+
+for _backend in ("cpu", "cuda"):
+    register(OpImpl(f"{_backend}.fused_elementwise", _backend, GroupKind.ELEMENTWISE, ANY,
+                    {}, True, lambda g: _elements(g) * 1.0,
+                    "generated loop; half precision stored 16-bit, computed in float32"))
+    register(OpImpl(f"{_backend}.fused_reduction", _backend, GroupKind.REDUCTION, ANY, {}, True,
+                    lambda g: _elements(g) * 1.0 + 1.0, "generated row-reduction kernel"))
+register(OpImpl("cpu.blas_gemm", "cpu", GroupKind.GEMM,
+                frozenset([dtypes.float32, dtypes.float64]), dict(_HALF_TO_F32), False,
+                lambda g: _flops(g) / 50.0 + 2000.0,
+                "numpy/BLAS matmul into the planned buffer, then the fused epilogue in place"))
+register(OpImpl("cpu.numpy_gemm", "cpu", GroupKind.GEMM, ANY, {}, False,
+                lambda g: _flops(g) / 2.0 + 2000.0, "numpy matmul for dtypes BLAS lacks"))
+for _kind in GroupKind:
+    register(OpImpl(f"numpy.{_kind.value}", "any", _kind, ANY, {}, False,
+                    lambda g: _elements(g) * 20.0 + 5000.0,
+                    "the primitives' NumPy impls, op by op (no C compiler needed)"))
+
+
+@dataclass(frozen=True)
+class Choice:
+    impl: OpImpl
+    reason: str
+    compute_dtype: np.dtype | None  # set when the impl widens the group's dtype
+
+
+def _group_dtype(g: FusionGroup) -> np.dtype:
+    return g.eqns[0].outvars[0].aval.dtype
+
+
+def select(g: FusionGroup, backend: str, have_compiler: bool) -> Choice:
+    """The cheapest implementation of ``g`` available on ``backend``."""
+    dt = _group_dtype(g)
+    candidates = []
+    for impl in registry:
+        if impl.kind is not g.kind or impl.backend not in (backend, "any"):
+            continue
+        if impl.needs_compiler and not have_compiler:
+            continue
+        if not impl.supports(dt):
+            continue
+        candidates.append((impl.cost(g), impl))
+    if not candidates:
+        raise NotImplementedError(f"no implementation of {g.label()} for {backend} and {dt}")
+    cost, impl = min(candidates, key=lambda c: c[0])
+    widened = impl.widen.get(dt)
+    others = ", ".join(f"{i.name}={c:.3g}" for c, i in sorted(candidates, key=lambda c: c[0])
+                       if i is not impl)
+    reason = f"cost {cost:.3g}" + (f" (vs {others})" if others else "")
+    if widened is not None:
+        reason += f"; {dt} computed in {widened} with explicit casts"
+    return Choice(impl, reason, widened)

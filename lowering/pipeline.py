@@ -1,0 +1,273 @@
+"""The compiler pipeline, as data: jaxpr → optimized jaxpr → fusion groups → chosen
+implementations → memory plan → kernels. Each stage is a pure function and ``Lowered`` keeps
+every intermediate result for ``as_text()``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from fx.lowering import kernel_ir as ir
+from fx.lowering.codegen import KERNEL_BUILDERS, is_flat
+from fx.lowering.cost import group_bytes, group_flops
+from fx.lowering.eliminate_common_subexpressions import eliminate_common_subexpressions
+from fx.lowering.eliminate_dead_code import eliminate_dead_code
+from fx.lowering.fold_constants import fold_constants
+from fx.lowering.fusion import FusionGroup, GroupKind, fuse
+from fx.lowering.inline_calls import inline_calls
+from fx.lowering.library import eqns_step, gemm_step
+from fx.lowering.memory import BufferSpec, MemoryPlan, plan_memory
+from fx.lowering.op_info import Choice, select
+from fx.lowering.render import CUDA, C, render_module, storage_type
+from fx.lowering.simplify_algebra import simplify_algebra
+from fx.lowering.text import lowered_as_text
+from fx.runtime import executable_for
+
+from fx.avals import ShapedArray
+from fx.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var, check_jaxpr
+
+PASSES = (simplify_algebra, fold_constants, eliminate_common_subexpressions, eliminate_dead_code)
+ALIGNMENT = {"cpu": 64, "cuda": 256}
+
+
+def optimize(jaxpr: Jaxpr, check: bool = False) -> Jaxpr:
+    """Run the graph passes to a fixed point (at most a few rounds)."""
+    for _ in range(4):
+        before = len(jaxpr.eqns)
+        for p in PASSES:
+            jaxpr = p(jaxpr)
+            if check:
+                check_jaxpr(jaxpr)
+        if len(jaxpr.eqns) == before:
+            break
+    return jaxpr
+
+
+@dataclass(eq=False)
+class Buffer:
+    """Where one value lives while the program runs."""
+
+    var: Var
+    kind: str  # "input", "const", "output" or "temp"
+    slot: int  # index in the runtime pointer table
+    position: int = -1  # argument / output position, for inputs and outputs
+    offset: int = -1  # arena offset, for temporaries
+
+    @property
+    def aval(self) -> ShapedArray:
+        return self.var.aval
+
+
+@dataclass(eq=False)
+class Step:
+    group: FusionGroup
+    choice: Choice
+    inputs: list[Var]
+    outputs: list[Var]
+    kernel: ir.Kernel | None = None
+
+
+@dataclass(frozen=True)
+class RunStep:
+    """What the runtime executes: a C entry point running consecutive generated kernels over
+    the pointer table, or a Python (NumPy) library step over the buffers' arrays."""
+
+    kind: str  # "c" or "py"
+    name: str
+    fn: object = None  # fn(views) for "py" steps
+    steps: tuple[int, ...] = ()  # indices into Lowered.steps
+
+
+@dataclass(eq=False)
+class Lowered:
+    name: str
+    backend: str
+    jaxpr: Jaxpr
+    consts: list
+    steps: list[Step]
+    buffers: dict[Var, Buffer]
+    plan: MemoryPlan
+    out_sources: list  # per output: ("buffer", Buffer) | ("literal", ndarray)
+    source: str = ""
+    kernels: list[ir.Kernel] = field(default_factory=list)
+    have_compiler: bool = True
+    run_steps: list[RunStep] = field(default_factory=list)
+
+    @property
+    def in_avals(self) -> list[ShapedArray]:
+        return [v.aval for v in self.jaxpr.invars]
+
+    def as_text(self) -> str:
+        return lowered_as_text(self)
+
+    def compile(self):
+        return executable_for(self)
+
+    def cost_analysis(self) -> dict:
+        flops = sum(group_flops(s.group) for s in self.steps)
+        moved = sum(group_bytes(s.group) for s in self.steps)
+        return {"flops": flops, "bytes accessed": moved, "kernels": len(self.steps)}
+
+
+def lower(closed: ClosedJaxpr, backend: str = "cpu", name: str = "f",
+          donated: tuple[bool, ...] = (), have_compiler: bool = True,
+          check: bool | None = None) -> Lowered:
+    if check is None:
+        check = bool(os.environ.get("FX_CHECK_PASSES"))
+    closed = inline_calls(closed)
+    # Constants become leading inputs of the optimized program (their values travel along).
+    j = closed.jaxpr
+    jaxpr = optimize(Jaxpr([], list(j.constvars) + list(j.invars), j.outvars, j.eqns), check)
+    n_consts = len(j.constvars)
+    groups = fuse(jaxpr)
+    steps = _steps(groups, backend, have_compiler)
+    buffers, plan = _plan(jaxpr, steps, n_consts, backend, donated)
+    steps = _generate(steps, buffers, plan, have_compiler)
+    out_sources = []
+    for v in jaxpr.outvars:
+        if isinstance(v, Literal):
+            out_sources.append(("literal", v.value))
+        else:
+            out_sources.append(("buffer", buffers[v]))
+    low = Lowered(name, backend, jaxpr, list(closed.consts), steps, buffers, plan, out_sources,
+                  have_compiler=have_compiler)
+    low.kernels = [s.kernel for s in steps if s.kernel is not None]
+    entry_code, low.run_steps = _entry_points(steps, buffers)
+    if low.kernels:
+        low.source = render_module(low.kernels, C if backend == "cpu" else CUDA,
+                                   entry_code if backend == "cpu" else "")
+    return low
+
+
+def _entry_points(steps: list[Step], buffers) -> tuple[str, list[RunStep]]:
+    """Group consecutive kernels into C entry points ``fx_segN(void** p)``; every other step
+    becomes a Python step."""
+    lines, run, segment = [], [], []
+
+    def close():
+        if segment:
+            name = f"fx_seg{len(run)}"
+            body = []
+            for t in segment:
+                k = steps[t].kernel
+                args = [f"({'' if p.is_output else 'const '}{storage_type(p.dtype)}*)"
+                        f"p[{buffers[v].slot}]"
+                        for p, v in zip(k.params, steps[t].inputs + steps[t].outputs)]
+                body.append(f"  {k.name}({', '.join(args)});")
+            lines.append(f"void {name}(void** p) {{\n" + "\n".join(body) + "\n}")
+            run.append(RunStep("c", name, steps=tuple(segment)))
+            segment.clear()
+
+    for t, st in enumerate(steps):
+        if st.kernel is not None:
+            segment.append(t)
+            continue
+        close()
+        run.append(RunStep("py", f"step{t}", _library_fn(st), (t,)))
+    close()
+    return "\n\n".join(lines), run
+
+
+def _library_fn(st: Step):
+    if st.group.kind is GroupKind.GEMM and not st.choice.impl.name.startswith("numpy."):
+        return gemm_step(st.group.eqns[0], st.choice.compute_dtype)
+    return eqns_step(st.group.eqns, st.outputs)
+
+
+def _steps(groups: list[FusionGroup], backend: str, have_compiler: bool) -> list[Step]:
+    steps = []
+    for g in groups:
+        choice = select(g, backend, have_compiler)
+        if g.kind is GroupKind.GEMM and len(g.eqns) > 1 and not choice.impl.name.startswith(
+                "numpy."):
+            # The library call writes the product; the epilogue runs over it as a kernel.
+            dot, epilogue = g.eqns[0], g.eqns[1:]
+            prod = dot.outvars[0]
+            head = FusionGroup(GroupKind.GEMM, [dot], g.id, inputs=list(dot.invars),
+                               outputs=[prod])
+            head.inputs = [v for v in dot.invars if isinstance(v, Var)]
+            tail = FusionGroup(GroupKind.ELEMENTWISE, epilogue, g.id)
+            local = tail.produced()
+            tail.inputs = _unique([v for e in epilogue for v in e.invars
+                                   if isinstance(v, Var) and v not in local])
+            tail.outputs = list(g.outputs)
+            steps.append(Step(head, choice, head.inputs, [prod]))
+            steps.append(Step(tail, select(tail, backend, have_compiler), tail.inputs,
+                              tail.outputs))
+        else:
+            steps.append(Step(g, choice, list(g.inputs), list(g.outputs)))
+    return steps
+
+
+def _unique(xs):
+    out = []
+    for x in xs:
+        if x not in out:
+            out.append(x)
+    return out
+
+
+def _plan(jaxpr: Jaxpr, steps: list[Step], n_consts: int, backend: str, donated):
+    buffers: dict[Var, Buffer] = {}
+    slot = 0
+
+    def add(v, kind, **kw):
+        nonlocal slot
+        buffers[v] = Buffer(v, kind, slot, **kw)
+        slot += 1
+
+    for i, v in enumerate(jaxpr.invars):
+        if v not in buffers:
+            add(v, "const" if i < n_consts else "input", position=i)
+    for i, v in enumerate(jaxpr.outvars):
+        if isinstance(v, Var) and v not in buffers:
+            add(v, "output", position=i)
+    first, last = {}, {}
+    for t, s in enumerate(steps):
+        for v in s.outputs:
+            if v not in buffers:
+                add(v, "temp")
+            first.setdefault(v, t)
+            last[v] = max(last.get(v, t), t)
+        for v in s.inputs:
+            last[v] = max(last.get(v, t), t)
+    temps = [b for b in buffers.values() if b.kind == "temp"]
+    specs = [BufferSpec(str(b.slot), b.aval.nbytes, first[b.var], last[b.var]) for b in temps]
+    pairs = []
+    for s in steps:
+        if s.choice.impl.name.endswith("fused_elementwise") and _is_flat_group(s):
+            for out in s.outputs:
+                for inp in s.inputs:
+                    bi, bo = buffers.get(inp), buffers[out]
+                    if bi is not None and bi.kind == "temp" and bo.kind == "temp" and \
+                            inp.aval.shape == out.aval.shape and inp.aval.dtype == out.aval.dtype:
+                        pairs.append((str(bo.slot), str(bi.slot)))
+    plan = plan_memory(specs, ALIGNMENT[backend if backend in ALIGNMENT else "cpu"], pairs)
+    for b in temps:
+        b.offset = plan.offsets[str(b.slot)]
+    return buffers, plan
+
+
+def _is_flat_group(s: Step) -> bool:
+    return bool(s.outputs) and is_flat(s.group, s.outputs[0].aval.shape)
+
+
+def _generate(steps: list[Step], buffers, plan: MemoryPlan, have_compiler: bool) -> list[Step]:
+    for t, s in enumerate(steps):
+        build = KERNEL_BUILDERS.get(s.group.kind)
+        if build is None or s.choice.impl.name.startswith("numpy.") or not s.outputs:
+            continue
+        k = build(s.group, f"k{t}", s.inputs, s.outputs)
+        slots = [buffers[v] for v in s.inputs + s.outputs]
+        offsets = [(b.offset, b.aval.nbytes) for b in slots if b.kind == "temp"]
+        aliased = _overlap(offsets)
+        if aliased:
+            k = ir.Kernel(k.name, k.params, k.body, k.work, restrict=False)
+        s.kernel = k
+    return steps
+
+
+def _overlap(ranges) -> bool:
+    ranges = sorted(ranges)
+    return any(a[0] + a[1] > b[0] for a, b in zip(ranges, ranges[1:]))

@@ -1,0 +1,259 @@
+"""Scalar helpers every generated kernel may call, as C source shared by both dialects.
+
+``FX_FN`` and the bit casts ``fx_bits_to_f32``/``fx_f32_to_bits`` are defined by the dialect
+(``static inline`` and ``memcpy`` for C, ``__device__`` and the CUDA intrinsics for CUDA).
+Everything here is branch-free arithmetic where it matters, so that gcc can
+vectorize loops calling it without ``-ffast-math``: IEEE semantics are kept (NaN and Inf
+propagate as in NumPy) and there is no errno. The float32 ``exp``/``log``/``tanh`` family are
+our own polynomial implementations (libm calls would block vectorization); they are accurate
+to a few ulp and handle the special values explicitly. float64 uses libm.
+"""
+
+PRELUDE = r"""
+/* --- half precision storage: float16 / bfloat16 <-> float32 (round to nearest even) --- */
+FX_FN float fx_bf16_to_f32(uint16_t h) { return fx_bits_to_f32(((uint32_t)h) << 16); }
+FX_FN uint16_t fx_f32_to_bf16(float f) {
+  uint32_t b = fx_f32_to_bits(f);
+  uint32_t rounded = (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
+  uint32_t nan = (b >> 16) | 0x40u;
+  return (uint16_t)(f != f ? nan : rounded);
+}
+FX_FN float fx_f16_to_f32(uint16_t h) {
+  uint32_t sign = ((uint32_t)(h & 0x8000u)) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+  /* normal numbers and inf/nan by re-biasing; subnormals via an exact float product */
+  uint32_t normal = sign | ((exp + 112u) << 23) | (man << 13);
+  uint32_t infnan = sign | 0x7f800000u | (man << 13);
+  float sub = (float)man * 5.9604644775390625e-08f; /* man * 2^-24 */
+  float subv = (h & 0x8000u) ? -sub : sub;
+  return exp == 0 ? subv : (exp == 31 ? fx_bits_to_f32(infnan) : fx_bits_to_f32(normal));
+}
+FX_FN uint16_t fx_f32_to_f16(float f) {
+  uint32_t b = fx_f32_to_bits(f);
+  uint32_t sign = (b >> 16) & 0x8000u;
+  uint32_t a = b & 0x7fffffffu;
+  if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);             /* nan */
+  if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);             /* overflow -> inf */
+  if (a < 0x38800000u) {                                              /* subnormal or zero */
+    float v = fx_bits_to_f32(a) * 16777216.0f;                          /* * 2^24 */
+    uint32_t m = (uint32_t)rintf(v);
+    return (uint16_t)(sign | m);
+  }
+  uint32_t r = a - 0x38000000u;                                         /* rebias 127 -> 15 */
+  r = (r + 0xfffu + ((r >> 13) & 1u)) >> 13;
+  return (uint16_t)(sign | r);
+}
+
+/* --- integer division and shifts with defined results (no SIGFPE) --- */
+FX_FN int32_t fx_div_i32(int32_t a, int32_t b) {
+  return b == 0 ? -1 : ((a == INT32_MIN && b == -1) ? a : a / b);
+}
+FX_FN int64_t fx_div_i64(int64_t a, int64_t b) {
+  return b == 0 ? -1 : ((a == INT64_MIN && b == -1) ? a : a / b);
+}
+FX_FN uint32_t fx_div_u32(uint32_t a, uint32_t b) { return b == 0 ? 0xffffffffu : a / b; }
+FX_FN int32_t fx_rem_i32(int32_t a, int32_t b) {
+  return (b == 0 || b == -1) ? (b == 0 ? a : 0) : a % b;
+}
+FX_FN int64_t fx_rem_i64(int64_t a, int64_t b) {
+  return (b == 0 || b == -1) ? (b == 0 ? a : 0) : a % b;
+}
+FX_FN uint32_t fx_rem_u32(uint32_t a, uint32_t b) { return b == 0 ? a : a % b; }
+
+/* float -> int: truncate, NaN -> 0, saturate at the bounds */
+FX_FN int32_t fx_f2i32(double x) {
+  return x != x ? 0
+       : (x <= -2147483648.0 ? INT32_MIN : (x >= 2147483647.0 ? INT32_MAX : (int32_t)x));
+}
+FX_FN int64_t fx_f2i64(double x) {
+  return x != x ? 0 : (x <= -9223372036854775808.0 ? INT64_MIN
+                       : (x >= 9223372036854775807.0 ? INT64_MAX : (int64_t)x));
+}
+FX_FN uint32_t fx_f2u32(double x) {
+  return x != x ? 0u : (x <= 0.0 ? 0u : (x >= 4294967295.0 ? 0xffffffffu : (uint32_t)x));
+}
+
+/* --- NaN-propagating max/min (NumPy's maximum/minimum) and rounding --- */
+FX_FN float fx_maxf(float a, float b) { return (a > b || a != a) ? a : b; }
+FX_FN float fx_minf(float a, float b) { return (a < b || a != a) ? a : b; }
+FX_FN double fx_max(double a, double b) { return (a > b || a != a) ? a : b; }
+FX_FN double fx_min(double a, double b) { return (a < b || a != a) ? a : b; }
+FX_FN float fx_round_awayf(float x) {
+  float t = truncf(x);
+  return t + ((fabsf(x - t) >= 0.5f) ? copysignf(1.0f, x) : 0.0f);
+}
+FX_FN double fx_round_away(double x) {
+  double t = trunc(x);
+  return t + ((fabs(x - t) >= 0.5) ? copysign(1.0, x) : 0.0);
+}
+FX_FN float fx_signf(float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x); }
+FX_FN double fx_sign(double x) { return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : x); }
+
+/* --- float32 exp/log family: polynomial, vectorizable, special values explicit --- */
+FX_FN float fx_pow2if(int k) { return fx_bits_to_f32((uint32_t)(k + 127) << 23); }
+FX_FN float fx_expf(float x) {
+  float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+  float k = rintf(xc * 1.44269504088896341f);
+  float r = xc - k * 0.693359375f;
+  r = r + k * 2.12194440e-4f;
+  float z = r * r;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * z + r + 1.0f;
+  int ki = (int)k;
+  int k1 = ki / 2;
+  float y = p * fx_pow2if(k1) * fx_pow2if(ki - k1);
+  y = x > 88.72283935546875f ? INFINITY : y;
+  y = x < -103.97208f ? 0.0f : y;
+  return x != x ? x : y;
+}
+FX_FN float fx_logf(float x) {
+  int sub = x < 1.17549435e-38f;
+  float xs = sub ? x * 8388608.0f : x;          /* scale subnormals by 2^23 */
+  uint32_t b = fx_f32_to_bits(xs);
+  int e = (int)((b >> 23) & 0xffu) - 127 - (sub ? 23 : 0);
+  float m = fx_bits_to_f32((b & 0x7fffffu) | 0x3f800000u);  /* [1, 2) */
+  int big = m > 1.41421356f;
+  m = big ? m * 0.5f : m;
+  e = big ? e + 1 : e;
+  float f = m - 1.0f;
+  float z = f * f;
+  float p = 7.0376836292e-2f;
+  p = p * f - 1.1514610310e-1f;
+  p = p * f + 1.1676998740e-1f;
+  p = p * f - 1.2420140846e-1f;
+  p = p * f + 1.4249322787e-1f;
+  p = p * f - 1.6668057665e-1f;
+  p = p * f + 2.0000714765e-1f;
+  p = p * f - 2.4999993993e-1f;
+  p = p * f + 3.3333331174e-1f;
+  float fe = (float)e;
+  float y = f * z * p;
+  y = y - 2.12194440e-4f * fe;
+  y = y - 0.5f * z;
+  float r = f + y;
+  r = r + 0.693359375f * fe;
+  r = x == 0.0f ? -INFINITY : r;
+  r = x < 0.0f ? NAN : r;
+  r = x == INFINITY ? INFINITY : r;
+  return x != x ? x : r;
+}
+FX_FN float fx_log1pf(float x) {
+  float u = 1.0f + x;
+  float l = fx_logf(u);
+  /* log(u) * x / (u - 1) corrects the rounding of 1 + x */
+  float d = u - 1.0f;
+  float r = d == 0.0f ? x : l * (x / d);
+  return (u == INFINITY || x != x) ? l : r;
+}
+FX_FN float fx_expm1f(float x) {
+  float u = fx_expf(x);
+  float d = u - 1.0f;
+  float l = fx_logf(u);
+  float r = (u == 1.0f) ? x : ((d == -1.0f) ? -1.0f : d * (x / l));
+  return (u == INFINITY || x != x) ? u : r;
+}
+FX_FN float fx_tanhf(float x) {
+  float ax = fabsf(x);
+  float z = x * x;
+  float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z
+                  + 1.33314422036e-1f) * z - 3.33332819422e-1f) * z * x + x;
+  float e = fx_expf(2.0f * ax);
+  float big = 1.0f - 2.0f / (e + 1.0f);
+  big = ax > 9.0f ? 1.0f : big;
+  big = copysignf(big, x);
+  return ax < 0.625f ? small : big;
+}
+FX_FN float fx_logisticf(float x) {
+  float e = fx_expf(-fabsf(x));
+  float r = x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+  return x != x ? x : r;
+}
+FX_FN double fx_logistic(double x) {
+  double e = exp(-fabs(x));
+  return x >= 0.0 ? 1.0 / (1.0 + e) : (x != x ? x : e / (1.0 + e));
+}
+
+/* --- special functions computed in double --- */
+FX_FN double fx_digamma(double x) {
+  if (x != x || x == -INFINITY) return NAN;
+  if (x <= 0.0 && x == floor(x)) return NAN;
+  double acc = 0.0;
+  if (x < 0.5) {                       /* reflection */
+    acc = -3.14159265358979323846 / tan(3.14159265358979323846 * x);
+    x = 1.0 - x;
+  }
+  while (x < 12.0) { acc -= 1.0 / x; x += 1.0; }
+  double z = 1.0 / (x * x);
+  double s = z * (1.0/12 - z * (1.0/120 - z * (1.0/252 - z * (1.0/240 - z * (1.0/132
+               - z * (691.0/32760 - z * (1.0/12)))))));
+  return acc + log(x) - 0.5 / x - s;
+}
+FX_FN double fx_polygamma(int m, double x) {
+  if (m == 0) return fx_digamma(x);
+  if (x != x) return NAN;
+  if (x <= 0.0 && x == floor(x)) return NAN;
+  double fact = 1.0;
+  for (int i = 2; i <= m; i++) fact *= i;
+  double sign = (m % 2 == 0) ? -1.0 : 1.0;
+  double s = m + 1.0, acc = 0.0;
+  int guard = 0;
+  while (x < 20.0 && guard < 200) { acc += pow(x, -s); x += 1.0; guard++; }
+  double zeta = pow(x, 1.0 - s) / (s - 1.0) + 0.5 * pow(x, -s);
+  double rising = s, power = pow(x, -s - 1.0), fk = 1.0;
+  for (int k = 1; k <= 9; k++) {
+    double b2k = k == 1 ? 1.0/6 : k == 2 ? -1.0/30 : k == 3 ? 1.0/42 : k == 4 ? -1.0/30
+               : k == 5 ? 5.0/66 : k == 6 ? -691.0/2730 : k == 7 ? 7.0/6 : k == 8 ? -3617.0/510
+               : 43867.0/798;
+    fk *= (2.0 * k - 1.0) * (2.0 * k);
+    zeta += b2k / fk * rising * power;
+    rising *= (s + 2.0 * k - 1.0) * (s + 2.0 * k);
+    power /= x * x;
+  }
+  return sign * fact * (acc + zeta);
+}
+FX_FN double fx_erf_inv(double y) {
+  if (y != y || y < -1.0 || y > 1.0) return NAN;
+  if (y == 1.0) return INFINITY;
+  if (y == -1.0) return -INFINITY;
+  double w = -log((1.0 - y) * (1.0 + y)), x;
+  if (w < 6.25) {
+    w -= 3.125;
+    x = -3.6444120640178196996e-21; x = -1.685059138182016589e-19 + x * w;
+    x = 1.2858480715256400167e-18 + x * w; x = 1.115787767802518096e-17 + x * w;
+    x = -1.333171662854620906e-16 + x * w; x = 2.0972767875968561637e-17 + x * w;
+    x = 6.6376381343583238325e-15 + x * w; x = -4.0545662729752068639e-14 + x * w;
+    x = -8.1519341976054721522e-14 + x * w; x = 2.6335093153082322977e-12 + x * w;
+    x = -1.2975133253453532498e-11 + x * w; x = -5.4154120542946279317e-11 + x * w;
+    x = 1.051212273321532285e-09 + x * w; x = -4.1126339803469836976e-09 + x * w;
+    x = -2.9070369957882005086e-08 + x * w; x = 4.2347877827932403518e-07 + x * w;
+    x = -1.3654692000834678645e-06 + x * w; x = -1.3882523362786468719e-05 + x * w;
+    x = 0.0001867342080340571352 + x * w; x = -0.00074070253416626697512 + x * w;
+    x = -0.0060336708714301490533 + x * w; x = 0.24015818242558961693 + x * w;
+    x = 1.6536545626831027356 + x * w;
+  } else {
+    w = sqrt(w) - 3.25;
+    x = 2.2137376921775787049e-09; x = 9.0756561938885390979e-08 + x * w;
+    x = -2.7517406297064545428e-07 + x * w; x = 1.8239629214389227755e-08 + x * w;
+    x = 1.5027403968909827627e-06 + x * w; x = -4.013867526981545969e-06 + x * w;
+    x = 2.9234449089955446044e-06 + x * w; x = 1.2475304481671778723e-05 + x * w;
+    x = -4.7318229009055733981e-05 + x * w; x = 6.8284851459573175448e-05 + x * w;
+    x = 2.4031110387097893999e-05 + x * w; x = -0.0003550375203628474796 + x * w;
+    x = 0.00095328937973738049703 + x * w; x = -0.0016882755560235047313 + x * w;
+    x = 0.0024914420961078508066 + x * w; x = -0.0037512085075692412107 + x * w;
+    x = 0.005370914553590063617 + x * w; x = 1.0052589676941592334 + x * w;
+    x = 3.0838856104922207635 + x * w;
+  }
+  x *= y;
+  for (int i = 0; i < 2; i++) {
+    double err = erf(x) - y;
+    double d = 1.1283791670955126 * exp(-x * x);
+    if (d > 0.0) x -= err / d;
+  }
+  return x;
+}
+"""

@@ -1,0 +1,275 @@
+"""Rendering kernel IR as C or CUDA C: one renderer, two dialects.
+
+A :class:`Dialect` is data: the function prefix, pointer qualifier, how the parallel loop is
+written (an OpenMP ``for`` in C; a grid-stride loop over the thread index with a bounds guard
+in CUDA), type names, and the spelling of each math function per dtype. The renderer never
+asks which target it renders for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from fx.lowering import kernel_ir as ir
+from fx.lowering.prelude import PRELUDE
+
+from fx import dtypes
+
+F32, F64 = dtypes.float32, dtypes.float64
+
+# Storage type of each dtype (half types are stored as raw 16-bit patterns).
+_STORAGE = {
+    dtypes.bool_: "uint8_t", dtypes.int32: "int32_t", dtypes.int64: "int64_t",
+    dtypes.uint32: "uint32_t", dtypes.float16: "uint16_t", dtypes.bfloat16: "uint16_t",
+    dtypes.float32: "float", dtypes.float64: "double",
+}
+
+# Operations whose spelling does not depend on the dialect: (op, kind) -> template, where kind
+# is "f32", "f64", "int" (signed), "uint", "bool" or "*" for any.
+_COMMON = {
+    ("add", "*"): "({0} + {1})", ("sub", "*"): "({0} - {1})", ("mul", "*"): "({0} * {1})",
+    ("div", "f32"): "({0} / {1})", ("div", "f64"): "({0} / {1})",
+    ("div", "i32"): "fx_div_i32({0}, {1})", ("div", "i64"): "fx_div_i64({0}, {1})",
+    ("div", "uint"): "fx_div_u32({0}, {1})",
+    ("rem", "f32"): "fmodf({0}, {1})", ("rem", "f64"): "fmod({0}, {1})",
+    ("rem", "i32"): "fx_rem_i32({0}, {1})", ("rem", "i64"): "fx_rem_i64({0}, {1})",
+    ("rem", "uint"): "fx_rem_u32({0}, {1})",
+    ("neg", "*"): "(-{0})", ("not", "bool"): "((uint8_t)!{0})", ("not", "*"): "(~{0})",
+    ("and", "*"): "({0} & {1})", ("or", "*"): "({0} | {1})", ("xor", "*"): "({0} ^ {1})",
+    ("eq", "*"): "((uint8_t)({0} == {1}))", ("ne", "*"): "((uint8_t)({0} != {1}))",
+    ("lt", "*"): "((uint8_t)({0} < {1}))", ("le", "*"): "((uint8_t)({0} <= {1}))",
+    ("gt", "*"): "((uint8_t)({0} > {1}))", ("ge", "*"): "((uint8_t)({0} >= {1}))",
+    ("select", "*"): "({0} ? {1} : {2})",
+    ("shl", "uint"): "({0} << {1})", ("shl", "i32"): "((int32_t)((uint32_t){0} << {1}))",
+    ("shl", "i64"): "((int64_t)((uint64_t){0} << {1}))",
+    ("shr_logical", "uint"): "({0} >> {1})",
+    ("shr_logical", "i32"): "((int32_t)((uint32_t){0} >> {1}))",
+    ("shr_logical", "i64"): "((int64_t)((uint64_t){0} >> {1}))",
+    ("max", "f32"): "fx_maxf({0}, {1})", ("min", "f32"): "fx_minf({0}, {1})",
+    ("max", "f64"): "fx_max({0}, {1})", ("min", "f64"): "fx_min({0}, {1})",
+    ("max", "*"): "({0} > {1} ? {0} : {1})", ("min", "*"): "({0} < {1} ? {0} : {1})",
+    ("abs", "f32"): "fabsf({0})", ("abs", "f64"): "fabs({0})",
+    ("abs", "*"): "({0} < 0 ? -{0} : {0})",
+    ("sign", "f32"): "fx_signf({0})", ("sign", "f64"): "fx_sign({0})",
+    ("sign", "*"): "(({0} > 0) - ({0} < 0))",
+    ("floor", "f32"): "floorf({0})", ("floor", "f64"): "floor({0})",
+    ("ceil", "f32"): "ceilf({0})", ("ceil", "f64"): "ceil({0})",
+    ("round_away", "f32"): "fx_round_awayf({0})", ("round_away", "f64"): "fx_round_away({0})",
+    ("round_even", "f32"): "rintf({0})", ("round_even", "f64"): "rint({0})",
+    ("sqrt", "f32"): "sqrtf({0})", ("sqrt", "f64"): "sqrt({0})",
+    ("rsqrt", "f32"): "(1.0f / sqrtf({0}))", ("rsqrt", "f64"): "(1.0 / sqrt({0}))",
+    ("is_finite", "f32"): "((uint8_t)isfinite({0}))",
+    ("is_finite", "f64"): "((uint8_t)isfinite({0}))",
+    ("pow", "f32"): "powf({0}, {1})", ("pow", "f64"): "pow({0}, {1})",
+    ("atan2", "f32"): "atan2f({0}, {1})", ("atan2", "f64"): "atan2({0}, {1})",
+    ("nextafter", "f32"): "nextafterf({0}, {1})", ("nextafter", "f64"): "nextafter({0}, {1})",
+    ("digamma", "*"): "fx_digamma({0})", ("erf_inv", "*"): "fx_erf_inv({0})",
+    ("polygamma", "*"): "fx_polygamma({1}, {0})",
+    ("logistic", "f64"): "fx_logistic({0})",
+}
+# Unary libm functions: float32 name + "f", float64 plain.
+_LIBM = ("exp", "exp2", "log", "log1p", "expm1", "cbrt", "tanh", "sin", "cos", "tan", "asin",
+         "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "lgamma")
+for _f in _LIBM:
+    _COMMON[(_f, "f32")] = _f + "f({0})"
+    _COMMON[(_f, "f64")] = _f + "({0})"
+_COMMON[("logistic", "f32")] = "fx_logisticf({0})"
+
+
+@dataclass(frozen=True)
+class Dialect:
+    name: str
+    file_prelude: str  # defines FX_FN and anything target-wide
+    kernel_prefix: str
+    restrict: str
+    parallel_for: str  # format: var, start, stop, (index type)
+    math: dict = field(default_factory=dict)  # overrides of _COMMON
+    index_type: str = "int64_t"
+
+
+C = Dialect(
+    name="c",
+    file_prelude="#include <stdint.h>\n#include <string.h>\n#include <math.h>\n"
+                 "#define FX_FN static inline\n"
+                 "FX_FN float fx_bits_to_f32(uint32_t b) "
+                 "{ float f; memcpy(&f, &b, 4); return f; }\n"
+                 "FX_FN uint32_t fx_f32_to_bits(float f) "
+                 "{ uint32_t b; memcpy(&b, &f, 4); return b; }\n",
+    kernel_prefix="static void",
+    restrict="restrict",
+    parallel_for="#pragma omp parallel for schedule(static) if({stop} > 16384)\n"
+                 "for ({it} {v} = {start}; {v} < {stop}; {v}++)",
+    math={
+        ("exp", "f32"): "fx_expf({0})", ("log", "f32"): "fx_logf({0})",
+        ("log1p", "f32"): "fx_log1pf({0})", ("expm1", "f32"): "fx_expm1f({0})",
+        ("tanh", "f32"): "fx_tanhf({0})",
+    },
+)
+
+CUDA = Dialect(
+    name="cuda",
+    file_prelude="#define FX_FN static __device__ __forceinline__\n"
+                 "typedef unsigned char uint8_t; typedef unsigned short uint16_t;\n"
+                 "typedef int int32_t; typedef unsigned int uint32_t;\n"
+                 "typedef long long int64_t; typedef unsigned long long uint64_t;\n"
+                 "#define INT32_MIN (-2147483647 - 1)\n#define INT32_MAX 2147483647\n"
+                 "#define INT64_MIN (-9223372036854775807LL - 1)\n"
+                 "#define INT64_MAX 9223372036854775807LL\n"
+                 "#define INFINITY __int_as_float(0x7f800000)\n"
+                 "#define NAN __int_as_float(0x7fffffff)\n"
+                 "FX_FN float fx_bits_to_f32(uint32_t b) { return __uint_as_float(b); }\n"
+                 "FX_FN uint32_t fx_f32_to_bits(float f) { return __float_as_uint(f); }\n",
+    kernel_prefix='extern "C" __global__ void',
+    restrict="__restrict__",
+    parallel_for="for ({it} {v} = {start} + (({it})blockIdx.x * blockDim.x + threadIdx.x); "
+                 "{v} < {stop}; {v} += ({it})gridDim.x * blockDim.x)",
+)
+
+
+def _kind(dt: np.dtype) -> str:
+    if dt == F32:
+        return "f32"
+    if dt == F64:
+        return "f64"
+    if dt == dtypes.bool_:
+        return "bool"
+    if dt == dtypes.uint32:
+        return "uint"
+    return "i64" if dt == dtypes.int64 else "i32"
+
+
+def _template(d: Dialect, op: str, dt: np.dtype) -> str:
+    kind = _kind(dt)
+    for key in ((op, kind), (op, "int" if kind in ("i32", "i64") else kind), (op, "*")):
+        if key in d.math:
+            return d.math[key]
+        if key in _COMMON:
+            return _COMMON[key]
+    raise NotImplementedError(f"no {d.name} spelling for '{op}' on {dt}")
+
+
+def compute_type(dt: np.dtype) -> str:
+    """The C type values of ``dt`` are computed in (halves compute in float)."""
+    if dt in (dtypes.float16, dtypes.bfloat16):
+        return "float"
+    return _STORAGE[np.dtype(dt)]
+
+
+def storage_type(dt: np.dtype) -> str:
+    return _STORAGE[np.dtype(dt)]
+
+
+class Renderer:
+    def __init__(self, dialect: Dialect):
+        self.d = dialect
+
+    # -- expressions ----------------------------------------------------------------------------
+    def expr(self, e: ir.Expr) -> str:
+        if isinstance(e, ir.Const):
+            return self.const(e.value, e.dtype)
+        if isinstance(e, ir.Sym):
+            return e.name
+        if isinstance(e, ir.Load):
+            return f"{e.buf}[{self.expr(e.index)}]"
+        if isinstance(e, ir.Op):
+            return self.op(e)
+        raise TypeError(f"cannot render {e!r}")
+
+    def const(self, v, dt) -> str:
+        dt = np.dtype(dt)
+        if dt == dtypes.bool_:
+            return "1" if v else "0"
+        if dtypes.is_float(dt):
+            v = float(v)
+            suffix = "f" if compute_type(dt) == "float" else ""
+            if v != v:
+                return "NAN" if suffix else "((double)NAN)"
+            if v in (float("inf"), float("-inf")):
+                s = "INFINITY" if v > 0 else "(-INFINITY)"
+                return s if suffix else f"((double){s})"
+            return f"{v!r}{suffix}" if "e" in repr(v) or "." in repr(v) else f"{v!r}.0{suffix}"
+        if dt == dtypes.int64:
+            return f"((int64_t){int(v)}LL)"
+        if dt == dtypes.uint32:
+            return f"{int(v)}u"
+        return f"((int32_t){int(v)})" if abs(int(v)) >= 2**31 - 1 else str(int(v))
+
+    def op(self, e: ir.Op) -> str:
+        args = [self.expr(a) for a in e.args]
+        if e.op == "cast":
+            return self.cast(e.args[0].dtype, e.dtype, args[0])
+        if e.op == "load_half":
+            fn = "fx_bf16_to_f32" if e.args[0].dtype == dtypes.bfloat16 else "fx_f16_to_f32"
+            return f"{fn}({args[0]})"
+        if e.op == "store_half":
+            fn = "fx_f32_to_bf16" if e.dtype == dtypes.bfloat16 else "fx_f32_to_f16"
+            return f"{fn}({args[0]})"
+        operand_dt = e.args[0].dtype if e.args and e.op not in ("select",) else e.dtype
+        if e.op == "select":
+            operand_dt = e.dtype
+        if e.op in ("eq", "ne", "lt", "le", "gt", "ge"):
+            operand_dt = e.args[0].dtype
+        return _template(self.d, e.op, np.dtype(operand_dt)).format(*args)
+
+    def cast(self, src: np.dtype, dst: np.dtype, x: str) -> str:
+        src, dst = np.dtype(src), np.dtype(dst)
+        if src == dst:
+            return x
+        if dst == dtypes.bool_:
+            return f"((uint8_t)({x} != 0))"
+        if dtypes.is_float(src) and dtypes.is_int(dst):
+            fn = {dtypes.int32: "fx_f2i32", dtypes.int64: "fx_f2i64", dtypes.uint32: "fx_f2u32"}
+            return f"{fn[dst]}((double)({x}))"
+        return f"(({compute_type(dst)})({x}))"
+
+    # -- statements -----------------------------------------------------------------------------
+    def stmts(self, body, indent: int) -> list[str]:
+        out = []
+        pad = "  " * indent
+        for s in body:
+            if isinstance(s, ir.Let):
+                out.append(f"{pad}const {compute_type(s.value.dtype)} {s.name} = "
+                           f"{self.expr(s.value)};")
+            elif isinstance(s, ir.Decl):
+                out.append(f"{pad}{compute_type(s.dtype)} {s.name} = {self.expr(s.init)};")
+            elif isinstance(s, ir.Assign):
+                out.append(f"{pad}{s.name} = {self.expr(s.value)};")
+            elif isinstance(s, ir.Store):
+                out.append(f"{pad}{s.buf}[{self.expr(s.index)}] = {self.expr(s.value)};")
+            elif isinstance(s, ir.Loop):
+                if s.parallel:
+                    head = self.d.parallel_for.format(
+                        it=self.d.index_type, v=s.var, start=0, stop=s.extent
+                    )
+                    out.extend(pad + line for line in head.split("\n"))
+                    out[-1] += " {"
+                else:
+                    out.append(f"{pad}for ({self.d.index_type} {s.var} = 0; {s.var} < "
+                               f"{s.extent}; {s.var}++) {{")
+                out.extend(self.stmts(s.body, indent + 1))
+                out.append(f"{pad}}}")
+            else:
+                raise TypeError(f"cannot render statement {s!r}")
+        return out
+
+    def kernel(self, k: ir.Kernel) -> str:
+        restrict = self.d.restrict if k.restrict else ""
+        params = ", ".join(
+            f"{'' if p.is_output else 'const '}{storage_type(p.dtype)}* {restrict} {p.name}"
+            for p in k.params
+        )
+        lines = [f"{self.d.kernel_prefix} {k.name}({params}) {{"]
+        lines += self.stmts(k.body, 1)
+        lines.append("}")
+        return "\n".join(lines)
+
+
+def render_module(kernels: list[ir.Kernel], dialect: Dialect, extra: str = "") -> str:
+    """One translation unit holding every kernel (plus ``extra``, e.g. C entry points)."""
+    r = Renderer(dialect)
+    parts = [dialect.file_prelude, PRELUDE]
+    parts += [r.kernel(k) for k in kernels]
+    if extra:
+        parts.append(extra)
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,63 @@
+"""``Lowered.as_text()``: the optimized program as a compiler engineer wants to read it.
+
+Shows the optimized jaxpr, then the schedule: one line per step with its fusion group, the
+implementation operator selection chose (and why), and where each buffer lives (argument,
+output, constant, or an arena offset; in-place reuse marked), then the memory summary.
+"""
+
+from __future__ import annotations
+
+from fx.jaxpr import _Namer, pp_jaxpr
+
+
+def _mib(n: int) -> str:
+    if n >= 1 << 20:
+        return f"{n / (1 << 20):.2f} MiB"
+    if n >= 1 << 10:
+        return f"{n / (1 << 10):.1f} KiB"
+    return f"{n} B"
+
+
+def lowered_as_text(low) -> str:
+    namer = _Namer()
+    jaxpr_text = pp_jaxpr(low.jaxpr, 2, namer)
+    plan = low.plan
+    n_kernels = sum(1 for s in low.steps if s.kernel is not None)
+    lines = [
+        f"# fx program '{low.name}' for {low.backend}: {len(low.steps)} steps, "
+        f"{n_kernels} generated kernels, {len(low.run_steps)} runtime calls",
+        "# optimized jaxpr (the first inputs are hoisted constants):" if low.consts else
+        "# optimized jaxpr:",
+        "  " + jaxpr_text,
+        "# schedule:",
+    ]
+    inplace_of = {int(k): int(v) for k, v in plan.inplace.items()}
+    by_slot = {b.slot: b for b in low.buffers.values()}
+
+    def where(v) -> str:
+        b = low.buffers.get(v)
+        if b is None:
+            return namer(v)
+        if b.kind == "temp":
+            loc = f"arena+{b.offset}"
+            if b.slot in inplace_of:
+                loc += f" (in place of {namer(by_slot[inplace_of[b.slot]].var)})"
+        elif b.kind == "input":
+            loc = f"arg {b.position - len(low.consts)}"
+        elif b.kind == "const":
+            loc = "const"
+        else:
+            loc = f"out {b.position}"
+        return f"{namer(v)}:{v.aval.str_short()}@{loc}"
+
+    for t, s in enumerate(low.steps):
+        k = f" -> {s.kernel.name}" if s.kernel is not None else ""
+        lines.append(f"  step {t:<3} {s.group.label()}")
+        lines.append(f"      impl: {s.choice.impl.name}{k} ({s.choice.reason})")
+        lines.append(f"      in:   {', '.join(where(v) for v in s.inputs) or '-'}")
+        lines.append(f"      out:  {', '.join(where(v) for v in s.outputs) or '-'}")
+    lines.append(
+        f"# memory: arena {_mib(plan.arena_bytes)}, lower bound {_mib(plan.lower_bound)}, "
+        f"naive {_mib(plan.naive_bytes)}; {len(plan.inplace)} in-place reuses"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,122 @@
+"""Compiling generated C with the system compiler, with an on-disk cache.
+
+A translation unit is compiled once into a shared library named by the hash of its source,
+the compiler's version, the flags and the machine, under ``$FX_CACHE_DIR`` (default
+``~/.cache/fx``). Writes are atomic (compile to a temporary name, then rename). Each library
+embeds its own key (``fx_cache_key()``); a file that fails to load or carries another key is
+rebuilt. No ``-ffast-math``: NaN and Inf behave as in NumPy.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-ffp-contract=off",
+         "-fPIC", "-shared", "-std=gnu11", "-w")
+
+
+class CompileError(RuntimeError):
+    pass
+
+
+@functools.cache
+def compiler() -> str | None:
+    """The C compiler to use: ``$CC`` or the first of cc, gcc, clang on PATH."""
+    for cand in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if cand and shutil.which(cand):
+            return shutil.which(cand)
+    return None
+
+
+@functools.cache
+def compiler_version() -> str:
+    cc = compiler()
+    if cc is None:
+        return "none"
+    out = subprocess.run([cc, "--version"], capture_output=True, text=True)
+    return out.stdout.splitlines()[0] if out.stdout else cc
+
+
+@functools.cache
+def _machine() -> str:
+    flags = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = line
+                    break
+    except OSError:
+        pass
+    return platform.machine() + hashlib.sha1(flags.encode()).hexdigest()[:12]
+
+
+def cache_dir() -> Path:
+    d = Path(os.environ.get("FX_CACHE_DIR") or Path.home() / ".cache" / "fx")
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def cache_key(source: str) -> str:
+    h = hashlib.sha256()
+    for part in (source, compiler_version(), " ".join(FLAGS), _machine()):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+_loaded: dict[str, ctypes.CDLL] = {}
+
+
+def build(source: str) -> ctypes.CDLL:
+    """Load the shared library for ``source``, compiling it if no valid cached copy exists."""
+    key = cache_key(source)
+    if key in _loaded:
+        return _loaded[key]
+    path = cache_dir() / f"fx_{key}.so"
+    lib = _try_load(path, key)
+    if lib is None:
+        _compile(source + f'\nconst char* fx_cache_key(void) {{ return "{key}"; }}\n', path)
+        lib = _try_load(path, key)
+        if lib is None:
+            raise CompileError(f"fx: compiled {path} but it does not load")
+    _loaded[key] = lib
+    return lib
+
+
+def _try_load(path: Path, key: str) -> ctypes.CDLL | None:
+    if not path.exists():
+        return None
+    try:
+        lib = ctypes.CDLL(str(path))
+        fn = lib.fx_cache_key
+        fn.restype = ctypes.c_char_p
+        if fn().decode() == key:
+            return lib
+    except (OSError, AttributeError, UnicodeDecodeError):
+        pass
+    path.unlink(missing_ok=True)  # corrupt or stale: rebuild
+    return None
+
+
+def _compile(source: str, path: Path) -> None:
+    cc = compiler()
+    if cc is None:
+        raise CompileError("fx: no C compiler found (set CC or install gcc)")
+    with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+        src = Path(tmp) / "kernels.c"
+        src.write_text(source)
+        out = Path(tmp) / "kernels.so"
+        proc = subprocess.run([cc, *FLAGS, str(src), "-o", str(out), "-lm"],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise CompileError(f"fx: C compilation failed:\n{proc.stderr[-4000:]}")
+        os.replace(out, path)
