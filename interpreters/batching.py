@@ -15,8 +15,6 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from fx.interpreters.eval import eval_jaxpr
-
 from fx.avals import ShapedArray
 from fx.core import (
     ConcretizationTypeError,
@@ -28,6 +26,7 @@ from fx.core import (
     new_trace,
     set_current_trace,
 )
+from fx.interpreters.eval import eval_jaxpr
 from fx.jaxpr import ClosedJaxpr
 from fx.lax import base
 from fx.tracing import JaxprTrace
@@ -126,7 +125,7 @@ class BatchTrace(Trace):
         return val if bdim is not_mapped else BatchTracer(self, val, bdim)
 
 
-# --- helpers for rules ----------------------------------------------------------------------------
+# --- helpers for rules --------------------------------------------------------------------------
 
 
 def moveaxis(x, src: int, dst: int):
@@ -241,7 +240,7 @@ batch_rules[base.reduce_sum_p] = _reduce_sum_batch
 batch_rules[base.add_any_p] = _add_any_batch
 
 
-# --- running functions and jaxprs batched ---------------------------------------------------------
+# --- running functions and jaxprs batched -------------------------------------------------------
 
 
 def batch_flat(

@@ -19,13 +19,12 @@ from __future__ import annotations
 import weakref
 from collections.abc import Sequence
 
+from fx.array import Array
+from fx.core import Primitive, new_trace, set_current_trace
 from fx.interpreters import batching, jvp, partial_eval, transpose
 from fx.interpreters.eval import eval_jaxpr
 from fx.interpreters.jvp import Zero, instantiate
 from fx.interpreters.transpose import UndefinedPrimal, backward_pass, is_undefined
-
-from fx.array import Array
-from fx.core import Primitive, new_trace, set_current_trace
 from fx.jaxpr import ClosedJaxpr, Jaxpr, Var, dce_jaxpr
 from fx.tracing import JaxprTrace
 

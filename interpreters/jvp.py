@@ -17,8 +17,6 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Sequence
 
-from fx.interpreters.eval import eval_jaxpr
-
 from fx import dtypes
 from fx.avals import ShapedArray
 from fx.core import (
@@ -30,6 +28,7 @@ from fx.core import (
     new_trace,
     set_current_trace,
 )
+from fx.interpreters.eval import eval_jaxpr
 from fx.jaxpr import ClosedJaxpr
 from fx.lax import base
 from fx.tracing import JaxprTrace

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from fx.interpreters.jvp import Zero
-
 from fx.array import Array
 from fx.avals import ShapedArray
 from fx.core import Primitive, get_aval
+from fx.interpreters.jvp import Zero
 from fx.jaxpr import Jaxpr, Literal, Var
 from fx.lax import base
 
@@ -142,7 +141,7 @@ def unbroadcast(ct, aval: ShapedArray):
     return base.reduce_sum(ct, tuple(range(get_aval(ct).ndim)))
 
 
-# --- the interpreter-level primitives (see fx.lax.base) -------------------------------------------
+# --- the interpreter-level primitives (see fx.lax.base) -----------------------------------------
 
 
 def _add_any_transpose(ct, x, y):

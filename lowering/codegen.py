@@ -16,14 +16,14 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from fx.lowering import kernel_ir as ir
-from fx.lowering.fusion import FusionGroup, GroupKind, reduction_prims
-from fx.lowering.scalar_ops import compute_dtype, scalar_rules
 
 from fx import dtypes
 from fx.jaxpr import JaxprEqn, Literal, Var
 from fx.lax import base
 from fx.lax import structural as st
+from fx.lowering import kernel_ir as ir
+from fx.lowering.fusion import FusionGroup, GroupKind, reduction_prims
+from fx.lowering.scalar_ops import compute_dtype, scalar_rules
 
 _HALF = (dtypes.float16, dtypes.bfloat16)
 
@@ -240,7 +240,25 @@ def _concatenate(b: KernelBuilder, eqn: JaxprEqn, index):
     return out
 
 
+def _squeeze(b: KernelBuilder, eqn: JaxprEqn, index):
+    dims = eqn.params["dimensions"]
+    it = iter(index)
+    in_idx = tuple(ir.const_index(0) if d in dims else next(it)
+                   for d in range(eqn.invars[0].aval.ndim))
+    return b.value(eqn.invars[0], in_idx)
+
+
+def _rev(b: KernelBuilder, eqn: JaxprEqn, index):
+    x = eqn.invars[0]
+    dims = eqn.params["dimensions"]
+    in_idx = tuple(ir.isub(ir.const_index(n - 1), i) if d in dims else i
+                   for d, (i, n) in enumerate(zip(index, x.aval.shape)))
+    return b.value(x, in_idx)
+
+
 index_maps: dict = {
+    st.squeeze_p: _squeeze,
+    st.rev_p: _rev,
     base.broadcast_in_dim_p: _broadcast_in_dim,
     st.iota_p: _iota,
     base.transpose_p: _transpose,
@@ -363,13 +381,20 @@ def _reduce_loops(b: KernelBuilder, red_shape, body_fn) -> list[ir.Stmt]:
     return b.pop()
 
 
+def _all_ones(dt):
+    dt = np.dtype(dt)
+    if dt == dtypes.bool_:
+        return 1
+    return int(np.iinfo(dt).max) if dt.kind == "u" else -1
+
+
 _INIT = {
     "add": lambda dt: 0, "mul": lambda dt: 1,
     "max": lambda dt: -np.inf if dtypes.is_float(dt) else (0 if dt == dtypes.bool_ else
                                                             np.iinfo(dt).min),
     "min": lambda dt: np.inf if dtypes.is_float(dt) else (1 if dt == dtypes.bool_ else
                                                            np.iinfo(dt).max),
-    "and": lambda dt: 1, "or": lambda dt: 0,
+    "and": _all_ones, "or": lambda dt: 0,
 }
 
 

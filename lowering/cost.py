@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import math
 
+from fx.jaxpr import JaxprEqn
 from fx.lowering.fusion import FusionGroup
 from fx.lowering.scalar_ops import Pattern, pattern_of
-
-from fx.jaxpr import JaxprEqn
 
 
 def eqn_flops(eqn: JaxprEqn) -> float:

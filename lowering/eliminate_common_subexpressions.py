@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from fx.lowering.rewrite import Renamer
-
 from fx.jaxpr import Jaxpr, Literal, effectful_primitives
+from fx.lowering.rewrite import Renamer
 
 
 def _key(eqn, rename):

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-from fx.lowering.rewrite import Renamer
 
 from fx.array import Array
 from fx.core import EVAL_TRACE, set_current_trace
 from fx.jaxpr import Jaxpr, Literal, effectful_primitives
+from fx.lowering.rewrite import Renamer
 
 
 def fold_constants(jaxpr: Jaxpr) -> Jaxpr:

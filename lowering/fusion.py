@@ -23,11 +23,9 @@ import itertools
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from fx.lowering.scalar_ops import Pattern, cheap_prims, pattern_of
-
-from fx.core import Primitive
 from fx.jaxpr import Jaxpr, JaxprEqn, Literal, Var, effectful_primitives
 from fx.lax import base
+from fx.lowering.scalar_ops import Pattern, cheap_prims, pattern_of, reduction_combine
 
 
 class GroupKind(enum.Enum):
@@ -64,10 +62,7 @@ class FusionGroup:
         return f"{self.kind.value}[{', '.join(names)}]"
 
 
-# Primitives that produce the reductions of a REDUCTION group (fx.lax.reductions adds its own
-# with their combine operation; see fx.lowering.codegen).
-reduction_prims: dict[Primitive, str] = {base.reduce_sum_p: "add"}
-gemm_prims: set[Primitive] = set()
+reduction_prims = reduction_combine  # the primitives that anchor a REDUCTION group
 
 
 _MAX_RECOMPUTE = 8
@@ -202,7 +197,7 @@ def fuse(jaxpr: Jaxpr) -> list[FusionGroup]:
                 group_of[v] = host
             deps[host] |= {g for g in read_groups(eqn) if g is not host}
         else:
-            kind = GroupKind.GEMM if eqn.primitive in gemm_prims else GroupKind.OPAQUE
+            kind = GroupKind.GEMM if pat is Pattern.OUT_ELEMENTWISE_FUSABLE else GroupKind.OPAQUE
             g = new_group(kind, [eqn])
             for v in eqn.outvars:
                 group_of[v] = g

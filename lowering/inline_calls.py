@@ -7,9 +7,8 @@ the whole program at once. Constants of inlined bodies become constants of the r
 from __future__ import annotations
 
 from fx.interpreters.call import body_param
-from fx.lowering.rewrite import Renamer
-
 from fx.jaxpr import ClosedJaxpr, Jaxpr, Var
+from fx.lowering.rewrite import Renamer
 
 
 def inline_calls(closed: ClosedJaxpr) -> ClosedJaxpr:

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from fx.lowering.cost import group_flops
-from fx.lowering.fusion import FusionGroup, GroupKind
 
 from fx import dtypes
+from fx.lowering.cost import group_flops
+from fx.lowering.fusion import FusionGroup, GroupKind
 
 ANY = None
 

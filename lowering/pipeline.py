@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from fx.avals import ShapedArray
+from fx.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var, check_jaxpr
 from fx.lowering import kernel_ir as ir
 from fx.lowering.codegen import KERNEL_BUILDERS, is_flat
 from fx.lowering.cost import group_bytes, group_flops
@@ -23,9 +25,6 @@ from fx.lowering.render import CUDA, C, render_module, storage_type
 from fx.lowering.simplify_algebra import simplify_algebra
 from fx.lowering.text import lowered_as_text
 from fx.runtime import executable_for
-
-from fx.avals import ShapedArray
-from fx.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var, check_jaxpr
 
 PASSES = (simplify_algebra, fold_constants, eliminate_common_subexpressions, eliminate_dead_code)
 ALIGNMENT = {"cpu": 64, "cuda": 256}

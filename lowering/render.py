@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from fx.lowering import kernel_ir as ir
-from fx.lowering.prelude import PRELUDE
 
 from fx import dtypes
+from fx.lowering import kernel_ir as ir
+from fx.lowering.prelude import PRELUDE
 
 F32, F64 = dtypes.float32, dtypes.float64
 

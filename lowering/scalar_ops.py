@@ -21,13 +21,14 @@ import enum
 from collections.abc import Callable
 
 import numpy as np
-from fx.lowering import kernel_ir as ir
 
 from fx import dtypes
 from fx.core import Primitive
-from fx.lax import base
+from fx.lax import base, linalg
 from fx.lax import elementwise as ew
+from fx.lax import reductions as red
 from fx.lax import structural as st
+from fx.lowering import kernel_ir as ir
 
 
 class Pattern(enum.IntEnum):
@@ -167,9 +168,19 @@ for _prim, _op in [(ew.shift_left_p, "shl"), (ew.shift_right_logical_p, "shr_log
 
 for _prim in (base.broadcast_in_dim_p, st.iota_p):
     patterns[_prim] = Pattern.BROADCAST
-for _prim in (base.reshape_p, base.transpose_p, st.slice_p, st.concatenate_p, st.pad_p):
+for _prim in (base.reshape_p, base.transpose_p, st.slice_p, st.concatenate_p, st.pad_p,
+              st.squeeze_p, st.rev_p):
     patterns[_prim] = Pattern.INJECTIVE
-patterns[base.reduce_sum_p] = Pattern.REDUCTION
+
+# Reductions and how a kernel combines two partial results.
+reduction_combine: dict[Primitive, str] = {
+    base.reduce_sum_p: "add", red.reduce_max_p: "max", red.reduce_min_p: "min",
+    red.reduce_prod_p: "mul", red.reduce_and_p: "and", red.reduce_or_p: "or",
+    red.argmax_p: "argmax", red.argmin_p: "argmin",
+}
+for _prim in reduction_combine:
+    patterns[_prim] = Pattern.REDUCTION
+patterns[linalg.dot_general_p] = Pattern.OUT_ELEMENTWISE_FUSABLE
 
 
 # Operations cheaper to recompute in every consumer than to write out and read back.

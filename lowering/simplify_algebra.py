@@ -10,11 +10,10 @@ behaviour (``x*0``, ``x-x``) is rewritten.
 
 from __future__ import annotations
 
-from fx.lowering.rewrite import Renamer, literal_value
-
 from fx.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from fx.lax import base
 from fx.lax import elementwise as ew
+from fx.lowering.rewrite import Renamer, literal_value
 
 
 def _is(v, value, splats=None) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 
 import numpy as np
+
 from fx.runtime import cc
 
 
