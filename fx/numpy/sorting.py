@@ -1,3 +1,403 @@
-"""(being written)"""
+"""Sorting, searching, cumulative and order-statistic ``fx.numpy`` functions.
 
-__all__: list[str] = []
+All are traceable and differentiable: they are built on ``fx.lax.sort`` and the cumulative
+primitives (``fx.lax.cumsum`` ...), with numpy's signatures and JAX's semantics (NaNs sort to
+the end, sorts are stable, ``axis=None`` flattens). Index results (``argsort``, ``lexsort``,
+``searchsorted``) are int32, fx's default integer (JAX with 64-bit enabled gives int64 for
+``argsort``/``lexsort``); cumulative sums of bools count in int32 for the same reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from fx import dtypes, lax
+from fx.core import get_aval
+from fx.lax.sorting import descending_keys
+from fx.numpy._promote import (
+    asarray,
+    broadcast_to_shape,
+    canonical_axes,
+    canonical_axis,
+    promote_dtypes,
+    promote_to_inexact,
+    to_array,
+)
+
+__all__ = [
+    "argsort", "cumprod", "cumsum", "cumulative_prod", "cumulative_sum", "diff", "lexsort",
+    "median", "percentile", "quantile", "searchsorted", "sort",
+]
+
+
+def _flatten(x):
+    return lax.reshape(x, (get_aval(x).size,))
+
+
+def _axis_or_flat(a, axis, name: str):
+    """``(a, axis)`` with ``axis=None`` meaning the flattened array's only axis."""
+    a = to_array(a, name)
+    if axis is None:
+        return _flatten(a), 0
+    ndim = get_aval(a).ndim
+    if ndim == 0:
+        raise ValueError(f"{name}: axis {axis} is out of bounds for a rank-0 array; "
+                         "use axis=None to treat it as a 1-d array")
+    return a, canonical_axis(axis, ndim, name)
+
+
+def _check_order(order, name: str) -> None:
+    if order is not None:
+        raise NotImplementedError(f"{name}: the 'order' argument (structured arrays) is not "
+                                  "supported")
+
+
+def _sort_keys(a, descending: bool) -> list:
+    return descending_keys(a) if descending else [a]
+
+
+# --- sorting ------------------------------------------------------------------------------------
+
+
+def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True,
+         descending: bool = False):
+    """A sorted copy of ``a`` along ``axis`` (``None``: the flattened array).
+
+    Always stable (``kind`` is accepted and ignored). NaNs go last, or first when
+    ``descending``.
+
+    Example::
+
+        >>> fnp.sort(fnp.array([3.0, nan, 1.0]))         # [1., 3., nan]
+    """
+    _check_order(order, "fx.numpy.sort")
+    a, axis = _axis_or_flat(a, axis, "fx.numpy.sort")
+    keys = _sort_keys(a, descending)
+    if len(keys) == 1 and keys[0] is a:
+        return lax.sort(a, axis)
+    return lax.sort((*keys, a), axis, num_keys=len(keys))[-1]
+
+
+def argsort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True,
+            descending: bool = False):
+    """The (int32) indices that sort ``a`` along ``axis``; equal entries keep their order,
+    also when ``descending``.
+
+    Example::
+
+        >>> fnp.argsort(fnp.array([2, 1, 2]))             # [1, 0, 2]
+    """
+    _check_order(order, "fx.numpy.argsort")
+    a, axis = _axis_or_flat(a, axis, "fx.numpy.argsort")
+    keys = _sort_keys(a, descending)
+    iota = lax.broadcasted_iota(dtypes.default_int, get_aval(a).shape, axis)
+    return lax.sort((*keys, iota), axis, num_keys=len(keys))[-1]
+
+
+def lexsort(keys, axis: int = -1):
+    """Indices (int32) sorting by several keys along ``axis``; the *last* key is the primary
+    one, as in numpy.
+
+    Example::
+
+        >>> fnp.lexsort((first_names, surnames))         # by surname, then first name
+    """
+    if isinstance(keys, (list, tuple)):
+        keys = [to_array(k, "fx.numpy.lexsort") for k in keys]
+    else:
+        rows = to_array(keys, "fx.numpy.lexsort")
+        shape = get_aval(rows).shape
+        if not shape:
+            raise ValueError("fx.numpy.lexsort: keys must be a sequence or an array of rank >= 1")
+        keys = [lax.reshape(lax.slice_in_dim(rows, i, i + 1, 1, 0), shape[1:])
+                for i in range(shape[0])]
+    if not keys:
+        raise TypeError("fx.numpy.lexsort: needs at least one key")
+    shapes = {get_aval(k).shape for k in keys}
+    if len(shapes) != 1:
+        raise ValueError(f"fx.numpy.lexsort: all keys need the same shape, got {sorted(shapes)}")
+    shape = shapes.pop()
+    if not shape:
+        raise ValueError("fx.numpy.lexsort: keys must be at least one-dimensional")
+    axis = canonical_axis(axis, len(shape), "fx.numpy.lexsort")
+    iota = lax.broadcasted_iota(dtypes.default_int, shape, axis)
+    return lax.sort((*keys[::-1], iota), axis, num_keys=len(keys))[-1]
+
+
+# --- searching ----------------------------------------------------------------------------------
+
+
+def _total_lt(x, y):
+    """``x < y`` in the sort order: NaN above everything, equal to itself."""
+    lt = lax.lt(x, y)
+    if not dtypes.is_float(get_aval(x).dtype):
+        return lt
+    return lax.or_(lt, lax.and_(lax.ne(y, y), lax.eq(x, x)))
+
+
+def searchsorted(a, v, side: str = "left", sorter=None, *, method=None):
+    """Indices (int32) where inserting ``v`` keeps the 1-d sorted ``a`` sorted.
+
+    ``side="left"`` gives the first such index, ``"right"`` the last. NaNs count as larger
+    than everything, matching where ``sort`` puts them. Computed by counting comparisons,
+    so the work is ``a.size * v.size`` (``method`` is accepted and ignored).
+
+    Example::
+
+        >>> fnp.searchsorted(fnp.array([1, 2, 3]), fnp.array([2, 5]))   # [1, 3]
+    """
+    name = "fx.numpy.searchsorted"
+    if side not in ("left", "right"):
+        raise ValueError(f"{name}: side must be 'left' or 'right', got {side!r}")
+    a, v = promote_dtypes(a, v, name=name)
+    a_aval, v_aval = get_aval(a), get_aval(v)
+    if a_aval.ndim != 1:
+        raise ValueError(f"{name}: a must be 1-dimensional, got shape {a_aval.shape}")
+    if sorter is not None:
+        a = _permute(a, to_array(sorter, name), name)
+    n = a_aval.shape[0]
+    grid = v_aval.shape + (n,)
+    last = len(v_aval.shape)
+    a_b = lax.broadcast_in_dim(a, grid, (last,))
+    v_b = lax.broadcast_in_dim(v, grid, tuple(range(last)))
+    if side == "left":
+        hits = _total_lt(a_b, v_b)
+    else:
+        hits = lax.bitwise_not(_total_lt(v_b, a_b))
+    return lax.reduce_sum(lax.convert_element_type(hits, dtypes.int32), (last,))
+
+
+def _permute(a, perm, name: str):
+    """``a[perm]`` for a permutation ``perm``, with two sorts instead of a gather: sorting an
+    iota by ``perm`` inverts it, and sorting ``a`` by the inverse applies ``perm``."""
+    p_aval = get_aval(perm)
+    if p_aval.shape != get_aval(a).shape or not dtypes.is_int(p_aval.dtype):
+        raise ValueError(f"{name}: sorter must be an integer permutation of a's indices, got "
+                         f"{p_aval.str_short()} for a of shape {get_aval(a).shape}")
+    iota = lax.broadcasted_iota(p_aval.dtype, p_aval.shape, 0)
+    inverse = lax.sort((perm, iota), 0)[1]
+    return lax.sort((inverse, a), 0)[1]
+
+
+# --- cumulative ---------------------------------------------------------------------------------
+
+
+def _cumulative(lax_fn, name: str):
+    def f(a, axis: int | None = None, dtype=None, out=None):
+        if out is not None:
+            raise NotImplementedError(f"fx.numpy.{name}: 'out' is not supported (arrays are "
+                                      "immutable); use the return value")
+        a, axis = _axis_or_flat(a, axis, f"fx.numpy.{name}")
+        if dtype is not None:
+            a = lax.convert_element_type(a, dtypes.canonicalize(dtype))
+        elif get_aval(a).dtype == dtypes.bool_:
+            a = lax.convert_element_type(a, dtypes.default_int)
+        return lax_fn(a, axis)
+
+    f.__name__ = name
+    f.__doc__ = (
+        f"The cumulative {name[3:]} of ``a`` along ``axis`` (``None``: flattened), as "
+        f"``numpy.{name}``. Bools count as int32; other dtypes are kept (integers wrap).\n\n"
+        f"Example::\n\n    >>> fnp.{name}(fnp.array([1, 2, 3]))\n"
+    )
+    return f
+
+
+cumsum = _cumulative(lax.cumsum, "cumsum")
+cumprod = _cumulative(lax.cumprod, "cumprod")
+
+
+def _cumulative_with_initial(fn, identity: int, name: str):
+    def f(x, /, *, axis: int | None = None, dtype=None, include_initial: bool = False):
+        x = to_array(x, f"fx.numpy.{name}")
+        ndim = get_aval(x).ndim
+        if axis is None:
+            if ndim > 1:
+                raise ValueError(f"fx.numpy.{name}: axis must be given for arrays of rank > 1, "
+                                 f"got rank {ndim}")
+            axis = 0
+        if ndim == 0:
+            raise ValueError(f"fx.numpy.{name}: x must be at least one-dimensional")
+        out = fn(x, axis, dtype)
+        if not include_initial:
+            return out
+        axis = canonical_axis(axis, ndim, f"fx.numpy.{name}")
+        shape = list(get_aval(out).shape)
+        shape[axis] = 1
+        return lax.concatenate([lax.full(shape, identity, get_aval(out).dtype), out], axis)
+
+    f.__name__ = name
+    f.__doc__ = (
+        f"The array API's ``{name}``: like ``{fn.__name__}``, optionally starting with the "
+        f"identity ({identity}) when ``include_initial``."
+    )
+    return f
+
+
+cumulative_sum = _cumulative_with_initial(cumsum, 0, "cumulative_sum")
+cumulative_prod = _cumulative_with_initial(cumprod, 1, "cumulative_prod")
+
+
+def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None):
+    """The ``n``-th discrete difference along ``axis``: ``a[1:] - a[:-1]`` repeated ``n``
+    times (``!=`` for bools), after joining ``prepend`` and ``append`` (scalars broadcast).
+
+    Example::
+
+        >>> fnp.diff(fnp.array([1, 4, 9, 16]))             # [3, 5, 7]
+    """
+    name = "fx.numpy.diff"
+    a = to_array(a, name)
+    n = int(n)
+    if n < 0:
+        raise ValueError(f"{name}: order must be non-negative, got n={n}")
+    aval = get_aval(a)
+    if aval.ndim == 0:
+        raise ValueError(f"{name}: requires input that is at least one dimensional")
+    axis = canonical_axis(axis, aval.ndim, name)
+    if n == 0:
+        return a
+    parts = [a]
+    for extra, front in ((prepend, True), (append, False)):
+        if extra is None:
+            continue
+        extra = to_array(extra, name)
+        if get_aval(extra).ndim == 0:
+            shape = list(aval.shape)
+            shape[axis] = 1
+            extra = broadcast_to_shape(extra, shape, name)
+        parts.insert(0, extra) if front else parts.append(extra)
+    if len(parts) > 1:
+        parts = promote_dtypes(*parts, name=name)
+        a = lax.concatenate(parts, axis)
+    for _ in range(n):
+        size = get_aval(a).shape[axis]
+        if size == 0:
+            break
+        hi = lax.slice_in_dim(a, 1, size, 1, axis)
+        lo = lax.slice_in_dim(a, 0, size - 1, 1, axis)
+        a = lax.ne(hi, lo) if get_aval(a).dtype == dtypes.bool_ else lax.sub(hi, lo)
+    return a
+
+
+# --- order statistics ---------------------------------------------------------------------------
+
+_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _reduce_axes_last(a, axis, name: str):
+    """``a`` with the reduced axes merged into one last axis, and the result shape that
+    ``keepdims`` asks for."""
+    aval = get_aval(a)
+    axes = canonical_axes(axis, aval.ndim, name)
+    kept = [i for i in range(aval.ndim) if i not in axes]
+    moved = lax.transpose(a, kept + list(axes))
+    kept_shape = tuple(aval.shape[i] for i in kept)
+    size = int(np.prod([aval.shape[i] for i in axes], dtype=np.int64))
+    keep_shape = tuple(1 if i in axes else d for i, d in enumerate(aval.shape))
+    return lax.reshape(moved, kept_shape + (size,)), keep_shape
+
+
+def _take_last(x, index):
+    """``x[..., index]`` along the last axis for an integer array ``index`` of any shape
+    ``Q``: result ``Q + x.shape[:-1]``. A one-hot select and sum keeps it gather-free and
+    exact (a single entry survives each sum)."""
+    x_aval, i_aval = get_aval(x), get_aval(index)
+    q = i_aval.ndim
+    grid = i_aval.shape + x_aval.shape
+    xb = lax.broadcast_in_dim(x, grid, tuple(range(q, len(grid))))
+    ib = lax.broadcast_in_dim(index, grid, tuple(range(q)))
+    hit = lax.eq(lax.broadcasted_iota(i_aval.dtype, grid, len(grid) - 1), ib)
+    picked = lax.select(hit, xb, lax.full(grid, 0, x_aval.dtype))
+    return lax.reduce_sum(picked, (len(grid) - 1,))
+
+
+def quantile(a, q, axis: int | Sequence[int] | None = None, out=None,
+             overwrite_input: bool = False, method: str = "linear", keepdims: bool = False):
+    """The ``q``-th quantiles (``0 <= q <= 1``) of ``a`` over ``axis``, interpolating by
+    ``method`` (``linear``, ``lower``, ``higher``, ``midpoint`` or ``nearest``).
+
+    The result has shape ``q.shape + `` the remaining axes; it is NaN where the reduced data
+    holds a NaN. Integers compute in the default float.
+
+    Example::
+
+        >>> fnp.quantile(fnp.array([1.0, 2.0, 3.0, 4.0]), 0.5)   # 2.5
+    """
+    return _quantile(a, q, axis, out, overwrite_input, method, keepdims, "fx.numpy.quantile")
+
+
+def _quantile(a, q, axis, out, overwrite_input, method, keepdims, name):
+    if out is not None or overwrite_input:
+        raise NotImplementedError(f"{name}: 'out' and 'overwrite_input' are not supported")
+    if method not in _METHODS:
+        raise ValueError(f"{name}: method must be one of {_METHODS}, got {method!r}")
+    (a,) = promote_to_inexact(a, name=name)
+    dt = get_aval(a).dtype
+    q = asarray(q, dt)  # Python scalars convert exactly, not through float32
+    flat, keep_shape = _reduce_axes_last(a, axis, name)
+    n = get_aval(flat).shape[-1]
+    if n == 0:
+        raise ValueError(f"{name}: cannot take a quantile over zero elements "
+                         f"(shape {get_aval(a).shape}, axis {axis})")
+    data = lax.sort(flat, -1)
+    pos = lax.mul(q, float(n - 1))
+    low = lax.floor(pos)
+    high = lax.ceil(pos)
+    high_w = lax.sub(pos, low)
+    low_w = lax.sub(lax.full_like(high_w, 1), high_w)
+    idx = [lax.convert_element_type(lax.clamp(0.0, i, float(n - 1)), dtypes.int32)
+           for i in (low, high)]
+    low_v, high_v = (_take_last(data, i) for i in idx)
+    q_nd, rest = get_aval(q).ndim, get_aval(low_v).shape
+    if method == "linear":
+        def spread(w):
+            return lax.broadcast_in_dim(w, rest, tuple(range(q_nd)))
+
+        result = lax.add(lax.mul(low_v, spread(low_w)), lax.mul(high_v, spread(high_w)))
+    elif method == "lower":
+        result = low_v
+    elif method == "higher":
+        result = high_v
+    elif method == "nearest":
+        pick_low = lax.broadcast_in_dim(lax.le(high_w, 0.5), rest, tuple(range(q_nd)))
+        result = lax.select(pick_low, low_v, high_v)
+    else:
+        result = lax.mul(lax.add(low_v, high_v), 0.5)
+    # NaNs sort last: a NaN in the last sorted slot means the slice held one.
+    last = lax.slice_in_dim(data, n - 1, n, 1, get_aval(data).ndim - 1)
+    has_nan = lax.reshape(lax.ne(last, last), get_aval(last).shape[:-1])
+    has_nan = lax.broadcast_in_dim(has_nan, rest, tuple(range(q_nd, len(rest))))
+    result = lax.select(has_nan, lax.full(rest, np.nan, dt), result)
+    if keepdims:
+        result = lax.reshape(result, get_aval(q).shape + keep_shape)
+    return result
+
+
+def percentile(a, q, axis: int | Sequence[int] | None = None, out=None,
+               overwrite_input: bool = False, method: str = "linear", keepdims: bool = False):
+    """The ``q``-th percentiles (``0 <= q <= 100``) of ``a``; see :func:`quantile`.
+
+    Example::
+
+        >>> fnp.percentile(x, [25, 50, 75], axis=0)
+    """
+    name = "fx.numpy.percentile"
+    (a,) = promote_to_inexact(a, name=name)
+    q = asarray(q, get_aval(a).dtype)
+    return _quantile(a, lax.div(q, 100.0), axis, out, overwrite_input, method, keepdims, name)
+
+
+def median(a, axis: int | Sequence[int] | None = None, out=None,
+           overwrite_input: bool = False, keepdims: bool = False):
+    """The median of ``a`` over ``axis`` (the mean of the two middle values for even sizes);
+    NaN where the data holds a NaN.
+
+    Example::
+
+        >>> fnp.median(fnp.array([[1.0, 5.0, 2.0]]), axis=1)      # [2.]
+    """
+    return _quantile(a, 0.5, axis, out, overwrite_input, "midpoint", keepdims,
+                     "fx.numpy.median")
