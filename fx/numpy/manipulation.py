@@ -1,3 +1,695 @@
-"""(being written)"""
+"""Array manipulation: reshaping, transposing, joining, splitting, tiling, padding, flipping,
+rolling and diagonals, as in ``numpy``/``jax.numpy``.
 
-__all__: list[str] = []
+Every function takes array-likes (fx values, numpy data, Python scalars or nested lists) and
+returns fx arrays built from structural ``fx.lax`` primitives only (no gather), so results are
+exact for every dtype and differentiable/batchable. Shapes, axes, splits, repeats, pad widths and
+(unless noted) shifts must be static Python data; joining functions promote dtypes with JAX's
+rules. Only row-major (``order='C'``) layouts are supported.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+from collections.abc import Sequence
+
+import numpy as np
+
+from fx import dtypes, lax
+from fx.core import ConcretizationTypeError, Tracer, get_aval
+from fx.numpy._promote import (
+    broadcast_shapes,
+    broadcast_to_shape,
+    canonical_axes,
+    canonical_axis,
+    promote_dtypes,
+    to_array,
+)
+
+__all__ = [
+    "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays", "broadcast_to",
+    "column_stack", "concatenate", "diag", "diagonal", "dstack", "expand_dims", "flatten", "flip",
+    "fliplr", "flipud", "hstack", "moveaxis", "pad", "ravel", "repeat", "reshape", "roll",
+    "split", "squeeze", "stack", "swapaxes", "tile", "trace", "transpose", "tril", "triu",
+    "vstack",
+]
+
+
+def _arr(a, name: str):
+    return to_array(a, f"fx.numpy.{name}")
+
+
+def _static_ints(value, name: str, what: str) -> tuple[int, ...]:
+    """``value`` (an int or a sequence of ints) as a tuple of Python ints."""
+    try:
+        return (operator.index(value),)
+    except ConcretizationTypeError:
+        raise TypeError(f"fx.numpy.{name}: {what} must be static, got a traced value") from None
+    except TypeError:
+        pass  # not a single int: a sequence
+    try:
+        return tuple(operator.index(v) for v in value)
+    except ConcretizationTypeError:
+        raise TypeError(f"fx.numpy.{name}: {what} must be static, got a traced value") from None
+    except TypeError:
+        raise TypeError(f"fx.numpy.{name}: {what} must be an int or a sequence of ints, got "
+                        f"{value!r}") from None
+
+
+def _check_order(order: str, name: str) -> None:
+    if order != "C":
+        raise NotImplementedError(
+            f"fx.numpy.{name}: order={order!r} is not supported; only row-major order='C'"
+        )
+
+
+# --- shapes and axes ----------------------------------------------------------------------------
+
+
+def reshape(a, shape, order: str = "C"):
+    """``a`` with a new ``shape`` (one entry may be -1); the data order is row-major.
+
+    >>> fx.numpy.reshape(fx.numpy.arange(6), (-1, 3)).shape
+    (2, 3)
+    """
+    _check_order(order, "reshape")
+    x = _arr(a, "reshape")
+    aval = get_aval(x)
+    shape = _static_ints(shape, "reshape", "shape")
+    unknown = [i for i, s in enumerate(shape) if s == -1]
+    known = math.prod(s for s in shape if s != -1)
+    if unknown:
+        bad = len(unknown) > 1 or known == 0 or aval.size % known
+    else:
+        bad = known != aval.size
+    if bad or any(s < -1 for s in shape):
+        raise ValueError(f"fx.numpy.reshape: cannot reshape an array of shape {aval.shape} "
+                         f"({aval.size} elements) into shape {shape}")
+    if unknown:
+        shape = tuple(aval.size // known if s == -1 else s for s in shape)
+    return lax.reshape(x, shape)
+
+
+def ravel(a, order: str = "C"):
+    """``a`` as a 1-D array, row-major."""
+    _check_order(order, "ravel")
+    x = _arr(a, "ravel")
+    return lax.reshape(x, (get_aval(x).size,))
+
+
+def flatten(a, order: str = "C"):
+    """The ``ndarray.flatten`` method: same as :func:`ravel` (fx arrays are immutable)."""
+    return ravel(a, order)
+
+
+def transpose(a, axes: Sequence[int] | None = None):
+    """Permute the axes of ``a`` (reverse them when ``axes`` is None)."""
+    x = _arr(a, "transpose")
+    ndim = get_aval(x).ndim
+    if axes is None:
+        return lax.transpose(x, tuple(reversed(range(ndim))))
+    perm = _static_ints(axes, "transpose", "axes")
+    if len(perm) != ndim:
+        raise ValueError(f"fx.numpy.transpose: axes {perm} don't match an array of rank {ndim}; "
+                         f"give a permutation of range({ndim})")
+    perm = tuple(canonical_axis(p, ndim, "fx.numpy.transpose") for p in perm)
+    if len(set(perm)) != ndim:
+        raise ValueError(f"fx.numpy.transpose: repeated axis in {tuple(axes)}")
+    return lax.transpose(x, perm)
+
+
+def swapaxes(a, axis1: int, axis2: int):
+    """``a`` with ``axis1`` and ``axis2`` interchanged."""
+    x = _arr(a, "swapaxes")
+    ndim = get_aval(x).ndim
+    i, j = (canonical_axis(ax, ndim, "fx.numpy.swapaxes") for ax in (axis1, axis2))
+    perm = list(range(ndim))
+    perm[i], perm[j] = j, i
+    return lax.transpose(x, perm)
+
+
+def moveaxis(a, source, destination):
+    """Move axes ``source`` to positions ``destination`` (ints or sequences), keeping the order
+    of the others.
+
+    >>> fx.numpy.moveaxis(fx.numpy.ones((2, 3, 4)), 0, -1).shape
+    (3, 4, 2)
+    """
+    x = _arr(a, "moveaxis")
+    ndim = get_aval(x).ndim
+    src = _static_ints(source, "moveaxis", "source")
+    dst = _static_ints(destination, "moveaxis", "destination")
+    if len(src) != len(dst):
+        raise ValueError("fx.numpy.moveaxis: source and destination must have the same number "
+                         f"of elements, got {src} and {dst}")
+    src = [canonical_axis(s, ndim, "fx.numpy.moveaxis") for s in src]
+    dst = [canonical_axis(d, ndim, "fx.numpy.moveaxis") for d in dst]
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise ValueError(f"fx.numpy.moveaxis: repeated axis in {src} or {dst}")
+    perm = [i for i in range(ndim) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        perm.insert(d, s)
+    return lax.transpose(x, perm)
+
+
+def expand_dims(a, axis):
+    """Insert size-1 axes at positions ``axis`` of the result."""
+    x = _arr(a, "expand_dims")
+    axes = _static_ints(axis, "expand_dims", "axis")
+    ndim_out = get_aval(x).ndim + len(axes)
+    return lax.expand_dims(x, canonical_axes(axes, ndim_out, "fx.numpy.expand_dims"))
+
+
+def squeeze(a, axis=None):
+    """Remove size-1 axes: ``axis`` of them, or all when ``axis`` is None."""
+    x = _arr(a, "squeeze")
+    shape = get_aval(x).shape
+    if axis is None:
+        return lax.squeeze(x, tuple(i for i, d in enumerate(shape) if d == 1))
+    axes = canonical_axes(_static_ints(axis, "squeeze", "axis"), len(shape), "fx.numpy.squeeze")
+    for ax in axes:
+        if shape[ax] != 1:
+            raise ValueError(f"fx.numpy.squeeze: cannot squeeze axis {ax} of size {shape[ax]} "
+                             f"(shape {shape}); only size-1 axes can be removed")
+    return lax.squeeze(x, axes)
+
+
+def broadcast_to(array, shape):
+    """``array`` broadcast to ``shape`` with numpy's rules."""
+    shape = _static_ints(shape, "broadcast_to", "shape")
+    return broadcast_to_shape(_arr(array, "broadcast_to"), shape, "fx.numpy.broadcast_to")
+
+
+def broadcast_arrays(*args) -> list:
+    """The arguments broadcast against each other (dtypes unchanged)."""
+    arrs = [_arr(a, "broadcast_arrays") for a in args]
+    shape = broadcast_shapes(*(get_aval(a).shape for a in arrs), name="fx.numpy.broadcast_arrays")
+    return [broadcast_to_shape(a, shape, "fx.numpy.broadcast_arrays") for a in arrs]
+
+
+def _atleast(nd: int, name: str, arys):
+    out = []
+    for a in arys:
+        x = _arr(a, name)
+        shape = get_aval(x).shape
+        if len(shape) < nd:
+            # numpy's placement: (N,) -> (1, N) -> (1, N, 1); (M, N) -> (M, N, 1).
+            shape = {0: (1,) * nd, 1: (1,) + shape + (1,) * (nd - 2), 2: shape + (1,)}[len(shape)]
+            x = lax.reshape(x, shape)
+        out.append(x)
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_1d(*arys):
+    """Each argument viewed with at least one dimension (a list for several arguments)."""
+    return _atleast(1, "atleast_1d", arys)
+
+
+def atleast_2d(*arys):
+    """Each argument with at least two dimensions: ``(N,)`` becomes ``(1, N)``."""
+    return _atleast(2, "atleast_2d", arys)
+
+
+def atleast_3d(*arys):
+    """At least three dimensions: ``(N,)`` becomes ``(1, N, 1)``, ``(M, N)`` ``(M, N, 1)``."""
+    return _atleast(3, "atleast_3d", arys)
+
+
+# --- joining and splitting ----------------------------------------------------------------------
+
+
+def _sequence(arrays, name: str) -> list:
+    if isinstance(arrays, np.ndarray) or hasattr(arrays, "aval"):  # split along axis 0
+        x = _arr(arrays, name)
+        rows = range(get_aval(x).shape[0]) if get_aval(x).ndim else ()
+        return [lax.squeeze(lax.slice_in_dim(x, i, i + 1), (0,)) for i in rows]
+    arrs = [_arr(a, name) for a in arrays]
+    if not arrs:
+        raise ValueError(f"fx.numpy.{name}: need at least one array")
+    return arrs
+
+
+def _joined(arrs, dtype, name: str) -> list:
+    arrs = promote_dtypes(*arrs, name=f"fx.numpy.{name}")
+    return arrs if dtype is None else [lax.convert_element_type(a, dtype) for a in arrs]
+
+
+def concatenate(arrays, axis: int | None = 0, dtype=None):
+    """Join ``arrays`` along an existing ``axis`` (flattened first when ``axis`` is None),
+    promoting their dtypes.
+
+    >>> fx.numpy.concatenate([fx.numpy.ones((2, 3)), fx.numpy.zeros((1, 3))]).shape
+    (3, 3)
+    """
+    arrs = _sequence(arrays, "concatenate")
+    if axis is None:
+        arrs, axis = [ravel(a) for a in arrs], 0
+    avals = [get_aval(a) for a in arrs]
+    if any(a.ndim == 0 for a in avals):
+        raise ValueError("fx.numpy.concatenate: zero-dimensional arrays cannot be concatenated; "
+                         "use fx.numpy.stack")
+    ndim = avals[0].ndim
+    if any(a.ndim != ndim for a in avals):
+        raise ValueError("fx.numpy.concatenate: all arrays must have the same number of "
+                         f"dimensions, got shapes {[a.shape for a in avals]}")
+    axis = canonical_axis(axis, ndim, "fx.numpy.concatenate")
+    for i, a in enumerate(avals):
+        for k, (s, t) in enumerate(zip(a.shape, avals[0].shape)):
+            if k != axis and s != t:
+                raise ValueError(
+                    "fx.numpy.concatenate: array dimensions except the concatenation axis "
+                    f"({axis}) must match, but along dimension {k} the array at index 0 has "
+                    f"size {t} and the array at index {i} has size {s}"
+                )
+    return lax.concatenate(_joined(arrs, dtype, "concatenate"), axis)
+
+
+def stack(arrays, axis: int = 0, dtype=None):
+    """Join same-shaped ``arrays`` along a new ``axis``."""
+    arrs = _sequence(arrays, "stack")
+    shapes = {get_aval(a).shape for a in arrs}
+    if len(shapes) != 1:
+        raise ValueError(f"fx.numpy.stack: all input arrays must have the same shape, got "
+                         f"{[get_aval(a).shape for a in arrs]}")
+    axis = canonical_axis(axis, get_aval(arrs[0]).ndim + 1, "fx.numpy.stack")
+    arrs = _joined(arrs, dtype, "stack")
+    return lax.concatenate([lax.expand_dims(a, (axis,)) for a in arrs], axis)
+
+
+def hstack(tup, dtype=None):
+    """Join along axis 1 (axis 0 for 1-D inputs)."""
+    arrs = [atleast_1d(a) for a in _sequence(tup, "hstack")]
+    return concatenate(arrs, 0 if get_aval(arrs[0]).ndim == 1 else 1, dtype)
+
+
+def vstack(tup, dtype=None):
+    """Join along axis 0 after :func:`atleast_2d`."""
+    return concatenate([atleast_2d(a) for a in _sequence(tup, "vstack")], 0, dtype)
+
+
+def dstack(tup, dtype=None):
+    """Join along axis 2 after :func:`atleast_3d`."""
+    return concatenate([atleast_3d(a) for a in _sequence(tup, "dstack")], 2, dtype)
+
+
+def column_stack(tup):
+    """Join 1-D arrays as columns (and 2-D arrays as they are) into a 2-D array."""
+    arrs = []
+    for a in _sequence(tup, "column_stack"):
+        shape = get_aval(a).shape
+        # numpy's rule: a 1-D array becomes a column, a 0-d one a 1x1 array.
+        arrs.append(lax.reshape(a, (shape[0] if shape else 1, 1)) if len(shape) < 2 else a)
+    return concatenate(arrs, 1)
+
+
+def _split_bounds(n: int, indices_or_sections, name: str, even: bool) -> list[tuple[int, int]]:
+    if isinstance(indices_or_sections, (int, np.integer)):
+        sections = int(indices_or_sections)
+        if sections <= 0:
+            raise ValueError(f"fx.numpy.{name}: number of sections must be positive, "
+                             f"got {sections}")
+        if even and n % sections:
+            raise ValueError(f"fx.numpy.{name}: an axis of size {n} does not divide into "
+                             f"{sections} equal sections; use fx.numpy.array_split")
+        each, extra = divmod(n, sections)
+        sizes = [each + 1] * extra + [each] * (sections - extra)
+        cuts = np.cumsum([0] + sizes).tolist()
+    else:
+        cuts = [0, *_static_ints(indices_or_sections, name, "indices"), n]
+    bounds = []
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
+        start, stop, _ = builtins.slice(lo, hi).indices(n)  # Python slicing, as numpy does
+        bounds.append((start, max(start, stop)))
+    return bounds
+
+
+def split(ary, indices_or_sections, axis: int = 0) -> list:
+    """Split into equal sections (an int) or at the given indices along ``axis``.
+
+    >>> [p.shape for p in fx.numpy.split(fx.numpy.ones(5), [2])]
+    [(2,), (3,)]
+    """
+    x = _arr(ary, "split")
+    shape = get_aval(x).shape
+    axis = canonical_axis(axis, len(shape), "fx.numpy.split")
+    bounds = _split_bounds(shape[axis], indices_or_sections, "split", even=True)
+    return [lax.slice_in_dim(x, lo, hi, 1, axis) for lo, hi in bounds]
+
+
+def array_split(ary, indices_or_sections, axis: int = 0) -> list:
+    """Like :func:`split`, but sections may differ in size by one (the first ones larger)."""
+    x = _arr(ary, "array_split")
+    shape = get_aval(x).shape
+    axis = canonical_axis(axis, len(shape), "fx.numpy.array_split")
+    bounds = _split_bounds(shape[axis], indices_or_sections, "array_split", even=False)
+    return [lax.slice_in_dim(x, lo, hi, 1, axis) for lo, hi in bounds]
+
+
+# --- tiling and repeating -----------------------------------------------------------------------
+
+
+def _repeat_each(x, times: int, axis: int):
+    """Each entry along ``axis`` repeated ``times`` times in place (a broadcast and reshape)."""
+    shape = get_aval(x).shape
+    wide = shape[: axis + 1] + (times,) + shape[axis + 1:]
+    dims = tuple(i for i in range(len(wide)) if i != axis + 1)
+    out = shape[:axis] + (shape[axis] * times,) + shape[axis + 1:]
+    return lax.reshape(lax.broadcast_in_dim(x, wide, dims), out)
+
+
+def tile(A, reps):
+    """``A`` repeated ``reps`` times along each axis (``reps`` is padded with leading ones, or
+    ``A``'s shape is).
+
+    >>> fx.numpy.tile(fx.numpy.arange(2), (2, 2))
+    Array([[0, 1, 0, 1],
+           [0, 1, 0, 1]], dtype=int32)
+    """
+    x = _arr(A, "tile")
+    reps = _static_ints(reps, "tile", "reps")
+    if any(r < 0 for r in reps):
+        raise ValueError(f"fx.numpy.tile: negative repetitions in {reps}")
+    shape = get_aval(x).shape
+    nd = max(len(shape), len(reps))
+    shape = (1,) * (nd - len(shape)) + shape
+    reps = (1,) * (nd - len(reps)) + reps
+    wide = tuple(v for r, d in zip(reps, shape) for v in (r, d))
+    x = lax.broadcast_in_dim(lax.reshape(x, shape), wide, tuple(range(1, 2 * nd, 2)))
+    return lax.reshape(x, tuple(r * d for r, d in zip(reps, shape)))
+
+
+def _static_repeats(repeats) -> np.ndarray:
+    try:
+        out = np.asarray(repeats)
+    except ConcretizationTypeError:
+        raise TypeError(
+            "fx.numpy.repeat: repeats must be static (concrete), because the output shape "
+            "depends on them; unlike jax, traced repeats are not supported even with "
+            "total_repeat_length"
+        ) from None
+    if out.dtype.kind not in "iu":
+        raise TypeError(f"fx.numpy.repeat: repeats must be integers, got {out.dtype}")
+    if np.any(out < 0):
+        raise ValueError("fx.numpy.repeat: repeats must be non-negative")
+    return out.astype(np.int64)
+
+
+def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | None = None):
+    """Repeat each element of ``a`` (flattened if ``axis`` is None) ``repeats`` times; per-element
+    ``repeats`` must be static. With ``total_repeat_length`` the result is cut to that length or
+    extended by repeating the last element (jax's semantics).
+
+    >>> fx.numpy.repeat(fx.numpy.arange(3), [1, 0, 2])
+    Array([0, 2, 2], dtype=int32)
+    """
+    x = _arr(a, "repeat")
+    if axis is None:
+        x, axis = ravel(x), 0
+    reps = _static_repeats(repeats)
+    shape = get_aval(x).shape
+    if not shape:
+        if reps.size != 1:
+            raise ValueError("fx.numpy.repeat: a 0-d array takes a single repeat count")
+        n = int(reps.ravel()[0]) if total_repeat_length is None else int(total_repeat_length)
+        return lax.broadcast_in_dim(x, (n,), ())
+    axis = canonical_axis(axis, len(shape), "fx.numpy.repeat")
+    n = shape[axis]
+    if reps.ndim == 0 and total_repeat_length is None:
+        return _repeat_each(x, int(reps), axis)
+    reps = reps.ravel()
+    if reps.size not in (1, n):
+        raise ValueError(f"fx.numpy.repeat: {reps.size} repeat counts for an axis of size {n}")
+    reps = np.broadcast_to(reps, (n,))
+    total = int(reps.sum()) if total_repeat_length is None else int(total_repeat_length)
+    if total == 0 or n == 0:
+        return lax.slice_in_dim(x, 0, 0, 1, axis) if total == 0 else x
+    # Output position j takes the last element whose block starts at or before j (so a longer
+    # total_repeat_length repeats the final element, as in jax).
+    starts = np.concatenate([[0], np.cumsum(reps)[:-1]])
+    source = np.searchsorted(starts, np.arange(total), side="right") - 1
+    # Gather-free: consecutive elements repeated equally often form one broadcast block.
+    values, counts = np.unique(source, return_counts=True)
+    pieces, i = [], 0
+    while i < len(values):
+        j = i + 1
+        while j < len(values) and values[j] == values[j - 1] + 1 and counts[j] == counts[i]:
+            j += 1
+        block = lax.slice_in_dim(x, int(values[i]), int(values[j - 1]) + 1, 1, axis)
+        pieces.append(_repeat_each(block, int(counts[i]), axis))
+        i = j
+    return lax.concatenate(pieces, axis)
+
+
+# --- padding ------------------------------------------------------------------------------------
+
+_PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap", "empty")
+
+
+def _pad_widths(pad_width, ndim: int) -> list[tuple[int, int]]:
+    try:
+        widths = np.asarray(pad_width)
+    except ConcretizationTypeError:
+        raise TypeError("fx.numpy.pad: pad_width must be static, got a traced value") from None
+    if widths.size and widths.dtype.kind not in "iu":
+        raise TypeError(f"fx.numpy.pad: pad_width must be integers, got {pad_width!r}")
+    if ndim == 0:
+        return []
+    try:
+        widths = np.broadcast_to(widths, (ndim, 2))
+    except ValueError:
+        raise ValueError(f"fx.numpy.pad: pad_width {pad_width!r} does not fit an array of rank "
+                         f"{ndim}; give an int, (before, after), or one pair per axis") from None
+    if np.any(widths < 0):
+        raise ValueError(f"fx.numpy.pad: pad widths must be non-negative, got {pad_width!r}")
+    return [(int(b), int(a)) for b, a in widths]
+
+
+def _periodic(x, axis: int, period_piece, before: int, after: int):
+    """Pad ``x`` along ``axis`` by tiling ``period_piece``, whose entry ``p`` is the value at
+    original position ``p`` modulo its length (a gather-free formulation of wrap/reflect)."""
+    n, period = get_aval(x).shape[axis], get_aval(period_piece).shape[axis]
+    lead = -(-before // period)
+    copies = lead + -(-(n + after) // period)
+    reps = [1] * get_aval(x).ndim
+    reps[axis] = copies
+    start = lead * period - before
+    return lax.slice_in_dim(tile(period_piece, reps), start, start + before + n + after, 1, axis)
+
+
+def pad(array, pad_width, mode: str = "constant", *, constant_values=0, reflect_type="even"):
+    """Pad ``array`` by ``pad_width`` (an int, a ``(before, after)`` pair, or one pair per axis).
+
+    Modes: ``constant`` (``constant_values``: a scalar or per-axis ``(before, after)`` values,
+    possibly traced), ``edge``, ``reflect``, ``symmetric``, ``wrap`` and ``empty`` (zeros).
+    Pads wider than the array repeat the pattern, as in numpy.
+
+    >>> fx.numpy.pad(fx.numpy.arange(3), 2, mode="reflect")
+    Array([2, 1, 0, 1, 2, 1, 0], dtype=int32)
+    """
+    x = _arr(array, "pad")
+    aval = get_aval(x)
+    widths = _pad_widths(pad_width, aval.ndim)
+    if mode not in _PAD_MODES:
+        kind = NotImplementedError if isinstance(mode, str) else TypeError
+        raise kind(f"fx.numpy.pad: mode {mode!r} is not supported; use one of {_PAD_MODES}")
+    if mode in ("constant", "empty"):
+        value = lax.convert_element_type(_arr(0 if mode == "empty" else constant_values, "pad"),
+                                         aval.dtype)
+        if not get_aval(value).shape:
+            return lax.pad(x, value, [(b, a, 0) for b, a in widths])
+        value = broadcast_to_shape(value, (aval.ndim, 2), "fx.numpy.pad (constant_values)")
+        for k, (b, a) in enumerate(widths):
+            for side, w in ((0, b), (1, a)):
+                v = lax.reshape(lax.slice(value, (k, side), (k + 1, side + 1)), ())
+                cfg = [(0, 0, 0)] * aval.ndim
+                cfg[k] = (w, 0, 0) if side == 0 else (0, w, 0)
+                x = lax.pad(x, v, cfg)
+        return x
+    if reflect_type != "even":
+        raise NotImplementedError("fx.numpy.pad: only reflect_type='even' is supported")
+    for k, (b, a) in enumerate(widths):
+        n = aval.shape[k]
+        if not b and not a:
+            continue
+        if n == 0:
+            raise ValueError(f"fx.numpy.pad: cannot extend the empty axis {k} in mode {mode!r}; "
+                             "only 'constant' and 'empty' can")
+        if mode == "edge" or (mode == "reflect" and n == 1):
+            first, last = lax.slice_in_dim(x, 0, 1, 1, k), lax.slice_in_dim(x, n - 1, n, 1, k)
+            x = concatenate([repeat(first, b, k), x, repeat(last, a, k)], k)
+        elif mode == "wrap":
+            x = _periodic(x, k, x, b, a)
+        elif mode == "symmetric":
+            x = _periodic(x, k, lax.concatenate([x, lax.rev(x, (k,))], k), b, a)
+        else:  # reflect: x then its reverse without the end points; period 2n - 2
+            inner = lax.slice_in_dim(lax.rev(x, (k,)), 1, n - 1, 1, k)
+            x = _periodic(x, k, lax.concatenate([x, inner], k), b, a)
+    return x
+
+
+# --- flipping and rolling -----------------------------------------------------------------------
+
+
+def flip(m, axis=None):
+    """Reverse the order of elements along ``axis`` (all axes when None)."""
+    x = _arr(m, "flip")
+    ndim = get_aval(x).ndim
+    axes = tuple(range(ndim)) if axis is None else canonical_axes(
+        _static_ints(axis, "flip", "axis"), ndim, "fx.numpy.flip")
+    return lax.rev(x, axes)
+
+
+def fliplr(m):
+    """Reverse along axis 1 (needs at least 2-D)."""
+    x = _arr(m, "fliplr")
+    if get_aval(x).ndim < 2:
+        raise ValueError(f"fx.numpy.fliplr: input must be at least 2-D, got shape "
+                         f"{get_aval(x).shape}")
+    return lax.rev(x, (1,))
+
+
+def flipud(m):
+    """Reverse along axis 0 (needs at least 1-D)."""
+    x = _arr(m, "flipud")
+    if get_aval(x).ndim < 1:
+        raise ValueError("fx.numpy.flipud: input must be at least 1-D, got a 0-d array")
+    return lax.rev(x, (0,))
+
+
+def _roll_static(x, shift: int, axis: int):
+    n = get_aval(x).shape[axis]
+    if n == 0 or shift % n == 0:
+        return x
+    s = shift % n
+    return lax.concatenate([lax.slice_in_dim(x, n - s, n, 1, axis),
+                            lax.slice_in_dim(x, 0, n - s, 1, axis)], axis)
+
+
+def _roll_traced(x, shift, axis: int):
+    # Window of length n starting at (-shift mod n) in x joined with itself.
+    n = get_aval(x).shape[axis]
+    if n == 0:
+        return x
+    start = lax.rem(lax.sub(n, lax.rem(shift, n)), n)
+    return lax.dynamic_slice_in_dim(lax.concatenate([x, x], axis), start, n, axis)
+
+
+def roll(a, shift, axis=None):
+    """Shift elements cyclically by ``shift`` along ``axis`` (the flattened array when None).
+    ``shift`` may be traced (an integer scalar, or one per axis).
+
+    >>> fx.numpy.roll(fx.numpy.arange(4), 1)
+    Array([3, 0, 1, 2], dtype=int32)
+    """
+    x = _arr(a, "roll")
+    if axis is None:
+        return reshape(roll(ravel(x), shift, 0), get_aval(x).shape)
+    ndim = get_aval(x).ndim
+    axes = tuple(canonical_axis(ax, ndim, "fx.numpy.roll")
+                 for ax in _static_ints(axis, "roll", "axis"))
+    if isinstance(shift, Tracer):
+        s = get_aval(shift)
+        if not dtypes.is_int(s.dtype) or s.ndim > 1:
+            raise TypeError(f"fx.numpy.roll: a traced shift must be an integer scalar or "
+                            f"vector, got {s.str_short()}")
+        shifts = [shift] * len(axes) if s.ndim == 0 else [
+            lax.reshape(lax.slice_in_dim(shift, i, i + 1), ()) for i in range(s.shape[0])]
+        if len(shifts) != len(axes):
+            raise ValueError(f"fx.numpy.roll: {len(shifts)} shifts for {len(axes)} axes")
+        for sh, ax in zip(shifts, axes):
+            x = _roll_traced(x, sh, ax)
+        return x
+    shifts = _static_ints(shift, "roll", "shift")
+    try:
+        pairs = np.broadcast(np.asarray(shifts), np.asarray(axes))
+    except ValueError:
+        raise ValueError(f"fx.numpy.roll: shift {shifts} and axis {axes} don't match") from None
+    for sh, ax in pairs:
+        x = _roll_static(x, int(sh), int(ax))
+    return x
+
+
+# --- triangles and diagonals --------------------------------------------------------------------
+
+
+def _triangle(m, k: int, name: str, lower: bool):
+    x = _arr(m, name)
+    shape = get_aval(x).shape
+    if len(shape) < 2:
+        raise ValueError(f"fx.numpy.{name}: input must be at least 2-D, got shape {shape}")
+    rows = lax.broadcasted_iota(dtypes.int64, shape[-2:], 0)
+    cols = lax.broadcasted_iota(dtypes.int64, shape[-2:], 1)
+    keep = lax.ge(lax.add(rows, int(k)), cols) if lower else lax.le(lax.add(rows, int(k)), cols)
+    keep = lax.broadcast_in_dim(keep, shape, (len(shape) - 2, len(shape) - 1))
+    return lax.select(keep, x, lax.full(shape, 0, get_aval(x).dtype))
+
+
+def tril(m, k: int = 0):
+    """``m`` with the entries above the ``k``-th diagonal (of the last two axes) zeroed."""
+    return _triangle(m, k, "tril", lower=True)
+
+
+def triu(m, k: int = 0):
+    """``m`` with the entries below the ``k``-th diagonal (of the last two axes) zeroed."""
+    return _triangle(m, k, "triu", lower=False)
+
+
+def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1):
+    """The ``offset`` diagonal of the ``(axis1, axis2)`` planes, as a new last axis.
+
+    A strided slice of the flattened planes: element ``i`` of the diagonal sits ``i * (m + 1)``
+    after the first, where ``m`` is the row length.
+
+    >>> fx.numpy.diagonal(fx.numpy.arange(6).reshape(2, 3), 1)
+    Array([1, 5], dtype=int32)
+    """
+    x = _arr(a, "diagonal")
+    ndim = get_aval(x).ndim
+    if ndim < 2:
+        raise ValueError(f"fx.numpy.diagonal: needs an array of at least 2 dimensions, got {ndim}")
+    i, j = (canonical_axis(ax, ndim, "fx.numpy.diagonal") for ax in (axis1, axis2))
+    if i == j:
+        raise ValueError("fx.numpy.diagonal: axis1 and axis2 must differ")
+    x = moveaxis(x, (i, j), (-2, -1))
+    *batch, n, m = get_aval(x).shape
+    offset = operator.index(offset)
+    length = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
+    flat = lax.reshape(x, (*batch, n * m))
+    start = 0 if not length else (offset if offset >= 0 else -offset * m)
+    limit = start + (length - 1) * (m + 1) + 1 if length else 0
+    return lax.slice_in_dim(flat, start, limit, m + 1, len(batch))
+
+
+def diag(v, k: int = 0):
+    """The ``k``-th diagonal of a 2-D ``v``, or a 2-D array with 1-D ``v`` on its ``k``-th
+    diagonal (built by one interior-padding of ``v``, no scatter)."""
+    x = _arr(v, "diag")
+    shape = get_aval(x).shape
+    k = operator.index(k)
+    if len(shape) == 2:
+        return diagonal(x, k)
+    if len(shape) != 1:
+        raise ValueError(f"fx.numpy.diag: input must be 1-D or 2-D, got shape {shape}")
+    n = shape[0]
+    size = n + abs(k)
+    start = k if k >= 0 else -k * size
+    zero = lax.full((), 0, get_aval(x).dtype)
+    if n == 0:
+        cfg = [(0, size * size, 0)]
+    else:
+        cfg = [(start, size * size - start - (n - 1) * (size + 1) - 1, size)]
+    return lax.reshape(lax.pad(x, zero, cfg), (size, size))
+
+
+def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None):
+    """Sum of the ``offset`` diagonal. bool sums as int32 and integers keep their dtype (fx's
+    default int is int32, where jax with x64 sums int32 as int64)."""
+    d = diagonal(a, offset, axis1, axis2)
+    dt = get_aval(d).dtype
+    if dtype is not None:
+        d = lax.convert_element_type(d, dtype)
+    elif dt == dtypes.bool_:
+        d = lax.convert_element_type(d, dtypes.default_int)
+    return lax.reduce_sum(d, (get_aval(d).ndim - 1,))
