@@ -251,12 +251,21 @@ def _merge_single_consumer_producers(alive, deps, group_of, jaxpr, absorb) -> No
                     if isinstance(v, Var) and v not in local and v in producer_of:
                         readers[producer_of[v]].add((g, e))
         for p in list(alive):
-            if p.kind is not GroupKind.ELEMENTWISE or p not in readers:
+            if p not in readers:
                 continue
             consumers = {c for c, _ in readers[p]}
             if len(consumers) != 1:
                 continue
             (c,) = consumers
+            if p.kind is GroupKind.REDUCTION:
+                # Row kernels over the same rows chain into one (the consumer's stages follow).
+                if c.kind is GroupKind.REDUCTION and (c.in_shape, c.axes) == (p.in_shape, p.axes):
+                    absorb(c, p)
+                    changed = True
+                    break
+                continue
+            if p.kind is not GroupKind.ELEMENTWISE:
+                continue
             pspace = p.root.outvars[0].aval.shape
             needed = [v for v in p.produced() if v in returned]
             if c.kind is GroupKind.ELEMENTWISE:

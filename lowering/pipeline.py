@@ -27,6 +27,10 @@ from fx.lowering.text import lowered_as_text
 from fx.runtime import executable_for
 
 PASSES = (simplify_algebra, fold_constants, eliminate_common_subexpressions, eliminate_dead_code)
+
+# Called with every Lowered program (tests use this to compile every generated kernel for CUDA;
+# debugging tools can dump programs).
+observers: list = []
 ALIGNMENT = {"cpu": 64, "cuda": 256}
 
 
@@ -136,6 +140,8 @@ def lower(closed: ClosedJaxpr, backend: str = "cpu", name: str = "f",
     if low.kernels:
         low.source = render_module(low.kernels, C if backend == "cpu" else CUDA,
                                    entry_code if backend == "cpu" else "")
+    for observe in observers:
+        observe(low)
     return low
 
 

@@ -109,15 +109,19 @@ C = Dialect(
 
 CUDA = Dialect(
     name="cuda",
+    # nvcc includes the standard headers itself; NVRTC (CuPy) has none, so define what we use.
     file_prelude="#define FX_FN static __device__ __forceinline__\n"
+                 "#ifdef __CUDACC_RTC__\n"
                  "typedef unsigned char uint8_t; typedef unsigned short uint16_t;\n"
                  "typedef int int32_t; typedef unsigned int uint32_t;\n"
                  "typedef long long int64_t; typedef unsigned long long uint64_t;\n"
-                 "#define INT32_MIN (-2147483647 - 1)\n#define INT32_MAX 2147483647\n"
+                 "#else\n#include <stdint.h>\n#endif\n"
+                 "#ifndef INT32_MIN\n#define INT32_MIN (-2147483647 - 1)\n"
+                 "#define INT32_MAX 2147483647\n"
                  "#define INT64_MIN (-9223372036854775807LL - 1)\n"
-                 "#define INT64_MAX 9223372036854775807LL\n"
-                 "#define INFINITY __int_as_float(0x7f800000)\n"
-                 "#define NAN __int_as_float(0x7fffffff)\n"
+                 "#define INT64_MAX 9223372036854775807LL\n#endif\n"
+                 "#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n"
+                 "#ifndef NAN\n#define NAN __int_as_float(0x7fffffff)\n#endif\n"
                  "FX_FN float fx_bits_to_f32(uint32_t b) { return __uint_as_float(b); }\n"
                  "FX_FN uint32_t fx_f32_to_bits(float f) { return __float_as_uint(f); }\n",
     kernel_prefix='extern "C" __global__ void',

@@ -68,6 +68,10 @@ def simplify_algebra(jaxpr: Jaxpr) -> Jaxpr:
             rename.bind(eqn.outvars[0], same)
             continue
         eqn = _compose(eqn, producer)
+        same = _identity_operand(eqn, splats)
+        if same is not None and _same_type(same, eqn):
+            rename.bind(eqn.outvars[0], same)
+            continue
         if eqn.primitive is ew.neg_p:
             src = producer.get(eqn.invars[0])
             if src is not None and src.primitive is ew.neg_p and _same_type(src.invars[0], eqn):

@@ -18,3 +18,61 @@ settings.register_profile("ci", max_examples=12, derandomize=True, print_blob=Tr
 settings.register_profile("dev", max_examples=30, **_common)
 settings.register_profile("thorough", max_examples=400, **_common)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+# --- every generated kernel must also compile for CUDA (sm_90) --------------------------------------
+# Each test process records the kernels it generates, renders them in the CUDA dialect, and at
+# the end compiles them with nvcc in one translation unit; a compile error or a register spill
+# in an elementwise/reduction kernel fails the run. Skipped (with a note) without nvcc.
+
+import dataclasses  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+
+from fx.lowering import pipeline as _pipeline  # noqa: E402
+from fx.lowering.render import CUDA, Renderer, render_module  # noqa: E402
+
+_cuda_kernels: dict[str, object] = {}
+
+
+def _record(low):
+    for k in low.kernels:
+        _cuda_kernels.setdefault(Renderer(CUDA).kernel(dataclasses.replace(k, name="k")), k)
+
+
+_pipeline.observers.append(_record)
+
+
+def compile_cuda_kernels(kernels) -> tuple[bool, str]:
+    """nvcc -cubin for sm_90 over uniquely renamed kernels; (ok, report)."""
+    renamed = [dataclasses.replace(k, name=f"fx_test_k{i}") for i, k in enumerate(kernels)]
+    with tempfile.TemporaryDirectory() as tmp:
+        src = f"{tmp}/kernels.cu"
+        with open(src, "w") as f:
+            f.write(render_module(renamed, CUDA))
+        proc = subprocess.run(
+            ["nvcc", "-arch=sm_90", "-cubin", "-Xptxas", "-v", "-o", f"{tmp}/k.cubin", src],
+            capture_output=True, text=True,
+        )
+    report = proc.stderr
+    if proc.returncode != 0:
+        return False, report[-6000:]
+    spills = [line for line in report.splitlines()
+              if "spill" in line and not line.strip().startswith("0 bytes stack frame, 0 bytes")]
+    if spills:
+        return False, "register spills:\n" + "\n".join(spills[:20])
+    return True, report
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if not _cuda_kernels:
+        return
+    if shutil.which("nvcc") is None:
+        print("\nfx: nvcc not found; generated kernels were not compiled for CUDA")
+        return
+    ok, report = compile_cuda_kernels(list(_cuda_kernels.values()))
+    if not ok:
+        print(f"\nfx: {len(_cuda_kernels)} generated kernels FAILED to compile for sm_90:\n"
+              f"{report}")
+        session.exitstatus = 1

@@ -1,0 +1,105 @@
+"""Fusion decisions on known graphs: how many kernels, and which equations share one."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import fx
+import fx.lax as lax
+import fx.numpy as fnp
+from fx.lowering.fusion import GroupKind
+from fx.lowering.pipeline import lower
+
+
+def _program(f, *args):
+    closed = fx.make_jaxpr(f)(*args)
+    return lower(closed, "cpu", check=True)
+
+
+def _kinds(low):
+    return [s.group.kind for s in low.steps]
+
+
+def test_ten_op_elementwise_chain_is_one_kernel():
+    def f(x):
+        y = fnp.sin(x) * 2.0 + 1.0
+        y = fnp.exp(-y) - fnp.tanh(y)
+        y = fnp.maximum(y, 0.1) / (1.0 + fnp.abs(x))
+        return fnp.sqrt(y * y + 1.0)
+
+    low = _program(f, fnp.ones((8, 16)))
+    assert len(low.jaxpr.eqns) >= 10
+    assert _kinds(low) == [GroupKind.ELEMENTWISE]
+    assert len(low.kernels) == 1
+
+
+def test_broadcasts_transposes_and_reshapes_fold_into_the_kernel():
+    def f(x, b):
+        return (x.T + b).reshape(4, 6) * fnp.arange(24.0).reshape(4, 6)
+
+    low = _program(f, fnp.ones((6, 4)), fnp.ones((6,)))
+    assert _kinds(low) == [GroupKind.ELEMENTWISE]
+
+
+def test_softmax_is_one_kernel():
+    def softmax(x):
+        m = lax.reduce_max(x, (1,))
+        e = fnp.exp(x - lax.broadcast_in_dim(m, x.shape, (0,)))
+        return e / lax.broadcast_in_dim(lax.reduce_sum(e, (1,)), x.shape, (0,))
+
+    low = _program(softmax, fnp.ones((4, 8)))
+    assert _kinds(low) == [GroupKind.REDUCTION]
+
+
+def test_logsumexp_with_epilogue_is_one_kernel():
+    def lse(x):
+        m = lax.stop_gradient(lax.reduce_max(x, (1,)))
+        s = lax.reduce_sum(fnp.exp(x - lax.broadcast_in_dim(m, x.shape, (0,))), (1,))
+        return fnp.log(s) + m
+
+    low = _program(lse, fnp.ones((4, 8)))
+    assert _kinds(low) == [GroupKind.REDUCTION]
+
+
+def test_mlp_layer_is_one_gemm_and_one_epilogue():
+    def layer(w, b, x):
+        return fnp.maximum(lax.dot_general(x, w, (((1,), (0,)), ((), ()))) + b, 0.0)
+
+    low = _program(layer, fnp.ones((6, 5)), fnp.ones(5), fnp.ones((4, 6)))
+    assert _kinds(low) == [GroupKind.GEMM, GroupKind.ELEMENTWISE]
+    assert low.steps[0].choice.impl.name == "cpu.blas_gemm"
+    assert len(low.kernels) == 1
+
+
+def test_value_read_twice_by_one_consumer_is_not_materialized():
+    def f(x):
+        t = fnp.tanh(x)
+        return t * 2.0 + t * 3.0 + fnp.exp(-x) * fnp.exp(-x)
+
+    low = _program(f, fnp.ones(16))
+    assert len(low.steps) == 1
+
+
+def test_value_read_by_two_kernels_is_materialized_once():
+    def f(x):
+        e = fnp.exp(x)
+        return lax.reduce_sum(e, (0,)), e * 2.0
+
+    low = _program(f, fnp.ones((8, 4)))
+    produced = [v for s in low.steps for v in s.outputs]
+    assert len(produced) == len(set(produced))
+
+
+def test_fusion_results_match_eager():
+    rng = np.random.default_rng(0)
+    x = fnp.asarray(rng.standard_normal((5, 7)).astype(np.float32))
+
+    def f(x):
+        m = lax.reduce_max(x, (1,))
+        e = fnp.exp(x - lax.broadcast_in_dim(m, x.shape, (0,)))
+        s = e / lax.broadcast_in_dim(lax.reduce_sum(e, (1,)), x.shape, (0,))
+        return s.T * 2.0, m
+
+    got, want = fx.jit(f)(x), f(x)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-6, atol=1e-7)

@@ -1,0 +1,70 @@
+"""The graph passes: each is a pure Jaxpr -> Jaxpr function whose result type-checks."""
+
+from __future__ import annotations
+
+import fx
+import fx.lax as lax
+import fx.numpy as fnp
+from fx.jaxpr import check_jaxpr
+from fx.lowering.eliminate_common_subexpressions import eliminate_common_subexpressions
+from fx.lowering.eliminate_dead_code import eliminate_dead_code
+from fx.lowering.fold_constants import fold_constants
+from fx.lowering.inline_calls import inline_calls
+from fx.lowering.simplify_algebra import simplify_algebra
+
+
+def _jaxpr(f, *args):
+    return fx.make_jaxpr(f)(*args).jaxpr
+
+
+def _prims(jaxpr):
+    return [e.primitive.name for e in jaxpr.eqns]
+
+
+def test_dce_drops_unused_work():
+    j = eliminate_dead_code(_jaxpr(lambda x: (fnp.sin(x), fnp.cos(x))[0], fnp.ones(3)))
+    check_jaxpr(j)
+    assert _prims(j) == ["sin"]
+
+
+def test_cse_merges_equal_equations():
+    j = eliminate_common_subexpressions(_jaxpr(lambda x: fnp.sin(x) + fnp.sin(x), fnp.ones(3)))
+    check_jaxpr(j)
+    assert _prims(j).count("sin") == 1
+
+
+def test_simplify_removes_identities_and_composes_chains():
+    def f(x):
+        y = x * 1.0 + 0.0
+        y = -(-y)
+        y = lax.transpose(lax.transpose(y, (1, 0)), (1, 0))
+        return lax.reshape(lax.reshape(y, (6,)), (3, 2))
+
+    j = eliminate_dead_code(simplify_algebra(_jaxpr(f, fnp.ones((2, 3)))))
+    check_jaxpr(j)
+    assert _prims(j) == ["reshape"]
+
+
+def test_simplify_keeps_nan_sensitive_rewrites_out():
+    j = simplify_algebra(_jaxpr(lambda x: x * 0.0 + (x - x), fnp.ones(3)))
+    assert "mul" in _prims(j) and "sub" in _prims(j)
+
+
+def test_fold_constants_computes_scalar_literal_equations():
+    def f(x):
+        c = lax.exp(lax.full((), 1.0, fnp.float32)) * 2.0
+        return x * c
+
+    j = fold_constants(_jaxpr(f, fnp.ones(3)))
+    check_jaxpr(j)
+    assert _prims(j) == ["mul"]
+
+
+def test_inline_calls_flattens_nested_jits_twice_called():
+    g = fx.jit(lambda x: fnp.sin(x) * 2.0)
+    closed = fx.make_jaxpr(lambda x: g(x) + g(x + 1.0))(fnp.ones(3))
+    assert "jit" in _prims(closed.jaxpr)
+    flat = inline_calls(closed)
+    check_jaxpr(flat)
+    assert "jit" not in _prims(flat.jaxpr)
+    assert _prims(flat.jaxpr).count("sin") == 2

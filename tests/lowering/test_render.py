@@ -1,0 +1,93 @@
+"""Both dialects of the renderer: golden text for small fused kernels, and CUDA compilation."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shutil
+
+import pytest
+from conftest import compile_cuda_kernels
+
+import fx
+import fx.lax as lax
+import fx.numpy as fnp
+from fx.lowering.pipeline import lower
+from fx.lowering.render import CUDA, C, Renderer
+
+
+def _kernels(f, *args):
+    return lower(fx.make_jaxpr(f)(*args), "cpu").kernels
+
+
+def _fused(x, y):
+    return fnp.tanh(x) * y + 1.0
+
+
+GOLDEN_C = """\
+static void k(const float* restrict in0, const float* restrict in1, float* restrict out0) {
+  #pragma omp parallel for schedule(static) if(16 > 16384)
+  for (int64_t i0 = 0; i0 < 16; i0++) {
+    const float t0 = in0[i0];
+    const float t1 = fx_tanhf(t0);
+    const float t2 = in1[i0];
+    const float t3 = (t1 * t2);
+    const float t4 = (t3 + 1.0f);
+    out0[i0] = t4;
+  }
+}"""
+
+GOLDEN_CUDA = """\
+extern "C" __global__ void k(const float* __restrict__ in0, const float* __restrict__ in1, \
+float* __restrict__ out0) {
+  for (int64_t i0 = 0 + ((int64_t)blockIdx.x * blockDim.x + threadIdx.x); i0 < 16; \
+i0 += (int64_t)gridDim.x * blockDim.x) {
+    const float t0 = in0[i0];
+    const float t1 = tanhf(t0);
+    const float t2 = in1[i0];
+    const float t3 = (t1 * t2);
+    const float t4 = (t3 + 1.0f);
+    out0[i0] = t4;
+  }
+}"""
+
+
+def test_golden_c_and_cuda_for_a_fused_elementwise_kernel():
+    (k,) = _kernels(_fused, fnp.ones(16), fnp.ones(16))
+    k = dataclasses.replace(k, name="k")
+    assert Renderer(C).kernel(k) == GOLDEN_C
+    assert Renderer(CUDA).kernel(k) == GOLDEN_CUDA
+
+
+def test_golden_c_broadcast_becomes_index_arithmetic():
+    (k,) = _kernels(lambda x, b: x + b, fnp.ones((3, 4)), fnp.ones(4))
+    text = Renderer(C).kernel(dataclasses.replace(k, name="k"))
+    # The bias is read by its column index: no broadcast buffer is materialized.
+    assert re.search(r"= in\d\[i1\];", text), text
+    assert "for (int64_t i1 = 0; i1 < 4; i1++)" in text
+
+
+def test_half_precision_is_stored_16_bit_and_computed_in_float():
+    (k,) = _kernels(lambda x: fnp.exp(x) * 2.0, fnp.ones(8, dtype=fnp.bfloat16))
+    text = Renderer(C).kernel(dataclasses.replace(k, name="k"))
+    assert "const uint16_t* restrict in0" in text
+    assert "fx_bf16_to_f32(in0[i0])" in text and "fx_f32_to_bf16(" in text
+
+
+def _softmax(x):
+    m = lax.reduce_max(x, (1,))
+    e = fnp.exp(x - lax.broadcast_in_dim(m, x.shape, (0,)))
+    return e / lax.broadcast_in_dim(lax.reduce_sum(e, (1,)), x.shape, (0,))
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (CUDA toolkit)")
+def test_generated_kernels_compile_for_sm90_without_spills():
+    kernels = []
+    for dt in (fnp.float32, fnp.float64, fnp.float16, fnp.bfloat16):
+        kernels += _kernels(_softmax, fnp.ones((4, 8), dtype=dt))
+        kernels += _kernels(_fused, fnp.ones(16, dtype=dt), fnp.ones(16, dtype=dt))
+    kernels += _kernels(lambda x: lax.argmax(x, 1, fnp.int32), fnp.ones((4, 8)))
+    kernels += _kernels(lambda x, y: (x // y, x % y, x << 3), fnp.ones(8, fnp.int32),
+                        fnp.ones(8, fnp.int32))
+    ok, report = compile_cuda_kernels(kernels)
+    assert ok, report
