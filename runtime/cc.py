@@ -9,6 +9,7 @@ rebuilt. No ``-ffast-math``: NaN and Inf behave as in NumPy.
 
 from __future__ import annotations
 
+import _ctypes
 import ctypes
 import functools
 import hashlib
@@ -97,12 +98,17 @@ def _try_load(path: Path, key: str) -> ctypes.CDLL | None:
         return None
     try:
         lib = ctypes.CDLL(str(path))
-        fn = lib.fx_cache_key
-        fn.restype = ctypes.c_char_p
-        if fn().decode() == key:
-            return lib
-    except (OSError, AttributeError, UnicodeDecodeError):
-        pass
+    except OSError:
+        lib = None
+    if lib is not None:
+        try:
+            fn = lib.fx_cache_key
+            fn.restype = ctypes.c_char_p
+            if fn().decode() == key:
+                return lib
+        except (AttributeError, UnicodeDecodeError):
+            pass
+        _ctypes.dlclose(lib._handle)  # so that the rebuilt file is really loaded
     path.unlink(missing_ok=True)  # corrupt or stale: rebuild
     return None
 

@@ -36,7 +36,7 @@ def test_cse_merges_equal_equations():
 def test_simplify_removes_identities_and_composes_chains():
     def f(x):
         y = x * 1.0 + 0.0
-        y = -(-y)
+        y = lax.neg(lax.neg(y))
         y = lax.transpose(lax.transpose(y, (1, 0)), (1, 0))
         return lax.reshape(lax.reshape(y, (6,)), (3, 2))
 

@@ -1,0 +1,107 @@
+"""fx.jit's user-facing behaviour: caching, static arguments, logging, AOT inspection."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fx
+import fx.numpy as fnp
+from fx.runtime import cc
+
+
+def test_same_signature_is_traced_once_and_new_shapes_retrace():
+    traces = []
+
+    @fx.jit
+    def f(x):
+        traces.append(x.shape)
+        return fnp.sin(x) * 2.0
+
+    f(fnp.ones(8))
+    f(fnp.zeros(8))
+    assert traces == [(8,)] and f.cache_size() == 1
+    f(fnp.ones(16))
+    assert traces == [(8,), (16,)] and f.cache_size() == 2
+    f(fnp.ones(8, dtype=fnp.float64))
+    assert f.cache_size() == 3
+
+
+def test_static_argnums_and_argnames_key_the_cache():
+    @fx.jit
+    def f(x, n):
+        return x * n
+
+    g = fx.jit(lambda x, n: x * n if n > 0 else -x, static_argnums=1)
+    np.testing.assert_allclose(np.asarray(g(fnp.ones(3), 2)), 2.0)
+    np.testing.assert_allclose(np.asarray(g(fnp.ones(3), -1)), -1.0)
+    assert g.cache_size() == 2
+    h = fx.jit(lambda x, *, scale: x * scale, static_argnames="scale")
+    np.testing.assert_allclose(np.asarray(h(fnp.ones(2), scale=3.0)), 3.0)
+    np.testing.assert_allclose(np.asarray(f(fnp.ones(2), 3)), 3.0)
+
+
+def test_unhashable_static_argument_is_a_clear_error():
+    f = fx.jit(lambda x, shape: x.reshape(shape), static_argnums=1)
+    with pytest.raises(TypeError, match=r"static argument 1 has unhashable type list.*tuple"):
+        f(fnp.ones(4), [2, 2])
+
+
+def test_python_control_flow_on_traced_value_points_to_cond_and_static_argnums():
+    def f(x):
+        if x.sum() > 0:
+            return x
+        return -x
+
+    with pytest.raises(fx.ConcretizationTypeError, match=r"argument 'x'.*|static_argnums"):
+        fx.jit(f)(fnp.ones(3))
+
+
+def test_log_compiles_explains_recompilation(capsys):
+    fx.config.update("log_compiles", True)
+    try:
+        def fun(x):
+            return x + 1.0
+
+        f = fx.jit(fun)
+        f(fnp.ones(8))
+        f(fnp.ones(16))
+    finally:
+        fx.config.update("log_compiles", False)
+    err = capsys.readouterr().err
+    assert "compiling fun for (f32[8])" in err
+    assert "recompiling fun because arg 0 changed f32[8] → f32[16]" in err
+
+
+def test_lower_as_text_and_compiled_analyses():
+    def f(w, b, x):
+        return fnp.maximum(fx.lax.dot(x, w) + b, 0.0)
+
+    args = (fnp.ones((6, 5)), fnp.ones(5), fnp.ones((4, 6)))
+    lowered = fx.jit(f).lower(*args)
+    text = lowered.as_text()
+    for expected in ("# optimized jaxpr", "dot_general", "impl: cpu.blas_gemm",
+                     "impl: cpu.fused_elementwise", "@arena+", "# memory: arena"):
+        assert expected in text, expected
+    compiled = lowered.compile()
+    np.testing.assert_allclose(np.asarray(compiled(*args)), np.asarray(f(*args)), rtol=1e-6)
+    assert compiled.cost_analysis()["flops"] >= 2 * 4 * 5 * 6
+    assert compiled.memory_analysis()["arena_bytes"] >= 4 * 5 * 4
+    if cc.compiler() is not None:
+        assert "void fx_seg" in compiled.kernel_sources()
+
+
+def test_without_a_c_compiler_jit_uses_numpy_kernels(monkeypatch):
+    monkeypatch.setattr(cc, "compiler", lambda: None)
+    f = fx.jit(lambda x: fnp.exp(x) * 2.0 + fx.lax.reduce_sum(x, (0,)))
+    x = fnp.asarray(np.arange(4.0, dtype=np.float32))
+    assert "numpy." in f.lower(x).as_text()
+    np.testing.assert_allclose(np.asarray(f(x)), np.exp(np.arange(4.0)) * 2 + 6, rtol=1e-6)
+
+
+def test_jit_returns_inputs_literals_and_pytrees():
+    f = fx.jit(lambda d: {"same": d["a"], "const": 1.0, "pair": (d["a"] * 2, None)})
+    out = f({"a": fnp.arange(3.0)})
+    np.testing.assert_allclose(np.asarray(out["same"]), [0, 1, 2])
+    assert float(out["const"]) == 1.0 and out["pair"][1] is None
+    np.testing.assert_allclose(np.asarray(out["pair"][0]), [0, 2, 4])
