@@ -18,6 +18,7 @@ from fx.autodiff import (  # noqa: F401
     vjp,
 )
 from fx.config import config  # noqa: F401
+from fx.custom_derivatives import checkpoint, custom_jvp, custom_vjp, remat  # noqa: F401
 from fx.core import ConcretizationTypeError, UnexpectedTracerError  # noqa: F401
 from fx.jit_function import jit  # noqa: F401
 from fx.lax import stop_gradient  # noqa: F401

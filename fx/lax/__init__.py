@@ -137,3 +137,11 @@ from fx.lax.structural import (
     rev,
     squeeze,
 )
+from fx.lax.parallel import (
+    all_gather,
+    axis_index,
+    pmax,
+    pmean,
+    pmin,
+    psum,
+)

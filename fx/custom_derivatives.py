@@ -1,0 +1,404 @@
+"""User-defined derivatives (``custom_jvp``, ``custom_vjp``) and rematerialization
+(``checkpoint``).
+
+A decorated function is traced into a jaxpr and bound as a call primitive whose params carry
+the user's rules, so the rules survive ``jit`` and compose with ``vmap``:
+
+- ``custom_jvp_call``: evaluates the function; its jvp rule calls the user's jvp function.
+- ``custom_vjp_call``: evaluates the function; its jvp rule runs the user's ``fwd`` and emits
+  a ``custom_lin`` equation holding the residuals, whose transpose calls the user's ``bwd``.
+  (Forward mode through a custom_vjp function is an error, as in JAX.)
+
+Outside any transformation the decorated function simply runs. Values the function closes
+over are treated as constants by the custom rules (they receive no derivative).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from fx import tree_util
+from fx.core import EVAL_TRACE, Primitive, current_trace, get_aval
+from fx.interpreters import batching, jvp, transpose
+from fx.interpreters.batching import BatchAxis, batch_flat, bdim_at_front
+from fx.interpreters.call import body_param, checkpoint_p, eval_call_impl
+from fx.interpreters.jvp import Zero, instantiate
+from fx.jaxpr import ClosedJaxpr, Jaxpr
+from fx.lax import base
+from fx.numpy._promote import to_array
+from fx.tracing import abstractify, flatten_fun, trace_to_jaxpr
+
+
+def _name(f) -> str:
+    return getattr(f, "__name__", type(f).__name__)
+
+
+def _trace(fun: Callable, args: tuple, what: str):
+    """``(jaxpr with consts hoisted, consts, arg leaves, in_tree, out_tree)``."""
+    leaves, in_tree = tree_util.tree_flatten((args, {}))
+    leaves = [to_array(x) for x in leaves]
+    flat, store = flatten_fun(fun, in_tree, _name(fun))
+    closed = trace_to_jaxpr(flat, [abstractify(x) for x in leaves], (), what)
+    j = closed.jaxpr
+    jaxpr = ClosedJaxpr(Jaxpr([], list(j.constvars) + list(j.invars), j.outvars, j.eqns), [])
+    return jaxpr, list(closed.consts), leaves, in_tree, store["tree"]
+
+
+def _check_outs(what: str, expected: Sequence, got: Sequence) -> None:
+    if len(expected) != len(got):
+        raise TypeError(f"{what}: expected {len(expected)} outputs, got {len(got)}")
+    for i, (e, g) in enumerate(zip(expected, got)):
+        ga = get_aval(g)
+        if ga.shape != e.shape or ga.dtype != e.dtype:
+            raise TypeError(
+                f"{what}: output {i} should be {e.str_short()} (the function's output type), "
+                f"got {ga.str_short()}"
+            )
+
+
+# --- custom_jvp ---------------------------------------------------------------------------------
+
+custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
+# params: call_jaxpr, jvp (flat function), num_consts
+
+
+@custom_jvp_call_p.def_abstract_eval
+def _custom_jvp_call_abstract_eval(*avals, call_jaxpr, jvp, num_consts):
+    return list(call_jaxpr.out_avals)
+
+
+custom_jvp_call_p.def_impl(lambda *bufs, call_jaxpr, jvp, num_consts:
+                           eval_call_impl(*bufs, jaxpr=call_jaxpr))
+body_param[custom_jvp_call_p] = "call_jaxpr"
+
+
+def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts):
+    args = primals[num_consts:]
+    arg_tangents = [instantiate(t) for t in tangents[num_consts:]]
+    outs, touts = jvp(args, arg_tangents)
+    _check_outs("custom_jvp rule (primal outputs)", call_jaxpr.out_avals, outs)
+    _check_outs("custom_jvp rule (tangent outputs)", call_jaxpr.out_avals, touts)
+    return outs, touts
+
+
+def _custom_jvp_call_batch(axis: BatchAxis, vals, dims, *, call_jaxpr, jvp, num_consts):
+    vals = [v if d is None else bdim_at_front(v, d, axis.size) for v, d in zip(vals, dims)]
+    in_dims = [None if d is None else 0 for d in dims]
+    n_out = len(call_jaxpr.out_avals)
+    body, _ = batching.batch_jaxpr(call_jaxpr, axis, in_dims, [0] * n_out)
+    arg_dims = in_dims[num_consts:]
+
+    def batched_jvp(primals, tangents):
+        def flat(*pt):
+            o, t = jvp(list(pt[:len(primals)]), list(pt[len(primals):]))
+            return [*o, *t]
+
+        res = batch_flat(flat, [*primals, *tangents], [*arg_dims, *arg_dims], axis,
+                         [0] * (2 * n_out))
+        return res[:n_out], res[n_out:]
+
+    outs = custom_jvp_call_p.bind(*vals, call_jaxpr=body, jvp=batched_jvp,
+                                  num_consts=num_consts)
+    return outs, [0] * n_out
+
+
+jvp.jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
+batching.batch_rules[custom_jvp_call_p] = _custom_jvp_call_batch
+
+
+class custom_jvp:  # noqa: N801  (named like jax.custom_jvp)
+    """A function with a user-defined jvp rule.
+
+    Example::
+
+        @fx.custom_jvp
+        def log1pexp(x):
+            return fnp.log1p(fnp.exp(x))
+
+        @log1pexp.defjvp
+        def log1pexp_jvp(primals, tangents):
+            (x,), (t,) = primals, tangents
+            return log1pexp(x), t * fx.nn.sigmoid(x)
+    """
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.jvp: Callable | None = None
+
+    def defjvp(self, jvp_fn: Callable) -> Callable:
+        """``jvp_fn(primals, tangents) -> (primal_out, tangent_out)``, tuples as in jax."""
+        self.jvp = jvp_fn
+        return jvp_fn
+
+    def defjvps(self, *jvps: Callable | None) -> None:
+        """One function per argument: ``jvps[i](t_i, primal_out, *primals)`` is that
+        argument's contribution to the output tangent (None: not differentiable)."""
+
+        def jvp_fn(primals, tangents):
+            out = self.fun(*primals)
+            total = None
+            for f, t in zip(jvps, tangents):
+                if f is None:
+                    continue
+                c = f(t, out, *primals)
+                total = c if total is None else tree_util.tree_map(lambda a, b: a + b, total, c)
+            if total is None:
+                total = tree_util.tree_map(lambda o: base.zeros_like_aval(get_aval(o)), out)
+            return out, total
+
+        self.defjvp(jvp_fn)
+
+    def __call__(self, *args):
+        if self.jvp is None:
+            raise AttributeError(
+                f"No JVP defined for custom_jvp function {_name(self.fun)}; use .defjvp"
+            )
+        static = {i: args[i] for i in self.nondiff_argnums}
+        dyn = tuple(a for i, a in enumerate(args) if i not in static)
+
+        def full(dyn_args):
+            it = iter(dyn_args)
+            return tuple(static[i] if i in static else next(it) for i in range(len(args)))
+
+        fun = lambda *d: self.fun(*full(d))  # noqa: E731
+        if current_trace() is EVAL_TRACE:
+            return fun(*dyn)
+        what = f"custom_jvp({_name(self.fun)})"
+        jaxpr, consts, leaves, in_tree, out_tree = _trace(fun, dyn, what)
+        user_jvp = self.jvp
+
+        def flat_jvp(primal_leaves, tangent_leaves):
+            p_args, _ = tree_util.tree_unflatten(in_tree, primal_leaves)
+            t_args, _ = tree_util.tree_unflatten(in_tree, tangent_leaves)
+            # As in jax: non-differentiable arguments first, then the tuples of the others.
+            res = user_jvp(*static.values(), tuple(p_args), tuple(t_args))
+            if not (isinstance(res, (tuple, list)) and len(res) == 2):
+                raise TypeError(
+                    f"custom_jvp rule of {_name(self.fun)} must return a pair "
+                    f"(primal_out, tangent_out), got {type(res).__name__}"
+                )
+            out, tout = res
+            o_leaves, o_tree = tree_util.tree_flatten(out)
+            t_leaves, t_tree = tree_util.tree_flatten(tout)
+            if o_tree != out_tree or t_tree != out_tree:
+                raise TypeError(
+                    f"custom_jvp rule of {_name(self.fun)} returned outputs of structure "
+                    f"{o_tree} / tangents {t_tree}; the function's output structure is {out_tree}"
+                )
+            return [to_array(x) for x in o_leaves], [to_array(x) for x in t_leaves]
+
+        outs = custom_jvp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, jvp=flat_jvp,
+                                      num_consts=len(consts))
+        return tree_util.tree_unflatten(out_tree, outs)
+
+
+# --- custom_vjp ---------------------------------------------------------------------------------
+
+custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
+# params: call_jaxpr, fwd, bwd (flat functions), num_consts
+custom_lin_p = Primitive("custom_lin", multiple_results=True)
+# inputs: residuals, tangents; params: bwd, num_res, out_avals
+
+
+@custom_vjp_call_p.def_abstract_eval
+def _custom_vjp_call_abstract_eval(*avals, call_jaxpr, fwd, bwd, num_consts):
+    return list(call_jaxpr.out_avals)
+
+
+custom_vjp_call_p.def_impl(lambda *bufs, call_jaxpr, fwd, bwd, num_consts:
+                           eval_call_impl(*bufs, jaxpr=call_jaxpr))
+body_param[custom_vjp_call_p] = "call_jaxpr"
+
+
+@custom_lin_p.def_abstract_eval
+def _custom_lin_abstract_eval(*avals, bwd, num_res, out_avals):
+    return list(out_avals)
+
+
+@custom_lin_p.def_impl
+def _custom_lin_impl(*args, bwd, num_res, out_avals):
+    raise TypeError(
+        "can't apply forward-mode autodiff (jvp) to a custom_vjp function: it defines only a "
+        "reverse-mode rule. Use fx.grad/fx.vjp/fx.jacrev, or define a custom_jvp instead."
+    )
+
+
+def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts):
+    outs, res = fwd(primals[num_consts:])
+    _check_outs("custom_vjp fwd (primal outputs)", call_jaxpr.out_avals, outs)
+    arg_tangents = [instantiate(t) for t in tangents[num_consts:]]
+    touts = custom_lin_p.bind(*res, *arg_tangents, bwd=bwd, num_res=len(res),
+                              out_avals=tuple(call_jaxpr.out_avals))
+    return outs, touts
+
+
+def _custom_lin_transpose(cts, *args, bwd, num_res, out_avals):
+    res = args[:num_res]
+    cts = [instantiate(c) if isinstance(c, Zero) else c for c in cts]
+    arg_cts = bwd(list(res), cts)
+    return [None] * num_res + list(arg_cts)
+
+
+def _custom_vjp_call_batch(axis: BatchAxis, vals, dims, *, call_jaxpr, fwd, bwd, num_consts):
+    vals = [v if d is None else bdim_at_front(v, d, axis.size) for v, d in zip(vals, dims)]
+    in_dims = [None if d is None else 0 for d in dims]
+    n_out = len(call_jaxpr.out_avals)
+    body, _ = batching.batch_jaxpr(call_jaxpr, axis, in_dims, [0] * n_out)
+    arg_dims = in_dims[num_consts:]
+    n_res: list[int] = []
+
+    def batched_fwd(args):
+        def flat(*a):
+            o, r = fwd(list(a))
+            n_res[:] = [len(r)]
+            return [*o, *r]
+
+        res = batch_flat(flat, list(args), arg_dims, axis, lambda i: 0)
+        return res[:n_out], res[n_out:]
+
+    def batched_bwd(res, cts):
+        def flat(*rc):
+            return list(bwd(list(rc[:len(res)]), list(rc[len(res):])))
+
+        arg_cts = batch_flat(flat, [*res, *cts], [0] * (len(res) + len(cts)), axis,
+                             lambda i: 0)
+        # An argument that did not vary along the batch gets the cotangent summed over it.
+        return [c if d is not None else base.reduce_sum(c, (0,))
+                for c, d in zip(arg_cts, arg_dims)]
+
+    outs = custom_vjp_call_p.bind(*vals, call_jaxpr=body, fwd=batched_fwd, bwd=batched_bwd,
+                                  num_consts=num_consts)
+    return outs, [0] * n_out
+
+
+jvp.jvp_rules[custom_vjp_call_p] = _custom_vjp_call_jvp
+transpose.transpose_rules[custom_lin_p] = _custom_lin_transpose
+batching.batch_rules[custom_vjp_call_p] = _custom_vjp_call_batch
+
+
+class custom_vjp:  # noqa: N801  (named like jax.custom_vjp)
+    """A function with a user-defined reverse-mode rule.
+
+    Example::
+
+        @fx.custom_vjp
+        def clip_gradient(x):
+            return x
+
+        def fwd(x):
+            return x, None                         # (output, residuals)
+
+        def bwd(res, g):
+            return (fnp.clip(g, -1.0, 1.0),)       # one cotangent per argument
+
+        clip_gradient.defvjp(fwd, bwd)
+    """
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.fwd: Callable | None = None
+        self.bwd: Callable | None = None
+
+    def defvjp(self, fwd: Callable, bwd: Callable) -> None:
+        """``fwd(*args) -> (out, residuals)`` and ``bwd(residuals, ct_out) -> tuple`` with one
+        cotangent per (differentiable) argument."""
+        self.fwd, self.bwd = fwd, bwd
+
+    def __call__(self, *args):
+        if self.fwd is None:
+            raise AttributeError(
+                f"No VJP defined for custom_vjp function {_name(self.fun)}; use .defvjp"
+            )
+        static = {i: args[i] for i in self.nondiff_argnums}
+        dyn = tuple(a for i, a in enumerate(args) if i not in static)
+
+        def full(dyn_args):
+            it = iter(dyn_args)
+            return tuple(static[i] if i in static else next(it) for i in range(len(args)))
+
+        fun = lambda *d: self.fun(*full(d))  # noqa: E731
+        if current_trace() is EVAL_TRACE:
+            return fun(*dyn)
+        what = f"custom_vjp({_name(self.fun)})"
+        jaxpr, consts, leaves, in_tree, out_tree = _trace(fun, dyn, what)
+        user_fwd, user_bwd, name = self.fwd, self.bwd, _name(self.fun)
+        res_tree: dict[str, Any] = {}
+        arg_avals = [get_aval(x) for x in leaves]
+
+        def flat_fwd(arg_leaves):
+            a, _ = tree_util.tree_unflatten(in_tree, arg_leaves)
+            res = user_fwd(*full(a))
+            if not (isinstance(res, (tuple, list)) and len(res) == 2):
+                raise TypeError(f"custom_vjp fwd of {name} must return (output, residuals)")
+            out, residuals = res
+            o_leaves, o_tree = tree_util.tree_flatten(out)
+            if o_tree != out_tree:
+                raise TypeError(
+                    f"custom_vjp fwd of {name} returned output structure {o_tree}, but the "
+                    f"function's is {out_tree}"
+                )
+            r_leaves, res_tree["tree"] = tree_util.tree_flatten(residuals)
+            return [to_array(x) for x in o_leaves], [to_array(x) for x in r_leaves]
+
+        def flat_bwd(res_leaves, ct_leaves):
+            residuals = tree_util.tree_unflatten(res_tree["tree"], res_leaves)
+            cts = user_bwd(*static.values(), residuals,
+                           tree_util.tree_unflatten(out_tree, ct_leaves))
+            n_args = len(args) - len(static)
+            if not isinstance(cts, (tuple, list)) or len(cts) != n_args:
+                got = type(cts).__name__
+                if isinstance(cts, (tuple, list)):
+                    got += f" of length {len(cts)}"
+                raise TypeError(
+                    f"custom_vjp bwd of {name} must return a tuple with one cotangent per "
+                    f"differentiable argument ({n_args}), got {got}"
+                )
+            c_leaves, c_tree = tree_util.tree_flatten(tuple(cts))
+            if c_tree != tree_util.tree_structure(tuple(dyn)):
+                raise TypeError(
+                    f"custom_vjp bwd of {name} returned cotangents of structure {c_tree}; they "
+                    f"must match the arguments' structure {tree_util.tree_structure(tuple(dyn))}"
+                )
+            out = []
+            for i, (c, a) in enumerate(zip(c_leaves, arg_avals)):
+                c = to_array(c)
+                if get_aval(c).shape != a.shape:
+                    raise TypeError(
+                        f"custom_vjp bwd of {name}: cotangent {i} has shape "
+                        f"{get_aval(c).shape}, expected {a.shape} (the argument's shape)"
+                    )
+                out.append(c)
+            return out
+
+        outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, fwd=flat_fwd,
+                                      bwd=flat_bwd, num_consts=len(consts))
+        return tree_util.tree_unflatten(out_tree, outs)
+
+
+# --- checkpoint ---------------------------------------------------------------------------------
+
+
+def checkpoint(fun: Callable, prevent_cse: bool = True, policy=None) -> Callable:
+    """Rematerialization: reverse mode recomputes ``fun``'s intermediates in the backward pass
+    instead of saving them (only ``fun``'s inputs are saved). Same results, less memory."""
+    if policy is not None:
+        raise NotImplementedError("fx.checkpoint: save policies are not supported yet")
+
+    @functools.wraps(fun)
+    def remat_f(*args):
+        if current_trace() is EVAL_TRACE:
+            return fun(*args)
+        jaxpr, consts, leaves, _, out_tree = _trace(fun, args, f"checkpoint({_name(fun)})")
+        outs = checkpoint_p.bind(*consts, *leaves, jaxpr=jaxpr, prevent_cse=prevent_cse)
+        return tree_util.tree_unflatten(out_tree, outs)
+
+    return remat_f
+
+
+remat = checkpoint

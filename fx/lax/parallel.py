@@ -1,0 +1,139 @@
+"""Collectives over a named axis: ``psum``, ``pmean``, ``pmax``, ``pmin``, ``all_gather``,
+``axis_index``.
+
+Inside ``vmap(..., axis_name=name)`` each value stands for one lane of the batch; a collective
+combines the lanes. They are implemented by the batching rule of the vmap that owns the axis
+name (an inner vmap over another name passes them through); outside any such vmap they raise
+``NameError`` naming the unbound axis. A later multi-device ``pmap`` provides the same
+operations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fx import dtypes
+from fx.avals import ShapedArray
+from fx.core import Primitive
+from fx.interpreters import batching, jvp, transpose
+from fx.interpreters.batching import moveaxis, not_mapped
+from fx.lax import base, reductions
+from fx.lax.elementwise import div, mul
+from fx.lax.structural import iota
+
+
+def _unbound(name: str):
+    def impl(*args, axis_name, **params):
+        raise NameError(
+            f"{name}: unbound axis name {axis_name!r}: collectives need an enclosing "
+            f"fx.vmap(..., axis_name={axis_name!r})"
+        )
+
+    return impl
+
+
+def _collective(name: str) -> Primitive:
+    prim = Primitive(name)  # params: axis_name
+    prim.def_abstract_eval(lambda x, *, axis_name: x)
+    prim.def_impl(_unbound(name))
+    return prim
+
+
+def _always(rule):
+    rule.always = True  # runs even when no operand is batched (the lanes still combine)
+    return rule
+
+
+psum_p = _collective("psum")
+pmax_p = _collective("pmax")
+pmin_p = _collective("pmin")
+
+
+def _reduce_lanes(prim, reduce_fn, scale_unbatched):
+    @_always
+    def rule(axis, vals, dims, *, axis_name):
+        (x,), (d,) = vals, dims
+        if axis.name != axis_name:
+            return prim.bind(x, axis_name=axis_name), d
+        if d is not_mapped:
+            return scale_unbatched(x, axis.size), not_mapped
+        return reduce_fn(x, (d,)), not_mapped
+
+    return rule
+
+
+batching.batch_rules[psum_p] = _reduce_lanes(
+    psum_p, base.reduce_sum,
+    lambda x, n: x if x.dtype == dtypes.bool_ else mul(x, np.asarray(n, x.dtype)))
+batching.batch_rules[pmax_p] = _reduce_lanes(pmax_p, reductions.reduce_max, lambda x, n: x)
+batching.batch_rules[pmin_p] = _reduce_lanes(pmin_p, reductions.reduce_min, lambda x, n: x)
+jvp.deflinear(psum_p)
+# Every lane's output is the sum over lanes, so each input lane's cotangent is the sum of the
+# output cotangents over lanes.
+transpose.deflinear(psum_p, lambda ct, x, *, axis_name: [psum_p.bind(ct, axis_name=axis_name)])
+
+all_gather_p = Primitive("all_gather")  # params: axis_name, axis_size
+
+
+@all_gather_p.def_abstract_eval
+def _all_gather_abstract_eval(x, *, axis_name, axis_size):
+    return x.update(shape=(axis_size,) + x.shape)
+
+
+all_gather_p.def_impl(_unbound("all_gather"))
+
+
+@_always
+def _all_gather_batch(axis, vals, dims, *, axis_name, axis_size):
+    (x,), (d,) = vals, dims
+    if axis.name != axis_name:
+        out = all_gather_p.bind(x, axis_name=axis_name, axis_size=axis_size)
+        return out, (None if d is None else d + 1)
+    if d is not_mapped:
+        return batching.broadcast_batch(x, axis.size, 0), not_mapped
+    return moveaxis(x, d, 0), not_mapped
+
+
+batching.batch_rules[all_gather_p] = _all_gather_batch
+jvp.deflinear(all_gather_p)
+
+axis_index_p = Primitive("axis_index")  # params: axis_name
+axis_index_p.def_abstract_eval(lambda *, axis_name: ShapedArray((), dtypes.int32))
+axis_index_p.def_impl(_unbound("axis_index"))
+
+
+@_always
+def _axis_index_batch(axis, vals, dims, *, axis_name):
+    if axis.name != axis_name:
+        return axis_index_p.bind(axis_name=axis_name), not_mapped
+    return iota(dtypes.int32, axis.size), 0
+
+
+batching.batch_rules[axis_index_p] = _axis_index_batch
+
+
+def psum(x, axis_name):
+    """The sum of ``x`` over the lanes of the named axis (every lane gets the total)."""
+    return psum_p.bind(x, axis_name=axis_name)
+
+
+def pmean(x, axis_name):
+    return div(psum(x, axis_name), np.asarray(batching.axis_size(axis_name), x.dtype))
+
+
+def pmax(x, axis_name):
+    return pmax_p.bind(x, axis_name=axis_name)
+
+
+def pmin(x, axis_name):
+    return pmin_p.bind(x, axis_name=axis_name)
+
+
+def all_gather(x, axis_name):
+    """Every lane gets the stack of all lanes' ``x`` (a new leading axis)."""
+    return all_gather_p.bind(x, axis_name=axis_name, axis_size=batching.axis_size(axis_name))
+
+
+def axis_index(axis_name):
+    """This lane's position along the named axis (int32)."""
+    return axis_index_p.bind(axis_name=axis_name)
