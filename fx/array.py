@@ -25,6 +25,16 @@ class Array:
         self._buf = buf
         self.aval = ShapedArray(buf.shape, buf.dtype, weak_type)
 
+    @classmethod
+    def _wrap(cls, buf, aval: ShapedArray) -> Array:
+        """An Array over a freshly produced buffer with a known aval (the runtime's fast path)."""
+        if isinstance(buf, np.ndarray):
+            buf.flags.writeable = False
+        out = cls.__new__(cls)
+        out._buf = buf
+        out.aval = aval
+        return out
+
     # -- metadata ---------------------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:

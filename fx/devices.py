@@ -63,7 +63,12 @@ def devices(backend: str | None = None) -> list[Device]:
 
 
 def default_backend() -> str:
-    env = os.environ.get("FX_PLATFORM", "").strip().lower()
+    return _default_backend(os.environ.get("FX_PLATFORM", ""))
+
+
+@functools.cache
+def _default_backend(env: str) -> str:
+    env = env.strip().lower()
     if env:
         if env not in ("cpu", "cuda"):
             raise ValueError(f"FX_PLATFORM={env!r}: expected 'cpu' or 'cuda'")

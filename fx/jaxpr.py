@@ -138,7 +138,7 @@ class ClosedJaxpr:
 effectful_primitives: set[Primitive] = set()
 
 
-# --- pretty printing -----------------------------------------------------------------------------
+# --- pretty printing ----------------------------------------------------------------------------
 
 
 class _Namer:
@@ -217,7 +217,7 @@ def _pp_value(v) -> str:
     return repr(v)
 
 
-# --- type checking -------------------------------------------------------------------------------
+# --- type checking ------------------------------------------------------------------------------
 
 
 class JaxprTypeError(TypeError):
@@ -285,7 +285,7 @@ def check_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
         read(v, "outvars")
 
 
-# --- small structural utilities shared by interpreters and passes ---------------------------------
+# --- small structural utilities shared by interpreters and passes -------------------------------
 
 
 def subjaxprs(eqn: JaxprEqn) -> list[ClosedJaxpr | Jaxpr]:

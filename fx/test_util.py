@@ -146,7 +146,7 @@ def check_grads(f: Callable, args: Sequence, order: int, modes=("fwd", "rev"), a
     rec(f, args, order)
 
 
-# --- hypothesis strategies -----------------------------------------------------------------------
+# --- hypothesis strategies ----------------------------------------------------------------------
 
 
 def shapes(min_dims: int = 0, max_dims: int = 3, min_side: int = 0, max_side: int = 4):

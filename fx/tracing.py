@@ -141,7 +141,7 @@ def user_source_info() -> SourceInfo | None:
     return None
 
 
-# --- flattening functions over pytrees ------------------------------------------------------------
+# --- flattening functions over pytrees ----------------------------------------------------------
 
 
 def flatten_fun(f: Callable, in_tree: tree_util.PyTreeDef, name: str = "function"):

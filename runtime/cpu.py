@@ -67,16 +67,16 @@ class CpuExecutable:
         views = dict(self.views) if self.needs_views else None
         for slot, var, dtype, pos in self.inputs:
             a = args[pos]
-            if type(a) is not np.ndarray or not a.flags.c_contiguous or a.dtype != dtype:
+            if type(a) is not np.ndarray or a.dtype != dtype or not a.flags.c_contiguous:
                 a = np.ascontiguousarray(a, dtype=dtype)
                 args[pos] = a
-            table[slot] = _address(a)
+            table[slot] = a.__array_interface__["data"][0]
             if views is not None:
                 views[var] = a
         produced = {}
         for slot, var in self.outputs:
             out = np.empty(var.aval.shape, var.aval.dtype)
-            table[slot] = _address(out)
+            table[slot] = out.__array_interface__["data"][0]
             produced[var] = out
             if views is not None:
                 views[var] = out

@@ -42,7 +42,7 @@ def accumulation_dtype(dtype: np.dtype) -> np.dtype:
     return dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
 
 
-# --- add_any: accumulation of tangents and cotangents ---------------------------------------------
+# --- add_any: accumulation of tangents and cotangents -------------------------------------------
 
 add_any_p = Primitive("add_any")
 

@@ -58,7 +58,7 @@ def _nary_shape(name: str, *avals: ShapedArray) -> tuple[int, ...]:
     return shapes.pop() if shapes else ()
 
 
-# --- impl helpers ---------------------------------------------------------------------------------
+# --- impl helpers -------------------------------------------------------------------------------
 
 
 def _via_f32(fn: Callable) -> Callable:
@@ -86,7 +86,7 @@ def _via_f64(fn: Callable) -> Callable:
     return impl
 
 
-# --- declaring families ---------------------------------------------------------------------------
+# --- declaring families -------------------------------------------------------------------------
 
 
 def unop(name: str, impl: Callable, kinds=FLOAT, out_dtype=None) -> Primitive:
@@ -129,7 +129,7 @@ def _zero_jvp(prim: Primitive) -> None:
     jvp.jvp_rules[prim] = rule
 
 
-# --- unary floating functions --------------------------------------------------------------------
+# --- unary floating functions -------------------------------------------------------------------
 
 neg_p = unop("neg", np.negative, NUMERIC)
 sign_p = unop("sign", np.sign, NUMERIC)
@@ -221,7 +221,7 @@ def _integer_pow_impl(x, *, y):
 
 batching.vectorized_batcher(integer_pow_p)
 
-# --- binary and ternary ---------------------------------------------------------------------------
+# --- binary and ternary --------------------------------------------------------------------------
 
 
 def _int_div(x, y):
@@ -317,7 +317,7 @@ def _select_n_impl(which, *cases):
 
 batching.broadcasting_batcher(select_n_p)
 
-# --- conversions ----------------------------------------------------------------------------------
+# --- conversions ---------------------------------------------------------------------------------
 
 convert_element_type_p = Primitive("convert_element_type")  # params: new_dtype, weak_type
 
@@ -360,7 +360,7 @@ bitcast_convert_type_p.def_impl(lambda x, *, new_dtype: np.ascontiguousarray(x).
 batching.vectorized_batcher(bitcast_convert_type_p)
 
 
-# === differentiation rules ========================================================================
+# === differentiation rules ======================================================================
 # Written with the fx.lax wrappers below, so that they are themselves differentiable.
 
 
@@ -505,7 +505,7 @@ def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
 
 jvp.jvp_rules[convert_element_type_p] = _convert_jvp
 
-# --- transposes of the linear ones ----------------------------------------------------------------
+# --- transposes of the linear ones ---------------------------------------------------------------
 
 
 def _binary_transpose(ct_x: Callable, ct_y: Callable):
@@ -547,7 +547,7 @@ def _convert_transpose(ct, x, *, new_dtype, weak_type):
 transpose.deflinear(convert_element_type_p, _convert_transpose)
 
 
-# === the fx.lax functions =========================================================================
+# === the fx.lax functions =======================================================================
 
 
 def _coerce(*args):
