@@ -46,7 +46,7 @@ from fx.lax.elementwise import (
     sub,
 )
 
-# --- iota -----------------------------------------------------------------------------------------
+# --- iota ----------------------------------------------------------------------------------------
 
 iota_p = Primitive("iota")  # params: dtype, shape, dimension
 
@@ -83,7 +83,7 @@ def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
     )
 
 
-# --- slice ----------------------------------------------------------------------------------------
+# --- slice --------------------------------------------------------------------------------------
 
 slice_p = Primitive("slice")  # params: start_indices, limit_indices, strides (or None)
 
@@ -155,7 +155,7 @@ transpose.deflinear(slice_p, _slice_transpose)
 batching.batch_rules[slice_p] = _slice_batch
 
 
-# --- concatenate ----------------------------------------------------------------------------------
+# --- concatenate --------------------------------------------------------------------------------
 
 concatenate_p = Primitive("concatenate")  # params: dimension
 
@@ -214,7 +214,7 @@ transpose.deflinear(concatenate_p, _concatenate_transpose)
 batching.batch_rules[concatenate_p] = _concatenate_batch
 
 
-# --- pad ------------------------------------------------------------------------------------------
+# --- pad ----------------------------------------------------------------------------------------
 
 pad_p = Primitive("pad")  # params: padding_config: ((lo, hi, interior), ...)
 
@@ -301,7 +301,7 @@ transpose.deflinear(pad_p, _pad_transpose)
 batching.batch_rules[pad_p] = _pad_batch
 
 
-# --- squeeze, expand_dims, collapse ---------------------------------------------------------------
+# --- squeeze, expand_dims, collapse -------------------------------------------------------------
 
 squeeze_p = Primitive("squeeze")  # params: dimensions (sorted, distinct, each of size 1)
 
@@ -387,7 +387,7 @@ def collapse(operand, start_dimension: int, stop_dimension: int | None = None):
     return reshape(operand, shape[:lo] + (int(np.prod(shape[lo:hi], dtype=np.int64)),) + shape[hi:])
 
 
-# --- rev ------------------------------------------------------------------------------------------
+# --- rev ----------------------------------------------------------------------------------------
 
 rev_p = Primitive("rev")  # params: dimensions (sorted, distinct)
 
@@ -424,7 +424,7 @@ transpose.deflinear(rev_p, lambda ct, x, *, dimensions: [rev_p.bind(ct, dimensio
 batching.batch_rules[rev_p] = _rev_batch
 
 
-# --- dynamic_slice and dynamic_update_slice -------------------------------------------------------
+# --- dynamic_slice and dynamic_update_slice -----------------------------------------------------
 
 dynamic_slice_p = Primitive("dynamic_slice")  # operand, *start_indices; params: slice_sizes
 dynamic_update_slice_p = Primitive("dynamic_update_slice")  # operand, update, *start_indices
@@ -529,7 +529,9 @@ def dynamic_slice(operand, start_indices, slice_sizes: Sequence[int]):
     semantics), so out-of-range starts never fail:
 
     >>> x = fx.numpy.arange(5)
-    >>> fx.lax.dynamic_slice(x, (fx.numpy.int32(4),), (2,))
+    >>> fx.lax.dynamic_slice(x, (fx.numpy.asarray(4),), (2,))
+    Array([3, 4], dtype=int32)
+    >>> fx.lax.dynamic_slice(x, (-1,), (2,))
     Array([3, 4], dtype=int32)
     """
     shape = get_aval(operand).shape

@@ -142,7 +142,7 @@ def test_vmap_every_axis(case):
         check_vmap(case, batched, in_axes)
 
 
-# --- iota -----------------------------------------------------------------------------------------
+# --- iota ---------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32, np.float32, np.float64])
@@ -154,9 +154,20 @@ def test_iota(dtype):
     assert np.asarray(lax.iota(dtype, 0)).shape == (0,)
 
 
-# --- property tests over shapes, including rank 0 and zero sizes ---------------------------------
+# --- property tests over shapes, including rank 0 and zero sizes --------------------------------
 
 _DTYPES = st.sampled_from([np.float32, np.int32, np.bool_])
+
+
+def _check_vmap_vs_loop(f, args, in_axes):
+    """vmap equals a loop over the batch (eval is checked against jax separately; skipping
+    jax.vmap keeps these property tests cheap)."""
+    got = fx.vmap(f, in_axes=in_axes)(*args)
+    size = next(np.shape(a)[ax] for a, ax in zip(args, in_axes) if ax is not None)
+    rows = [f(*[a if ax is None else np.take(a, i, ax) for a, ax in zip(args, in_axes)])
+            for i in range(size)]
+    want = [np.stack([np.asarray(r[k]) for r in rows]) for k in range(len(rows[0]))]
+    assert_allclose(list(got), want, what="vmap vs loop")
 
 
 def _draw_array(data, shape, dtype):
@@ -181,11 +192,11 @@ def test_dynamic_slice_and_update_any_shape(data, shape, dtype):
 
     case = OpCase("dynamic slicing", f, g, None)
     check_eval(case, [x, u[0]] + [s[0] for s in starts])
-    check_vmap(case, [x, u] + starts, (None, 0) + (0,) * len(shape))
+    _check_vmap_vs_loop(f, [x, u] + starts, (None, 0) + (0,) * len(shape))
     if shape:  # operand batched, one start batched, the rest shared
         xb = np.stack([x, x[::-1] if shape[0] else x], -1)
         axes = (x.ndim, None, 0) + (None,) * (len(shape) - 1)
-        check_vmap(case, [xb, u[0], starts[0][:2]] + [s[0] for s in starts[1:]], axes)
+        _check_vmap_vs_loop(f, [xb, u[0], starts[0][:2]] + [s[0] for s in starts[1:]], axes)
 
 
 @given(st.data(), shapes(0, 3, 0, 4), _DTYPES)
@@ -205,7 +216,7 @@ def test_rev_squeeze_expand_any_shape(data, shape, dtype):
 
     case = OpCase("rev/squeeze/expand_dims", f, g, None)
     check_eval(case, [x])
-    check_vmap(case, [np.stack([x, x], 0)], (0,))
+    _check_vmap_vs_loop(f, [np.stack([x, x], 0)], (0,))
 
 
 @given(st.data(), shapes(0, 3, 0, 4), _DTYPES)
@@ -227,10 +238,10 @@ def test_slice_and_pad_any_shape(data, shape, dtype):
 
     case = OpCase("slice/pad", f, g, None)
     check_eval(case, [x, value])
-    check_vmap(case, [np.stack([x, x], -1), np.asarray([1, 0], dtype)], (x.ndim, 0))
+    _check_vmap_vs_loop(f, [np.stack([x, x], -1), np.asarray([1, 0], dtype)], (x.ndim, 0))
 
 
-# --- batched start indices: exactness and composition ---------------------------------------------
+# --- batched start indices: exactness and composition -------------------------------------------
 
 
 def test_batched_dynamic_slice_is_exact():
@@ -275,6 +286,41 @@ def test_check_grads_through_batched_update():
     check_grads(f, (rng.standard_normal((4, 7)), rng.standard_normal((4, 3))), order=2)
 
 
+def test_jit_composes_with_batched_starts():
+    x = np.arange(12.0).reshape(2, 6)
+    s = np.array([[0, 5], [-1, 3]], I32)
+
+    def f(lib, vmap):
+        g = lambda r, i: lib.dynamic_update_slice(r, lib.slice(r, (0,), (2,)) * 2.0, (i,))  # noqa: E731
+        return vmap(vmap(g, (None, 0)), (None, 0))
+
+    got = fx.jit(f(lax, fx.vmap))(x[0], s)
+    assert_allclose(got, jax.jit(f(jax.lax, jax.vmap))(x[0], s), what="jit(vmap(vmap(dus)))")
+    g = fx.grad(fx.jit(lambda x: lax.reduce_sum(f(lax, fx.vmap)(x, s) ** 2, (0, 1, 2))))(x[0])
+    jg = jax.grad(lambda x: jax.lax.reduce_sum(f(jax.lax, jax.vmap)(x, s) ** 2, (0, 1, 2)))(x[0])
+    assert_allclose(g, jg, what="grad(jit(...)) with batched starts")
+
+
+def test_start_indices_as_an_array():
+    x = np.arange(20.0).reshape(4, 5)
+    starts = np.array([3, -2], I32)
+    want = jax.lax.dynamic_slice(x, jax.numpy.asarray(starts), (2, 2))
+    assert_allclose(lax.dynamic_slice(x, fx.numpy.asarray(starts), (2, 2)), want, what="fx array")
+    assert_allclose(lax.dynamic_slice(x, starts, (2, 2)), want, what="numpy array")
+    got = fx.vmap(lambda s: lax.dynamic_slice(x, s, (2, 2)))(np.stack([starts, starts[::-1]]))
+    assert_allclose(got[0], want, what="batched array of starts")
+
+
+def test_docstring_examples():
+    import doctest
+
+    import fx.lax.structural as module
+
+    result = doctest.testmod(module, extraglobs={"fx": fx},
+                             optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 6 and result.failed == 0
+
+
 def test_jaxprs_use_no_gather():
     f = fx.vmap(lambda x, i: lax.dynamic_slice(x, (i,), (2,)), (None, 0))
     jaxpr = str(fx.make_jaxpr(f)(np.arange(6.0), np.arange(3, dtype=I32)))
@@ -283,7 +329,7 @@ def test_jaxprs_use_no_gather():
         np.ones(3)))
 
 
-# --- errors ---------------------------------------------------------------------------------------
+# --- errors -------------------------------------------------------------------------------------
 
 
 def test_errors_name_the_operation_and_shapes():

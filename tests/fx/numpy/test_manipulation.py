@@ -206,6 +206,16 @@ def test_array_methods_forward():
         assert_allclose(got, want, what="method")
 
 
+def test_docstring_examples():
+    import doctest
+
+    import fx.numpy.manipulation as module
+
+    result = doctest.testmod(module, extraglobs={"fx": fx},
+                             optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 9 and result.failed == 0
+
+
 # --- property tests -----------------------------------------------------------------------------
 
 
