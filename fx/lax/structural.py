@@ -598,8 +598,10 @@ def _dynamic_update_slice_transpose(ct, x, update, *starts):
 # Batched start indices. Each per-example start s (clamped to [0, D]) is a sum of bits; a window
 # at offset s is cut by, for each bit t, selecting per example between the array and the array
 # shifted by 2**t. Only selects and static slices/pads: exact for every dtype (NaN, -0.0, bool),
-# O(size * log D) work and O(log D) equations, and every step is linear in the operand, so the
-# result differentiates and batches again like any other fx code.
+# O(log D) equations; per example, slicing touches about D + size * log D elements (each step
+# keeps only what later steps can reach) and an update O(D log D). An unbatched operand is
+# broadcast to the batch first. Every step is linear in the operand, so the result
+# differentiates and batches again like any other fx code.
 
 
 def _bit(s, t: int, shape, bdim: int = 0):
