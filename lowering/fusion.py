@@ -128,6 +128,11 @@ def fuse(jaxpr: Jaxpr) -> list[FusionGroup]:
         deps[target].discard(target)
         alive.remove(src)
 
+    def creates_cycle(members: set[FusionGroup], reads: set[FusionGroup]) -> bool:
+        """Would one group made of ``members`` and reading ``reads`` be on a cycle? (Some
+        group it reads from outside depends on one of the members.)"""
+        return any(x not in members and (ancestors(x) & members) for x in reads)
+
     def read_groups(eqn) -> set[FusionGroup]:
         return {group_of[v] for v in eqn.invars if isinstance(v, Var) and v in group_of}
 
@@ -139,7 +144,7 @@ def fuse(jaxpr: Jaxpr) -> list[FusionGroup]:
         producers = read_groups(eqn)
         if pat <= Pattern.INJECTIVE and not eqn.primitive.multiple_results:
             out_shape = eqn.outvars[0].aval.shape
-            merge, dup = [], []
+            merge, dup_groups = [], []
             for v in eqn.invars:
                 if not isinstance(v, Var) or v not in group_of:
                     continue
@@ -148,7 +153,8 @@ def fuse(jaxpr: Jaxpr) -> list[FusionGroup]:
                     continue
                 if uses[v] > 1 and ((len(g.eqns) == 1 and _is_cheap(g.eqns[0]))
                                     or _recomputable(g)):
-                    dup.extend(e for e in g.eqns if e not in dup)
+                    if g not in dup_groups:
+                        dup_groups.append(g)
                     continue
                 if uses[v] != 1 or not _joinable(g, v, eqn, out_shape):
                     continue
@@ -160,15 +166,30 @@ def fuse(jaxpr: Jaxpr) -> list[FusionGroup]:
             special = [g for g in merge if g.kind is not GroupKind.ELEMENTWISE]
             if len(special) > 1:
                 merge = [g for g in merge if g.kind is GroupKind.ELEMENTWISE] + special[:1]
-            # Refuse merges that would close a cycle through a group we are not merging.
-            others = producers - set(merge)
-            merge = [g for g in merge if not any(g in ancestors(o) or g is o for o in others)]
             host = next((g for g in merge if g.kind is not GroupKind.ELEMENTWISE), None)
             if host is None and merge:
                 host = merge[0]
+            # Grow the merged set one candidate at a time, refusing any candidate (merged or
+            # recomputed) that would close a cycle through a group outside the set.
+            members: set[FusionGroup] = {host} if host is not None else set()
+            reads: set[FusionGroup] = set(producers)
+            for g in merge:
+                if g is host or not creates_cycle(members | {g}, reads | deps[g]):
+                    members.add(g)
+                    reads |= deps[g]
+            dup = []
+            for g in dup_groups:
+                g_reads = {q for e in g.eqns for q in read_groups(e)}
+                if not creates_cycle(members, reads | g_reads):
+                    reads |= g_reads
+                    dup.extend(e for e in g.eqns if e not in dup)
+            if creates_cycle(members, reads):
+                members, dup = set(), []  # nothing merges: a fresh group reads everything
+            if host not in members:
+                host = next(iter(members), None)
             if host is None:
                 host = new_group(GroupKind.ELEMENTWISE, [])
-            for g in merge:
+            for g in [g for g in merge if g in members]:
                 if g is not host:
                     absorb(host, g)
             host.eqns.extend(e for e in dup if e not in host.eqns)

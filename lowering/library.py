@@ -63,6 +63,8 @@ def gemm_step(eqn: JaxprEqn, compute_dtype) -> Callable:
         a = np.transpose(_read(views, lhs), lperm).reshape(batch, m, k)
         b = np.transpose(_read(views, rhs), rperm).reshape(batch, k, n)
         dst = views[out].reshape(batch, m, n)
+        if batch == 1:  # plain 2-D products go straight to BLAS (transposed views included)
+            a, b, dst = a[0], b[0], dst[0]
         if compute_dtype is not None:
             a, b = a.astype(compute_dtype), b.astype(compute_dtype)
             np.copyto(dst, np.matmul(a, b), casting="unsafe")

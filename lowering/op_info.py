@@ -54,22 +54,31 @@ def _flops(g: FusionGroup) -> float:
 
 _HALF_TO_F32 = {dtypes.float16: dtypes.float32, dtypes.bfloat16: dtypes.float32}
 
+# Costs are rough nanosecond estimates on one CPU core: a call overhead plus a throughput
+# term (generated kernels ~1 ns per element; BLAS ~50 flops per ns; NumPy op by op pays one
+# pass over memory per equation).
 for _backend in ("cpu", "cuda"):
     register(OpImpl(f"{_backend}.fused_elementwise", _backend, GroupKind.ELEMENTWISE, ANY,
-                    {}, True, lambda g: _elements(g) * 1.0,
+                    {}, True, lambda g: 500.0 + _elements(g),
                     "generated loop; half precision stored 16-bit, computed in float32"))
     register(OpImpl(f"{_backend}.fused_reduction", _backend, GroupKind.REDUCTION, ANY, {}, True,
-                    lambda g: _elements(g) * 1.0 + 1.0, "generated row-reduction kernel"))
+                    lambda g: 500.0 + _touched(g), "generated row-reduction kernel"))
 register(OpImpl("cpu.blas_gemm", "cpu", GroupKind.GEMM,
                 frozenset([dtypes.float32, dtypes.float64]), dict(_HALF_TO_F32), False,
-                lambda g: _flops(g) / 50.0 + 2000.0,
+                lambda g: 3000.0 + _flops(g) / 50.0,
                 "numpy/BLAS matmul into the planned buffer, then the fused epilogue in place"))
 register(OpImpl("cpu.numpy_gemm", "cpu", GroupKind.GEMM, ANY, {}, False,
-                lambda g: _flops(g) / 2.0 + 2000.0, "numpy matmul for dtypes BLAS lacks"))
+                lambda g: 3000.0 + _flops(g) / 2.0, "numpy matmul for dtypes BLAS lacks"))
 for _kind in GroupKind:
     register(OpImpl(f"numpy.{_kind.value}", "any", _kind, ANY, {}, False,
-                    lambda g: _elements(g) * 20.0 + 5000.0,
+                    lambda g: 5000.0 * len(g.eqns) + 3.0 * _touched(g) * len(g.eqns)
+                    + _flops(g) / 25.0,
                     "the primitives' NumPy impls, op by op (no C compiler needed)"))
+
+
+def _touched(g: FusionGroup) -> int:
+    return max(_elements(g), sum(math.prod(e.invars[0].aval.shape) for e in g.eqns
+                                 if e.invars and hasattr(e.invars[0], "aval")))
 
 
 @dataclass(frozen=True)
