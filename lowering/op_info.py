@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fx import dtypes
+from fx.lax import linalg
 from fx.lowering.cost import group_flops
 from fx.lowering.fusion import FusionGroup, GroupKind
 
@@ -31,6 +32,10 @@ class OpImpl:
     needs_compiler: bool
     cost: Callable[[FusionGroup], float]
     note: str = ""
+    # Restricts the impl to some groups of its kind (e.g. GEMM groups anchored by a conv).
+    applies: Callable[[FusionGroup], bool] | None = None
+    # For library impls: builds the step's ``fn(views)`` from the Step (see pipeline).
+    library: Callable | None = None
 
     def supports(self, dt) -> bool:
         return self.dtypes is None or dt in self.dtypes or dt in self.widen
@@ -63,12 +68,18 @@ for _backend in ("cpu", "cuda"):
                     "generated loop; half precision stored 16-bit, computed in float32"))
     register(OpImpl(f"{_backend}.fused_reduction", _backend, GroupKind.REDUCTION, ANY, {}, True,
                     lambda g: 500.0 + _touched(g), "generated row-reduction kernel"))
+def _is_dot(g: FusionGroup) -> bool:
+    return g.eqns[0].primitive is linalg.dot_general_p
+
+
 register(OpImpl("cpu.blas_gemm", "cpu", GroupKind.GEMM,
                 frozenset([dtypes.float32, dtypes.float64]), dict(_HALF_TO_F32), False,
                 lambda g: 3000.0 + _flops(g) / 50.0,
-                "numpy/BLAS matmul into the planned buffer, then the fused epilogue in place"))
+                "numpy/BLAS matmul into the planned buffer, then the fused epilogue in place",
+                applies=_is_dot))
 register(OpImpl("cpu.numpy_gemm", "cpu", GroupKind.GEMM, ANY, {}, False,
-                lambda g: 3000.0 + _flops(g) / 2.0, "numpy matmul for dtypes BLAS lacks"))
+                lambda g: 3000.0 + _flops(g) / 2.0, "numpy matmul for dtypes BLAS lacks",
+                applies=_is_dot))
 for _kind in GroupKind:
     register(OpImpl(f"numpy.{_kind.value}", "any", _kind, ANY, {}, False,
                     lambda g: 5000.0 * len(g.eqns) + 3.0 * _touched(g) * len(g.eqns)
@@ -100,6 +111,8 @@ def select(g: FusionGroup, backend: str, have_compiler: bool) -> Choice:
         if impl.kind is not g.kind or impl.backend not in (backend, "any"):
             continue
         if impl.needs_compiler and not have_compiler:
+            continue
+        if impl.applies is not None and not impl.applies(g):
             continue
         if not impl.supports(dt):
             continue

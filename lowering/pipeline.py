@@ -175,6 +175,8 @@ def _entry_points(steps: list[Step], buffers) -> tuple[str, list[RunStep]]:
 
 
 def _library_fn(st: Step):
+    if st.choice.impl.library is not None:
+        return st.choice.impl.library(st)
     if st.group.kind is GroupKind.GEMM and not st.choice.impl.name.startswith("numpy."):
         return gemm_step(st.group.eqns[0], st.choice.compute_dtype)
     return eqns_step(st.group.eqns, st.outputs)
