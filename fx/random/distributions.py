@@ -1,0 +1,455 @@
+"""Samplers: uniform, normal, truncated normal, Bernoulli, integers, Gumbel and categorical.
+
+Each takes a key (``uint32[2]``), a static ``shape`` and a dtype, and returns an fx Array.
+They use the same bits and the same arithmetic as ``jax.random`` (threefry2x32, partitionable
+counters), so ``uniform``, ``bernoulli`` and ``randint`` are bit-identical to jax's, and the
+samplers that go through transcendental functions (``normal`` via ``erf_inv``, ``gumbel`` via
+``log``) agree with jax to floating-point tolerance.
+
+Default dtypes are fx's (float32, int32), which are jax's defaults without
+``jax_enable_x64``; pass dtypes explicitly to compare with jax in 64-bit mode. Likewise a
+Python float ``p`` or ``logits`` is float32 here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from fx import dtypes, lax
+from fx.array import Array
+from fx.core import get_aval
+from fx.random.threefry import (
+    _as_value,
+    bits32,
+    bits64,
+    canonical_shape,
+    check_key,
+    split_pair,
+)
+
+# --- argument helpers ----------------------------------------------------------------------------
+
+
+def _const(value, dtype) -> Array:
+    return Array(np.asarray(value, dtype=dtype))
+
+
+def _dtype(name: str, dtype, kind: str) -> np.dtype:
+    """Canonicalize a user dtype and check that it is of ``kind`` ('float' or 'integer')."""
+    dt = dtypes.canonicalize(dtype)
+    ok = dtypes.is_float(dt) if kind == "float" else dtypes.is_int(dt)
+    if not ok:
+        raise TypeError(
+            f"fx.random.{name}: dtype must be a{'n' if kind == 'integer' else ''} {kind} dtype, "
+            f"got {dt}"
+        )
+    return dt
+
+
+def _param(name: str, what: str, value, dtype):
+    """A distribution parameter converted to ``dtype`` (Python scalars exactly, in one
+    rounding, as jax converts them)."""
+    if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+        return _const(value, dtype)
+    return lax.convert_element_type(_as_value(value, name, what), dtype)
+
+
+def _broadcast_shapes(name: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ValueError(
+            f"fx.random.{name}: parameter shapes {', '.join(map(str, shapes))} do not broadcast"
+        ) from None
+
+
+def _check_shape(name: str, shape: tuple[int, ...], *param_shapes: tuple[int, ...]) -> None:
+    """Parameters must broadcast to exactly ``shape`` (they may not enlarge it)."""
+    if param_shapes and _broadcast_shapes(name, shape, *param_shapes) != shape:
+        raise ValueError(
+            f"fx.random.{name}: parameter shapes {', '.join(map(str, param_shapes))} must "
+            f"broadcast to the requested shape {shape} without enlarging it"
+        )
+
+
+def _broadcast_to(x, shape: tuple[int, ...]):
+    """Numpy-style broadcast of ``x`` to ``shape``. Rank-0 values are broadcast too: under
+    ``vmap`` a batched scalar meeting an unbatched array trips the elementwise batching rule."""
+    aval = get_aval(x)
+    if aval.shape == shape:
+        return x
+    lead = len(shape) - aval.ndim
+    x = lax.reshape(x, tuple(d for d in aval.shape if d != 1) or ())
+    dims = [lead + i for i, d in enumerate(aval.shape) if d != 1]
+    return lax.broadcast_in_dim(x, shape, dims)
+
+
+# --- fused multiply-add -------------------------------------------------------------------------
+# jax's samplers end in ``floats * (maxval - minval) + minval``, which XLA contracts into a fused
+# multiply-add for float32 and float64 (on CPU and GPU; 16-bit floats round after each op). To
+# give the same bits, fx computes that FMA exactly, with error-free transformations: TwoSum
+# (Knuth) and TwoProduct (Dekker), and rounding to odd (Boldo & Melquiond, "Emulation of FMA and
+# correctly rounded sums: proved algorithms using rounding to odd", IEEE TC 2008), which makes a
+# second rounding to nearest come out as if there had been only one. Generated code must not
+# contract these operations itself.
+
+
+def _two_sum(a, b):
+    """``(s, e)`` with ``s = fl(a + b)`` and ``s + e = a + b`` exactly."""
+    s = lax.add(a, b)
+    b_part = lax.sub(s, a)
+    a_part = lax.sub(s, b_part)
+    return s, lax.add(lax.sub(a, a_part), lax.sub(b, b_part))
+
+
+def _split(x):
+    """Veltkamp's split of a float64 into two halves of at most 26 significant bits."""
+    t = lax.mul(x, _const(2.0**27 + 1, dtypes.float64))
+    hi = lax.sub(t, lax.sub(t, x))
+    return hi, lax.sub(x, hi)
+
+
+def _two_product(a, b):
+    """``(p, e)`` with ``p = fl(a * b)`` and ``p + e = a * b`` exactly (float64, barring
+    overflow and underflow)."""
+    p = lax.mul(a, b)
+    (ah, al), (bh, bl) = _split(a), _split(b)
+    e = lax.add(lax.add(lax.sub(lax.mul(ah, bh), p), lax.mul(ah, bl)), lax.mul(al, bh))
+    return p, lax.add(e, lax.mul(al, bl))
+
+
+def _round_to_odd(s, e):
+    """``s + e`` (``s = fl(s + e)``) rounded to odd: ``s`` if exact or its last bit is odd,
+    else the float next to ``s`` on the side of ``e``."""
+    word = lax.bitcast_convert_type(s, dtypes.int64)
+    even = lax.eq(lax.and_(word, _const(1, dtypes.int64)), _const(0, dtypes.int64))
+    inexact = lax.and_(lax.ne(e, _const(0, dtypes.float64)), lax.is_finite(s))
+    toward = lax.select(lax.gt(e, _const(0, dtypes.float64)), lax.full_like(s, np.inf),
+                        lax.full_like(s, -np.inf))
+    return lax.select(lax.and_(inexact, even), lax.nextafter(s, toward), s)
+
+
+def _fma(a, b, c):
+    """``a * b + c`` rounded once, as XLA's contracted multiply-add; 16-bit floats round the
+    product and the sum separately, as XLA does for them. Differentiates as ``a * b + c``."""
+    dtype, shape = get_aval(c).dtype, get_aval(c).shape
+    plain = lax.add(lax.mul(a, b), c)
+    if dtype not in (dtypes.float32, dtypes.float64):
+        return plain
+    if not shape:
+        # Scalars go through shape (1,): bitcast_convert_type's eager impl mis-shapes rank 0,
+        # and under vmap select_n cannot batch a scalar selector with constant scalar cases.
+        return lax.reshape(_fma(*(lax.reshape(v, (1,)) for v in (a, b, c))), ())
+    a, b, c = (lax.stop_gradient(v) for v in (a, b, c))
+    if dtype == dtypes.float32:
+        # The float64 product of two float32s is exact; only the sum needs care.
+        a, b, c = (lax.convert_element_type(v, dtypes.float64) for v in (a, b, c))
+        fused = lax.convert_element_type(_round_to_odd(*_two_sum(lax.mul(a, b), c)), dtype)
+    else:
+        hi, lo = _two_product(a, b)
+        head, tail = _two_sum(c, hi)
+        fused = lax.add(head, _round_to_odd(*_two_sum(tail, lo)))
+    # The two roundings are within an ulp or so of each other, so the correction is exact and
+    # ``plain + correction`` is ``fused``; equal values (infinities too) need none.
+    correction = lax.select(lax.eq(fused, plain), lax.full_like(plain, 0),
+                            lax.sub(fused, plain))
+    return lax.add(plain, lax.stop_gradient(correction))
+
+
+# --- uniform ------------------------------------------------------------------------------------
+
+
+def _unit_floats(name: str, key, shape: tuple[int, ...], dtype: np.dtype):
+    """Floats in ``[0, 1)`` from random mantissa bits.
+
+    jax writes ``nmant`` random bits into the mantissa of 1.0 (bitcasting an unsigned word)
+    and subtracts 1. That difference is exactly ``m * 2**-nmant`` for the mantissa integer
+    ``m``, which is what is computed here, so 16-bit floats need no 16-bit integer type.
+    Like jax, float64 takes 64 bits per value, 16-bit floats the low 16 bits of a 32-bit draw
+    and types with fewer than 8 mantissa bits (bfloat16) only the low 8.
+    """
+    info = dtypes.finfo(dtype)
+    nbits, nmant = info.bits, info.nmant
+    if nbits == 64:
+        m = lax.shift_right_logical(bits64(name, key, shape), 64 - nmant)
+    else:
+        width = 8 if nmant < 8 else nbits
+        m = bits32(name, key, shape)
+        if width < 32:
+            m = lax.and_(m, _const(2**width - 1, dtypes.uint32))
+        m = lax.shift_right_logical(m, _const(width - nmant, dtypes.uint32))
+    return lax.mul(lax.convert_element_type(m, dtype), _const(2.0**-nmant, dtype))
+
+
+def _uniform(name: str, key, shape: tuple[int, ...], dtype: np.dtype, minval, maxval):
+    minval = _param(name, "minval", minval, dtype)
+    maxval = _param(name, "maxval", maxval, dtype)
+    _check_shape(name, shape, get_aval(minval).shape, get_aval(maxval).shape)
+    floats = _unit_floats(name, key, shape, dtype)
+    # jax's operations, in its order and dtype, so that every rounding is the same.
+    lo, hi = _broadcast_to(minval, shape), _broadcast_to(maxval, shape)
+    return lax.max(lo, _fma(floats, lax.sub(hi, lo), lo))
+
+
+def uniform(key, shape: int | Sequence[int] = (), dtype=dtypes.float32, minval=0.0,
+            maxval=1.0) -> Array:
+    """Uniform floats in ``[minval, maxval)``; bit-identical to ``jax.random.uniform``.
+
+    ``minval`` and ``maxval`` broadcast to ``shape``. ``dtype`` is float16, bfloat16, float32
+    (the default) or float64.
+
+    Example::
+
+        >>> fx.random.uniform(fx.random.key(0), (2,))
+        Array([0.947667  , 0.9785799 ], dtype=float32)
+    """
+    key = check_key("uniform", key)
+    shape = canonical_shape("uniform", shape)
+    dtype = _dtype("uniform", dtype, "float")
+    return _uniform("uniform", key, shape, dtype, minval, maxval)
+
+
+# --- normal and truncated normal ----------------------------------------------------------------
+
+
+def _sqrt2(dtype) -> Array:
+    return _const(np.sqrt(2.0), dtype)
+
+
+def normal(key, shape: int | Sequence[int] = (), dtype=dtypes.float32) -> Array:
+    """Standard normal samples, by inverting the CDF of a uniform draw (as jax does):
+    ``sqrt(2) * erf_inv(u)`` with ``u`` uniform in ``(-1, 1)``.
+
+    Agrees with ``jax.random.normal`` to floating-point tolerance (the uniform draws are
+    bit-identical; ``erf_inv`` is computed differently).
+
+    Example::
+
+        >>> fx.random.normal(fx.random.key(0), (3,))
+    """
+    key = check_key("normal", key)
+    shape = canonical_shape("normal", shape)
+    dtype = _dtype("normal", dtype, "float")
+    # The smallest float above -1, so that erf_inv never sees -1 (which would give -inf).
+    lo = -1.0 + 2.0 ** -(dtypes.finfo(dtype).nmant + 1)
+    u = _uniform("normal", key, shape, dtype, lo, 1.0)
+    return lax.mul(_sqrt2(dtype), lax.erf_inv(u))
+
+
+def truncated_normal(key, lower, upper, shape: int | Sequence[int] | None = None,
+                     dtype=dtypes.float32) -> Array:
+    """Standard normal samples conditioned on the open interval ``(lower, upper)``.
+
+    ``lower`` and ``upper`` broadcast to ``shape`` (by default, to their broadcast shape).
+    A uniform draw between ``erf(lower/sqrt2)`` and ``erf(upper/sqrt2)`` goes through
+    ``sqrt2 * erf_inv``, then is clipped strictly inside the bounds, as in jax.
+    Differentiable in ``lower`` and ``upper``.
+
+    Example::
+
+        >>> fx.random.truncated_normal(fx.random.key(0), -1.0, 1.0, (3,))
+    """
+    name = "truncated_normal"
+    key = check_key(name, key)
+    dtype = _dtype(name, dtype, "float")
+    lower = _param(name, "lower", lower, dtype)
+    upper = _param(name, "upper", upper, dtype)
+    bounds = (get_aval(lower).shape, get_aval(upper).shape)
+    if shape is None:
+        shape = _broadcast_shapes(name, *bounds)
+    else:
+        shape = canonical_shape(name, shape)
+        _check_shape(name, shape, *bounds)
+    sqrt2 = _sqrt2(dtype)
+    a = lax.erf(lax.div(lower, sqrt2))
+    b = lax.erf(lax.div(upper, sqrt2))
+    u = _uniform(name, key, shape, dtype, a, b)
+    out = lax.mul(sqrt2, lax.erf_inv(u))
+    lo = lax.nextafter(lax.stop_gradient(lower), _const(np.inf, dtype))
+    hi = lax.nextafter(lax.stop_gradient(upper), _const(-np.inf, dtype))
+    return lax.min(lax.max(out, _broadcast_to(lo, shape)), _broadcast_to(hi, shape))
+
+
+# --- Bernoulli ----------------------------------------------------------------------------------
+
+
+def bernoulli(key, p=0.5, shape: int | Sequence[int] | None = None) -> Array:
+    """Booleans that are True with probability ``p``: ``uniform(key, shape, p.dtype) < p``,
+    bit-identical to ``jax.random.bernoulli`` for the same dtype of ``p``.
+
+    ``p`` is a float (a Python float is float32 in fx, float64 in jax's 64-bit mode) and
+    broadcasts to ``shape`` (by default, ``p``'s shape).
+
+    Example::
+
+        >>> fx.random.bernoulli(fx.random.key(0), 0.3, (4,))
+    """
+    key = check_key("bernoulli", key)
+    if isinstance(p, float):
+        p = _const(p, dtypes.float32)
+    p = _as_value(p, "bernoulli", "p")
+    aval = get_aval(p)
+    if not dtypes.is_float(aval.dtype):
+        raise TypeError(
+            f"fx.random.bernoulli: the probability p must have a floating dtype, got "
+            f"{aval.str_short()}"
+        )
+    if shape is None:
+        shape = aval.shape
+    else:
+        shape = canonical_shape("bernoulli", shape)
+        _check_shape("bernoulli", shape, aval.shape)
+    u = _uniform("bernoulli", key, shape, aval.dtype, 0.0, 1.0)
+    return lax.lt(u, _broadcast_to(p, shape))
+
+
+# --- integers -----------------------------------------------------------------------------------
+
+_INT64_MIN = -(2**63)
+
+
+def _int_bound(name: str, what: str, value):
+    """An integer bound: Python ints as int64 (exact), integer arrays as they are, others
+    truncated to int64 (as jax does in 64-bit mode)."""
+    if isinstance(value, (bool, int)) and not isinstance(value, np.generic):
+        if not -(2**63) <= int(value) < 2**63:
+            raise OverflowError(f"fx.random.{name}: {what}={value} does not fit in int64")
+        return _const(int(value), dtypes.int64)
+    x = _as_value(value, name, what)
+    if not dtypes.is_int(get_aval(x).dtype):
+        x = lax.convert_element_type(x, dtypes.int64)
+    return x
+
+
+def _clip_convert(x, dtype: np.dtype):
+    """``x`` converted to integer ``dtype``, saturating at its bounds instead of wrapping."""
+    src = dtypes.iinfo(get_aval(x).dtype)
+    dst = dtypes.iinfo(dtype)
+    lo, hi = max(src.min, dst.min), min(src.max, dst.max)
+    src_dt = get_aval(x).dtype
+    x = lax.clamp(_const(lo, src_dt), x, _const(hi, src_dt))
+    return lax.convert_element_type(x, dtype)
+
+
+def _ult(x, y):
+    """Unsigned ``x < y`` for int64 values holding uint64 bits."""
+    flip = _const(_INT64_MIN, dtypes.int64)
+    return lax.lt(lax.xor(x, flip), lax.xor(y, flip))
+
+
+def _urem(x, n):
+    """Unsigned remainder ``x mod n`` (``x`` when ``n == 0``, as XLA's rem). uint32 operands
+    use ``rem``; int64 operands hold uint64 bits (fx has no uint64) and are reduced in halves."""
+    if get_aval(x).dtype != dtypes.int64:
+        return lax.rem(x, n)
+    zero, one = _const(0, dtypes.int64), _const(1, dtypes.int64)
+    huge = lax.lt(n, zero)  # n >= 2**63 as unsigned: x mod n is x or x - n
+    huge_rem = lax.select(_ult(x, n), x, lax.sub(x, n))
+    # n < 2**63: x = 2h + b with h >= 0 a signed int, so (2 (h mod n) + b) mod n works.
+    safe = lax.select(lax.le(n, zero), lax.full_like(n, 1), n)
+    t = lax.add(lax.shift_left(lax.rem(lax.shift_right_logical(x, one), safe), one),
+                lax.and_(x, one))
+    small_rem = lax.select(_ult(t, safe), t, lax.sub(t, safe))
+    return lax.select(lax.eq(n, zero), x, lax.select(huge, huge_rem, small_rem))
+
+
+def randint(key, shape: int | Sequence[int], minval, maxval, dtype=dtypes.int32) -> Array:
+    """Uniform integers in ``[minval, maxval)``; bit-identical to ``jax.random.randint``.
+
+    As in jax, two draws of twice the dtype's width are reduced modulo the span (no
+    rejection loop, so a small bias when the span is not a power of two). Bounds broadcast to
+    ``shape`` and are clipped to the dtype's range (``maxval`` one past the dtype's maximum is
+    allowed); where ``maxval <= minval`` the result is ``minval``. ``dtype`` is int32 (the
+    default), int64 or uint32. Python int bounds are read as int64, as in jax's 64-bit mode.
+
+    Example::
+
+        >>> fx.random.randint(fx.random.key(0), (4,), 0, 10)
+    """
+    name = "randint"
+    key = check_key(name, key)
+    shape = canonical_shape(name, shape)
+    dtype = _dtype(name, dtype, "integer")
+    minval = _int_bound(name, "minval", minval)
+    maxval = _int_bound(name, "maxval", maxval)
+    _check_shape(name, shape, get_aval(minval).shape, get_aval(maxval).shape)
+    info = dtypes.iinfo(dtype)
+    max_dt = get_aval(maxval).dtype
+    # maxval = dtype.max + 1 (e.g. 2**32 for uint32) must still reach dtype.max.
+    beyond = lax.gt(maxval, _const(min(info.max, dtypes.iinfo(max_dt).max), max_dt))
+    minval = _broadcast_to(_clip_convert(minval, dtype), shape)
+    maxval = _broadcast_to(_clip_convert(maxval, dtype), shape)
+    beyond = _broadcast_to(beyond, shape)
+
+    wide = info.bits == 64
+    # fx has no uint64: 64-bit unsigned values live in int64, with unsigned compares and rem.
+    udt = dtypes.int64 if wide else dtypes.uint32
+    draw = bits64 if wide else bits32
+    k1, k2 = split_pair(key)
+    higher, lower = draw(name, k1, shape), draw(name, k2, shape)
+
+    one = _const(1, udt)
+    span = lax.convert_element_type(lax.sub(maxval, minval), udt)
+    span = lax.select(lax.le(maxval, minval), lax.full_like(span, 1), span)
+    span = lax.select(lax.and_(beyond, lax.gt(maxval, minval)), lax.add(span, one), span)
+    # 2**nbits mod span, without overflow: (2**(nbits/2) mod span)**2 mod span.
+    multiplier = _urem(lax.full_like(span, 2 ** (info.bits // 2)), span)
+    multiplier = _urem(lax.mul(multiplier, multiplier), span)
+    offset = lax.add(lax.mul(_urem(higher, span), multiplier), _urem(lower, span))
+    offset = _urem(offset, span)
+    return lax.add(minval, lax.convert_element_type(offset, dtype))
+
+
+# --- Gumbel and categorical ---------------------------------------------------------------------
+
+
+def gumbel(key, shape: int | Sequence[int] = (), dtype=dtypes.float32) -> Array:
+    """Standard Gumbel samples ``-log(-log(u))``, ``u`` uniform in ``[tiny, 1)`` (jax's
+    default "low" mode); agrees with ``jax.random.gumbel`` to floating-point tolerance."""
+    key = check_key("gumbel", key)
+    shape = canonical_shape("gumbel", shape)
+    dtype = _dtype("gumbel", dtype, "float")
+    return _gumbel("gumbel", key, shape, dtype)
+
+
+def _gumbel(name: str, key, shape, dtype):
+    u = _uniform(name, key, shape, dtype, float(dtypes.finfo(dtype).tiny), 1.0)
+    return lax.neg(lax.log(lax.neg(lax.log(u))))
+
+
+def categorical(key, logits, axis: int = -1, shape: int | Sequence[int] | None = None) -> Array:
+    """Indices drawn from the categorical distributions ``softmax(logits, axis)``, by the
+    Gumbel-max trick (``argmax(logits + gumbel)``), as ``jax.random.categorical``.
+
+    The result has ``shape`` (by default, ``logits``' shape without ``axis``), which must end
+    in that batch shape; leading dimensions draw independent samples. Indices are int32
+    (jax's 64-bit mode gives int64).
+
+    Example::
+
+        >>> fx.random.categorical(fx.random.key(0), fnp.log(fnp.array([0.1, 0.9])), shape=(5,))
+    """
+    name = "categorical"
+    key = check_key(name, key)
+    logits = _as_value(logits, name, "logits")
+    aval = get_aval(logits)
+    if not dtypes.is_float(aval.dtype):
+        raise TypeError(f"fx.random.categorical: logits must be floating, got {aval.str_short()}")
+    if aval.ndim == 0:
+        raise ValueError("fx.random.categorical: logits must have at least one dimension")
+    if not -aval.ndim <= axis < aval.ndim:
+        raise ValueError(
+            f"fx.random.categorical: axis {axis} is out of range for logits of rank {aval.ndim}"
+        )
+    axis %= aval.ndim
+    batch = aval.shape[:axis] + aval.shape[axis + 1:]
+    shape = batch if shape is None else canonical_shape(name, shape)
+    _check_shape(name, shape, batch)
+    lead = len(shape) - len(batch)
+    # The categories axis goes back in at its place within the batch part of ``shape``.
+    full_shape = shape[: lead + axis] + (aval.shape[axis],) + shape[lead + axis :]
+    g = _gumbel(name, key, full_shape, aval.dtype)
+    return lax.argmax(lax.add(g, _broadcast_to(logits, full_shape)), lead + axis, dtypes.int32)
+
