@@ -1,26 +1,24 @@
-"""fx: composable function transformations (grad, vmap, jit) with a compiler to C and CUDA."""
+"""fx: composable function transformations (grad, vmap, jit) with a compiler to C and CUDA.
 
-from fx import (  # noqa: F401
-    dtypes,
-    lax,  # noqa: F401  (first: declares the primitives the interpreters rely on)
-    numpy,  # noqa: F401, E402
-    tree_util,
-)
-from fx.array import Array  # noqa: F401
-from fx.autodiff import (  # noqa: F401
-    grad,
-    hessian,
-    jacfwd,
-    jacrev,
-    jvp,
-    linearize,
-    value_and_grad,
-    vjp,
-)
-from fx.config import config  # noqa: F401
-from fx.custom_derivatives import checkpoint, custom_jvp, custom_vjp, remat  # noqa: F401
-from fx.core import ConcretizationTypeError, UnexpectedTracerError  # noqa: F401
-from fx.jit_function import jit  # noqa: F401
-from fx.lax import stop_gradient  # noqa: F401
-from fx.tracing import make_jaxpr  # noqa: F401
-from fx.vectorize import vmap  # noqa: F401
+    >>> import fx, fx.numpy as fnp
+    >>> fx.grad(lambda x: fnp.sum(fnp.sin(x)))(fnp.zeros(3))
+    Array([1., 1., 1.], dtype=float32)
+"""
+
+# ruff: noqa: I001  (import order matters: fx.lax declares the primitives the interpreters use)
+
+from fx import dtypes, tree_util
+from fx import lax
+from fx import numpy
+from fx.array import Array
+from fx.autodiff import grad, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, vjp
+from fx.config import config
+from fx.core import ConcretizationTypeError, UnexpectedTracerError
+from fx.custom_derivatives import checkpoint, custom_jvp, custom_vjp, remat
+from fx.devices import default_backend, devices
+from fx.jit_function import jit
+from fx.lax import stop_gradient
+from fx.tracing import make_jaxpr
+from fx.vectorize import vmap
+
+__version__ = "0.1.0"

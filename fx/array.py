@@ -20,14 +20,14 @@ class Array:
 
     def __init__(self, buf, weak_type: bool = False):
         if isinstance(buf, np.ndarray) and buf.flags.writeable:
-            buf = buf.view()
+            buf = buf.view()  # the caller may still write its array: freeze our view only
             buf.flags.writeable = False
         self._buf = buf
         self.aval = ShapedArray(buf.shape, buf.dtype, weak_type)
 
     @classmethod
     def _wrap(cls, buf, aval: ShapedArray) -> Array:
-        """An Array over a freshly produced buffer with a known aval (the runtime's fast path)."""
+        """An Array taking ownership of a freshly produced buffer (frozen in place)."""
         if isinstance(buf, np.ndarray):
             buf.flags.writeable = False
         out = cls.__new__(cls)
@@ -73,6 +73,13 @@ class Array:
         if copy:
             host = host.copy()
         return host if dtype is None else host.astype(dtype)
+
+    def delete(self) -> None:
+        """Free the buffer; later use raises (what donation to a jitted call does)."""
+        self._buf = _DELETED
+
+    def is_deleted(self) -> bool:
+        return self._buf is _DELETED
 
     def block_until_ready(self) -> Array:
         if not isinstance(self._buf, np.ndarray):
@@ -145,6 +152,22 @@ class Array:
 
     def __reduce__(self):
         return (_rebuild, (np.asarray(self), self.weak_type))
+
+
+class _Deleted:
+    """Stands in for the buffer of a deleted (donated) array: any use is an error."""
+
+    def _fail(self, *args, **kwargs):
+        raise RuntimeError(
+            "this fx.Array was deleted: it was donated to a jitted function "
+            "(donate_argnums), which may have reused its memory; use the function's outputs"
+        )
+
+    __array__ = _fail
+    __getattr__ = _fail
+
+
+_DELETED = _Deleted()
 
 
 def _rebuild(host, weak_type):

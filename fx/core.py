@@ -178,7 +178,9 @@ def _wrap(buf, aval: ShapedArray, device: Device) -> Array:
         raise AssertionError(f"impl returned shape {buf.shape}, abstract eval says {aval}")
     if device.platform != "cpu" and isinstance(buf, np.ndarray):
         buf = put_buffer(buf, device)
-    return Array(buf, aval.weak_type)
+    if isinstance(buf, np.ndarray) and (buf.base is not None or not buf.flags.writeable):
+        return Array(buf, aval.weak_type)  # a view into an operand: keep it read-only
+    return Array._wrap(buf, aval)
 
 
 EVAL_TRACE = EvalTrace()

@@ -20,6 +20,7 @@ import numpy as np
 
 from fx import tree_util
 from fx.array import Array
+from fx.avals import ShapedArray
 from fx.config import config
 from fx.core import EVAL_TRACE, Tracer, current_trace
 from fx.devices import default_backend
@@ -50,13 +51,15 @@ def _backend(name: str | None) -> str:
     return name or default_backend()
 
 
-def compiled_executable(jaxpr: ClosedJaxpr, backend: str, name: str = "f"):
-    """The executable for a jit body, compiled once per jaxpr object and backend."""
+def compiled_executable(jaxpr: ClosedJaxpr, backend: str, name: str = "f",
+                        donated: tuple[bool, ...] = ()):
+    """The executable for a jit body, compiled once per jaxpr object, backend and donation."""
     per = _compiled.setdefault(jaxpr, {})
-    exe = per.get(backend)
+    exe = per.get((backend, donated))
     if exe is None:
-        low = lower_program(jaxpr, backend, name, have_compiler=cc.compiler() is not None)
-        exe = per[backend] = low.compile()
+        low = lower_program(jaxpr, backend, name, donated=donated,
+                            have_compiler=cc.compiler() is not None)
+        exe = per[(backend, donated)] = low.compile()
     return exe
 
 
@@ -168,6 +171,8 @@ class JitFunction:
             if hit is not None and not config.disable_jit:
                 exe, const_bufs, out_avals, rebuild = hit
                 outs = exe([*const_bufs, *[a._buf for a in args]])
+                for i in self._donate:
+                    args[i].delete()
                 return rebuild([Array._wrap(b, v) for b, v in zip(outs, out_avals)])
         key, leaves, statics, dyn_args, dyn_kwargs = self._signature(args, kwargs)
         entry = self._entry(key, args, kwargs, statics, dyn_args, dyn_kwargs)
@@ -175,13 +180,20 @@ class JitFunction:
         if current_trace() is EVAL_TRACE and not config.disable_jit and not any(
                 isinstance(x, Tracer) for x in leaves):
             if entry.executable is None:
-                entry.executable = compiled_executable(entry.jaxpr, key[3], name)
+                entry.executable = compiled_executable(
+                    entry.jaxpr, key[3], name, self._donated_leaves(args, statics, entry))
             const_bufs = [np.asarray(c) for c in entry.consts]
             bufs = const_bufs + [
                 x._buf if isinstance(x, Array) else np.asarray(x) for x in leaves
             ]
-            outs = [Array(b, w) for b, w in zip(entry.executable(bufs), entry.out_weak)]
-            if self._fast_ok and not kwargs and all(type(a) is Array for a in args):
+            outs = [Array._wrap(b, ShapedArray(b.shape, b.dtype, w))
+                    for b, w in zip(entry.executable(bufs), entry.out_weak)]
+            for i in self._donate:
+                for leaf in tree_util.tree_leaves(args[i]):
+                    if isinstance(leaf, Array):
+                        leaf.delete()
+            if self._fast_ok and not kwargs and all(type(a) is Array for a in args) and \
+                    all(i < len(args) for i in self._donate):
                 self._fast[tuple(a.aval for a in args)] = (
                     entry.executable, const_bufs, [o.aval for o in outs],
                     _rebuilder(entry.out_tree))
@@ -192,12 +204,25 @@ class JitFunction:
                               backend=self._backend)
         return tree_util.tree_unflatten(entry.out_tree, outs)
 
+    def _donated_leaves(self, args, statics, entry) -> tuple[bool, ...]:
+        """One flag per input of the jit body (constants first, never donated)."""
+        if not self._donate:
+            return ()
+        flags = [False] * len(entry.consts)
+        for i, a in enumerate(args):
+            if i in statics:
+                continue
+            flags += [i in self._donate or i - len(args) in self._donate] * len(
+                tree_util.tree_leaves(a))
+        return tuple(flags)
+
     # -- ahead-of-time ----------------------------------------------------------------------------
     def lower(self, *args, **kwargs) -> Lowered:
         """Trace and lower for these arguments (as ``jax.jit(f).lower``)."""
         key, leaves, statics, dyn_args, dyn_kwargs = self._signature(args, kwargs)
         entry = self._entry(key, args, kwargs, statics, dyn_args, dyn_kwargs)
         program = lower_program(entry.jaxpr, key[3], _fun_name(self._fun),
+                                donated=self._donated_leaves(args, statics, entry),
                                 have_compiler=cc.compiler() is not None)
         return Lowered(program, entry)
 

@@ -56,6 +56,7 @@ class Buffer:
     slot: int  # index in the runtime pointer table
     position: int = -1  # argument / output position, for inputs and outputs
     offset: int = -1  # arena offset, for temporaries
+    donor: Buffer | None = None  # for outputs: the donated input whose storage it reuses
 
     @property
     def aval(self) -> ShapedArray:
@@ -253,7 +254,29 @@ def _plan(jaxpr: Jaxpr, steps: list[Step], n_consts: int, backend: str, donated)
     plan = plan_memory(specs, ALIGNMENT[backend if backend in ALIGNMENT else "cpu"], pairs)
     for b in temps:
         b.offset = plan.offsets[str(b.slot)]
+    _assign_donors(jaxpr, steps, buffers, n_consts, donated, first, last)
     return buffers, plan
+
+
+def _assign_donors(jaxpr, steps, buffers, n_consts, donated, first, last) -> None:
+    """Outputs write into donated inputs of the same type once nothing reads the input any
+    more (or, for an in-place-safe elementwise step, at the step that reads it last)."""
+    returned = {v for v in jaxpr.outvars if isinstance(v, Var)}
+    donors = [v for i, v in enumerate(jaxpr.invars[n_consts:])
+              if i < len(donated) and donated[i] and v not in returned]
+    for b in (b for b in buffers.values() if b.kind == "output"):
+        t = first.get(b.var)
+        if t is None:
+            continue
+        for v in donors:
+            if v.aval.shape != b.aval.shape or v.aval.dtype != b.aval.dtype:
+                continue
+            read_last = last.get(v, -1)
+            if read_last < t or (read_last == t and _is_flat_group(steps[t])
+                                 and steps[t].choice.impl.name.endswith("fused_elementwise")):
+                b.donor = buffers[v]
+                donors.remove(v)
+                break
 
 
 def _is_flat_group(s: Step) -> bool:
@@ -268,7 +291,8 @@ def _generate(steps: list[Step], buffers, plan: MemoryPlan, have_compiler: bool)
         k = build(s.group, f"k{t}", s.inputs, s.outputs)
         slots = [buffers[v] for v in s.inputs + s.outputs]
         offsets = [(b.offset, b.aval.nbytes) for b in slots if b.kind == "temp"]
-        aliased = _overlap(offsets)
+        donors = {id(b.donor) for b in slots if b.donor is not None}
+        aliased = _overlap(offsets) or any(id(b) in donors for b in slots)
         if aliased:
             k = ir.Kernel(k.name, k.params, k.body, k.work, restrict=False)
         s.kernel = k

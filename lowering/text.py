@@ -48,6 +48,8 @@ def lowered_as_text(low) -> str:
             loc = "const"
         else:
             loc = f"out {b.position}"
+            if b.donor is not None:
+                loc += f" (in donated {namer(b.donor.var)})"
         return f"{namer(v)}:{v.aval.str_short()}@{loc}"
 
     for t, s in enumerate(low.steps):

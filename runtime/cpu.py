@@ -29,7 +29,7 @@ class CpuExecutable:
         self.views: dict = {}
         n_consts = len(low.consts)
         self.inputs: list[tuple[int, object, np.dtype]] = []  # (slot, var, dtype)
-        self.outputs: list[tuple[int, object]] = []
+        self.outputs: list[tuple[int, object, int]] = []  # (slot, var, donor arg or -1)
         self._keep = []
         for b in buffers:
             if b.kind == "temp":
@@ -45,7 +45,8 @@ class CpuExecutable:
             elif b.kind == "input":
                 self.inputs.append((b.slot, b.var, b.aval.dtype, b.position - n_consts))
             else:
-                self.outputs.append((b.slot, b.var))
+                donor = b.donor.position - n_consts if b.donor is not None else -1
+                self.outputs.append((b.slot, b.var, donor))
         self.out_sources = [
             ("literal", src[1]) if src[0] == "literal" else ("buffer", src[1].var)
             for src in low.out_sources
@@ -74,8 +75,10 @@ class CpuExecutable:
             if views is not None:
                 views[var] = a
         produced = {}
-        for slot, var in self.outputs:
-            out = np.empty(var.aval.shape, var.aval.dtype)
+        for slot, var, donor in self.outputs:
+            out = _reusable(args[donor]) if donor >= 0 else None
+            if out is None:
+                out = np.empty(var.aval.shape, var.aval.dtype)
             table[slot] = out.__array_interface__["data"][0]
             produced[var] = out
             if views is not None:
@@ -101,6 +104,17 @@ class CpuExecutable:
             if v is var:
                 return args[pos]
         return self.views[var]
+
+
+def _reusable(a: np.ndarray) -> np.ndarray | None:
+    """A donated argument's buffer, if fx owns it (not a view of someone else's memory)."""
+    if a.base is not None or not a.flags.c_contiguous:
+        return None
+    try:
+        a.flags.writeable = True
+    except ValueError:
+        return None
+    return a
 
 
 def _aligned_empty(nbytes: int, alignment: int) -> np.ndarray:

@@ -5,6 +5,8 @@ which take the dtype of the array operands). Each primitive is declared, with it
 rule, impl, and transformation rules, in the module of its family.
 """
 
+# ruff: noqa: I001  (import order matters: fx.lax before the interpreters' users)
+
 from fx.lax.base import (
     add_any,
     broadcast_in_dim,

@@ -9,6 +9,7 @@ import numpy as np
 
 from fx import dtypes, lax
 from fx.array import Array
+from fx.avals import ShapedArray
 from fx.core import Tracer, get_aval
 from fx.devices import default_device, put_buffer
 
@@ -73,8 +74,11 @@ def _stack_nested(x, dt):
 
 
 def _device_array(host: np.ndarray) -> Array:
+    """fx's own copy of host data (as jax copies on device_put): later writes to the NumPy
+    array do not show through, and the copy can be donated."""
     dev = default_device()
-    return Array(host if dev.platform == "cpu" else put_buffer(host, dev))
+    buf = np.array(host, copy=True) if dev.platform == "cpu" else put_buffer(host, dev)
+    return Array._wrap(buf, ShapedArray(buf.shape, buf.dtype))
 
 
 def promote_dtypes(*args, name: str = "fx.numpy") -> list:
@@ -85,12 +89,14 @@ def promote_dtypes(*args, name: str = "fx.numpy") -> list:
 
 
 def promote_to_inexact(*args, name: str = "fx.numpy") -> list:
-    """Like :func:`promote_dtypes`, then integers and bools become the default float."""
+    """Like :func:`promote_dtypes`, then integers and bools become floats: int64 becomes
+    float64 and narrower types float32 (as in JAX with x64 enabled)."""
     arrs = promote_dtypes(*args, name=name)
     dt = get_aval(arrs[0]).dtype if arrs else dtypes.default_float
     if dtypes.is_float(dt):
         return arrs
-    return [lax.convert_element_type(a, dtypes.default_float, get_aval(a).weak_type) for a in arrs]
+    to = dtypes.float64 if dt == dtypes.int64 else dtypes.float32
+    return [lax.convert_element_type(a, to, get_aval(a).weak_type) for a in arrs]
 
 
 def broadcast_shapes(*shapes: Sequence[int], name: str = "fx.numpy") -> tuple[int, ...]:

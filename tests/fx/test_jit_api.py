@@ -105,3 +105,24 @@ def test_jit_returns_inputs_literals_and_pytrees():
     np.testing.assert_allclose(np.asarray(out["same"]), [0, 1, 2])
     assert float(out["const"]) == 1.0 and out["pair"][1] is None
     np.testing.assert_allclose(np.asarray(out["pair"][0]), [0, 2, 4])
+
+
+def test_donated_input_is_reused_for_the_output_and_deleted():
+    step = fx.jit(lambda w, g: w - 0.5 * g, donate_argnums=0)
+    w = fnp.asarray(np.ones(4, np.float32))
+    g = fnp.asarray(np.arange(4, dtype=np.float32))
+    assert "(in donated a)" in step.lower(w, g).as_text()
+    buf = w._buf
+    w2 = step(w, g)
+    np.testing.assert_allclose(np.asarray(w2), [1.0, 0.5, 0.0, -0.5])
+    assert w.is_deleted() and w2._buf is buf
+    with pytest.raises(RuntimeError, match="donated"):
+        _ = w + 1.0
+    np.testing.assert_allclose(np.asarray(step(w2, g)), [1.0, 0.0, -1.0, -2.0])
+
+
+def test_numpy_data_is_copied_so_donation_never_writes_user_arrays():
+    host = np.ones(4, np.float32)
+    w = fnp.asarray(host)
+    fx.jit(lambda w: w * 2.0, donate_argnums=0)(w)
+    np.testing.assert_array_equal(host, 1.0)
