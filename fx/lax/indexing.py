@@ -61,7 +61,7 @@ class GatherScatterMode(enum.Enum):
     """What an out-of-range index does: clamp into range, or fill (gather) / drop (scatter)."""
 
     CLIP = "clip"
-    FILL_OR_DROP = "fill"
+    FILL_OR_DROP = "fill_or_drop"
 
     @classmethod
     def parse(cls, mode) -> GatherScatterMode:

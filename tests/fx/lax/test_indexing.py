@@ -29,7 +29,7 @@ import fx
 import fx.lax as lax
 import fx.numpy as fnp
 
-# --- the jax oracle -------------------------------------------------------------------------------
+# --- the jax oracle ------------------------------------------------------------------------------
 
 
 def _rest(ndim, axes):
@@ -172,6 +172,7 @@ def test_scatter_add_and_set(kind, name, shape, axes, idx, mode):
     check_eval(case, args)
     check_jvp(case, args, rng)
     check_vjp(case, args, rng)
+    case.grad_order = 2 if mode == "drop" else 1  # second order once per case is enough
     check_grads_f64(case, args)
 
 
@@ -209,6 +210,7 @@ def test_scatter_combining(kind, name, shape, axes, idx, mode):
         check_jvp(case, args, rng)
         check_vjp(case, args, rng)
     case.diff_argnums = (0, 2)
+    case.grad_order = 2 if mode == "drop" else 1  # second order once per case is enough
     check_grads_f64(case, args)
 
 
@@ -299,7 +301,7 @@ def test_vmap_of_grad_of_gather():
     assert_allclose(got, want)
 
 
-# --- hypothesis: random shapes, axes and indices --------------------------------------------------
+# --- hypothesis: random shapes, axes and indices ------------------------------------------------
 
 
 @st.composite
@@ -332,7 +334,7 @@ def test_jaxpr_shows_axes_and_mode():
     text = str(fx.make_jaxpr(lambda x: lax.gather(x, idx, (0,), mode="clip"))(fnp.zeros(3)))
     assert "gather[axes=(0,) fill_value=None mode=clip]" in text
     text = str(fx.make_jaxpr(lambda x: lax.scatter_add(x, idx, fnp.ones(1), (0,)))(fnp.zeros(3)))
-    assert "scatter_add[axes=(0,) mode=fill]" in text
+    assert "scatter_add[axes=(0,) mode=fill_or_drop]" in text
 
 
 def test_grad_of_gather_is_scatter_add():
