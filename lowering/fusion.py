@@ -54,6 +54,21 @@ class FusionGroup:
     def root(self) -> JaxprEqn:
         return self.eqns[-1]
 
+    @property
+    def anchor(self) -> JaxprEqn:
+        """A GEMM group's matmul/convolution (reshape/transpose prologue before it, elementwise
+        epilogue after it)."""
+        return next(e for e in self.eqns if pattern_of(e.primitive) is
+                    Pattern.OUT_ELEMENTWISE_FUSABLE)
+
+    @property
+    def prologue(self) -> list[JaxprEqn]:
+        return self.eqns[:self.eqns.index(self.anchor)]
+
+    @property
+    def epilogue(self) -> list[JaxprEqn]:
+        return self.eqns[self.eqns.index(self.anchor) + 1:]
+
     def produced(self) -> set[Var]:
         return {v for e in self.eqns for v in e.outvars}
 
@@ -66,6 +81,7 @@ reduction_prims = reduction_combine  # the primitives that anchor a REDUCTION gr
 
 
 _MAX_RECOMPUTE = 8
+_VIEW_PRIMS = {base.reshape_p, base.transpose_p}
 
 
 def _is_cheap(eqn: JaxprEqn) -> bool:
@@ -223,6 +239,14 @@ def fuse(jaxpr: Jaxpr) -> list[FusionGroup]:
             for v in eqn.outvars:
                 group_of[v] = g
             deps[g] |= {p for p in producers}
+            if kind is GroupKind.GEMM:
+                # Reshapes/transposes of an operand become views the library call reads.
+                for v in eqn.invars:
+                    p = group_of.get(v) if isinstance(v, Var) else None
+                    if (p is not None and p is not g and uses[v] == 1
+                            and all(e.primitive in _VIEW_PRIMS for e in p.eqns)
+                            and not creates_cycle({g, p}, deps[g] | deps[p])):
+                        absorb(g, p)
 
     _prune_unread(alive, deps, jaxpr)
     _merge_single_consumer_producers(alive, deps, group_of, jaxpr, absorb)
@@ -295,9 +319,9 @@ def _merge_single_consumer_producers(alive, deps, group_of, jaxpr, absorb) -> No
             elif c.kind is GroupKind.REDUCTION:
                 ok = not needed and all(space_ok(p, c.in_shape)) and pspace == c.in_shape
             elif c.kind is GroupKind.GEMM:
-                gemm_out = c.eqns[0].outvars[0].aval.shape
+                gemm_out = c.anchor.outvars[0].aval.shape
                 ok = (not needed and all(space_ok(p, gemm_out))
-                      and all(e is not c.eqns[0] for _, e in readers[p]))
+                      and all(e in c.epilogue for _, e in readers[p]))
             else:
                 ok = False
             if ok:
@@ -330,7 +354,7 @@ def _joinable(g: FusionGroup, v: Var, eqn: JaxprEqn, out_shape) -> bool:
     if g.kind is GroupKind.ELEMENTWISE:
         return True
     if g.kind is GroupKind.GEMM:
-        gemm_out = g.eqns[0].outvars[0].aval.shape
+        gemm_out = g.anchor.outvars[0].aval.shape
         return out_shape == gemm_out and pattern_of(eqn.primitive) is Pattern.ELEMENTWISE
     if g.kind is GroupKind.REDUCTION:
         if pattern_of(eqn.primitive) is Pattern.ELEMENTWISE:

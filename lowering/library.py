@@ -39,7 +39,7 @@ def eqns_step(eqns: list[JaxprEqn], outputs: list[Var]) -> Callable:
     return run
 
 
-def gemm_step(eqn: JaxprEqn, compute_dtype) -> Callable:
+def gemm_step(eqn: JaxprEqn, compute_dtype, prologue: list[JaxprEqn] = ()) -> Callable:
     """``dot_general`` as one matmul call writing into the output buffer.
 
     Operands are brought to ``(batch, M, K) @ (batch, K, N)`` with transposed *views* where
@@ -60,6 +60,11 @@ def gemm_step(eqn: JaxprEqn, compute_dtype) -> Callable:
     out = eqn.outvars[0]
 
     def run(views):
+        if prologue:  # reshapes/transposes of the operands, as views where NumPy can
+            views = dict(views)
+            for e in prologue:
+                views[e.outvars[0]] = e.primitive.impl(*[_read(views, v) for v in e.invars],
+                                                       **e.params)
         a = np.transpose(_read(views, lhs), lperm).reshape(batch, m, k)
         b = np.transpose(_read(views, rhs), rperm).reshape(batch, k, n)
         dst = views[out].reshape(batch, m, n)

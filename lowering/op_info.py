@@ -69,7 +69,7 @@ for _backend in ("cpu", "cuda"):
     register(OpImpl(f"{_backend}.fused_reduction", _backend, GroupKind.REDUCTION, ANY, {}, True,
                     lambda g: 500.0 + _touched(g), "generated row-reduction kernel"))
 def _is_dot(g: FusionGroup) -> bool:
-    return g.eqns[0].primitive is linalg.dot_general_p
+    return g.anchor.primitive is linalg.dot_general_p
 
 
 register(OpImpl("cpu.blas_gemm", "cpu", GroupKind.GEMM,
@@ -100,7 +100,8 @@ class Choice:
 
 
 def _group_dtype(g: FusionGroup) -> np.dtype:
-    return g.eqns[0].outvars[0].aval.dtype
+    main = g.anchor if g.kind is GroupKind.GEMM else g.eqns[0]
+    return main.outvars[0].aval.dtype
 
 
 def select(g: FusionGroup, backend: str, have_compiler: bool) -> Choice:

@@ -179,7 +179,7 @@ def _library_fn(st: Step):
     if st.choice.impl.library is not None:
         return st.choice.impl.library(st)
     if st.group.kind is GroupKind.GEMM and not st.choice.impl.name.startswith("numpy."):
-        return gemm_step(st.group.eqns[0], st.choice.compute_dtype)
+        return gemm_step(st.group.anchor, st.choice.compute_dtype, st.group.prologue)
     return eqns_step(st.group.eqns, st.outputs)
 
 
@@ -187,14 +187,15 @@ def _steps(groups: list[FusionGroup], backend: str, have_compiler: bool) -> list
     steps = []
     for g in groups:
         choice = select(g, backend, have_compiler)
-        if g.kind is GroupKind.GEMM and len(g.eqns) > 1 and not choice.impl.name.startswith(
+        if g.kind is GroupKind.GEMM and g.epilogue and not choice.impl.name.startswith(
                 "numpy."):
             # The library call writes the product; the epilogue runs over it as a kernel.
-            dot, epilogue = g.eqns[0], g.eqns[1:]
+            dot, epilogue = g.anchor, g.epilogue
             prod = dot.outvars[0]
-            head = FusionGroup(GroupKind.GEMM, [dot], g.id, inputs=list(dot.invars),
-                               outputs=[prod])
-            head.inputs = [v for v in dot.invars if isinstance(v, Var)]
+            head = FusionGroup(GroupKind.GEMM, g.prologue + [dot], g.id, outputs=[prod])
+            local = head.produced()
+            head.inputs = _unique([v for e in head.eqns for v in e.invars
+                                   if isinstance(v, Var) and v not in local])
             tail = FusionGroup(GroupKind.ELEMENTWISE, epilogue, g.id)
             local = tail.produced()
             tail.inputs = _unique([v for e in epilogue for v in e.invars

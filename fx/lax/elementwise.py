@@ -410,12 +410,16 @@ jvp.defjvp(
 jvp.defjvp(lgamma_p, lambda t, ans, x: mul(t, digamma(x)))
 jvp.defjvp(digamma_p, lambda t, ans, x: mul(t, polygamma(x, 1)))
 jvp.defjvp(polygamma_p, lambda t, ans, x, *, m: mul(t, polygamma(x, m + 1)))
-jvp.defjvp(
-    integer_pow_p,
-    lambda t, ans, x, *, y: (
-        mul(t, mul(_const(x, y), integer_pow(x, y - 1))) if y else mul(t, _const(x, 0))
-    ),
-)
+def _integer_pow_jvp(t, ans, x, *, y):
+    if y == 0:
+        return mul(t, _const(x, 0))
+    if y == 1:
+        return t
+    lower = x if y == 2 else integer_pow(x, y - 1)
+    return mul(t, mul(_const(x, y), lower))
+
+
+jvp.defjvp(integer_pow_p, _integer_pow_jvp)
 
 jvp.defjvp(add_p, lambda t, ans, x, y: t, lambda t, ans, x, y: t)
 jvp.defjvp(sub_p, lambda t, ans, x, y: t, lambda t, ans, x, y: neg(t))
