@@ -33,7 +33,7 @@ def _distinct(rng, shape, dtype=np.float64):
     return (vals - n / 2).reshape(shape).astype(dtype)
 
 
-# --- sort -----------------------------------------------------------------------------------------
+# --- sort ---------------------------------------------------------------------------------------
 
 # shape, dimension, number of operands, num_keys
 SORTS = [
@@ -58,7 +58,7 @@ def _sort_case(shape, dimension, n_ops, num_keys, dtype=np.float64):
     return OpCase(
         name=f"sort{shape}:d{dimension}:n{n_ops}:k{num_keys}",
         fx_fn=fx_fn,
-        jax_fn=jax_fn,
+        jax_fn=jax.jit(jax_fn),
         args=lambda rng: [_distinct(rng, shape, dtype) for _ in range(n_ops)],
         diff_argnums=tuple(range(n_ops)),
     )
@@ -99,7 +99,8 @@ def test_sort_vmap(dimension, in_axes):
         case = OpCase(
             "sort vmap",
             lambda a, b, k=num_keys: lax.sort((a, b), dimension, num_keys=k),
-            lambda a, b, k=num_keys: jax.lax.sort((a, b), dimension=dimension, num_keys=k),
+            jax.jit(lambda a, b, k=num_keys: jax.lax.sort((a, b), dimension=dimension,
+                                                          num_keys=k)),
             None,
         )
         check_vmap(case, args, in_axes)
@@ -115,9 +116,10 @@ def test_sort_vmap_of_grad_and_grad_of_vmap():
     def jf(v):
         return (jax.lax.sort(v) * weights).sum()
 
-    want = jax.vmap(jax.grad(jf))(jnp.asarray(x))
+    want = jax.jit(jax.vmap(jax.grad(jf)))(jnp.asarray(x))
     assert_allclose(fx.vmap(fx.grad(f))(fnp.asarray(x)), want)
-    assert_allclose(fx.jacrev(fx.vmap(f))(fnp.asarray(x)), jax.jacrev(jax.vmap(jf))(jnp.asarray(x)))
+    assert_allclose(fx.jacrev(fx.vmap(f))(fnp.asarray(x)),
+                    jax.jit(jax.jacrev(jax.vmap(jf)))(jnp.asarray(x)))
 
 
 SPECIALS = [np.nan, -np.nan, -0.0, 0.0, np.inf, -np.inf, 1.0, -1.0, 2.5]
@@ -192,7 +194,7 @@ def test_sort_errors():
         lax.top_k(x, 4)
 
 
-# --- top_k ----------------------------------------------------------------------------------------
+# --- top_k --------------------------------------------------------------------------------------
 
 
 def test_top_k_matches_jax_with_ties_and_nan():
@@ -204,7 +206,7 @@ def test_top_k_matches_jax_with_ties_and_nan():
 
 
 def test_top_k_derivatives():
-    case = OpCase("top_k", lambda v: lax.top_k(v, 3)[0], lambda v: jax.lax.top_k(v, 3)[0],
+    case = OpCase("top_k", lambda v: lax.top_k(v, 3)[0], jax.jit(lambda v: jax.lax.top_k(v, 3)[0]),
                   lambda rng: [_distinct(rng, (2, 6))])
     args = case.args(np.random.default_rng(5))
     check_jvp(case, args, np.random.default_rng(6))
@@ -212,18 +214,18 @@ def test_top_k_derivatives():
     check_vmap(case, args, (0,))
 
 
-# --- cumulative reductions ------------------------------------------------------------------------
+# --- cumulative reductions ----------------------------------------------------------------------
 
 CUMULATIVE = ["cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"]
 # shape, axis
-CUM_SHAPES = [((6,), 0), ((3, 4), 0), ((3, 5), 1), ((2, 3, 4), 1)]
+CUM_SHAPES = [((6,), 0), ((3, 5), 1), ((2, 3, 4), 1)]
 
 
 def _cum_case(name, shape, axis, reverse, dtype=np.float64):
     return OpCase(
         name=f"{name}{shape}:a{axis}:r{reverse}",
         fx_fn=lambda v: getattr(lax, name)(v, axis, reverse),
-        jax_fn=lambda v: getattr(jax.lax, name)(v, axis, reverse),
+        jax_fn=jax.jit(lambda v: getattr(jax.lax, name)(v, axis, reverse)),
         args=lambda rng: [rng.uniform(-2, 2, shape).astype(dtype)],
     )
 
@@ -292,12 +294,12 @@ def test_cumprod_gradient_with_zeros_matches_jax(reverse):
     def jf(v):
         return jax.lax.cumprod(v, 1, reverse)
 
-    want = jax.jacfwd(jf)(jnp.asarray(x))
+    want = jax.jit(jax.jacfwd(jf))(jnp.asarray(x))
     assert np.all(np.isfinite(np.asarray(want)))
     assert_allclose(fx.jacfwd(f)(fnp.asarray(x)), want)
     assert_allclose(fx.jacrev(f)(fnp.asarray(x)), want)
     assert_allclose(fx.hessian(lambda v: lax.reduce_sum(f(v), (0, 1)))(fnp.asarray(x)),
-                    jax.hessian(lambda v: jf(v).sum())(jnp.asarray(x)))
+                    jax.jit(jax.hessian(lambda v: jf(v).sum()))(jnp.asarray(x)))
 
 
 @pytest.mark.parametrize("name", ["cummax", "cummin"])
@@ -310,7 +312,7 @@ def test_cummax_cummin_ties_split_like_jax(name, reverse):
     def f(v):
         return getattr(lax, name)(v, 0, reverse)
 
-    want = jax.jacfwd(lambda v: getattr(jax.lax, name)(v, 0, reverse))(jnp.asarray(x))
+    want = jax.jit(jax.jacfwd(lambda v: getattr(jax.lax, name)(v, 0, reverse)))(jnp.asarray(x))
     assert_allclose(fx.jacfwd(f)(fnp.asarray(x)), want)
     assert_allclose(fx.jacrev(f)(fnp.asarray(x)), want)
     assert np.any((np.asarray(want) > 0) & (np.asarray(want) < 1))  # ties really split
