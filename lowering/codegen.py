@@ -66,6 +66,8 @@ class KernelBuilder:
         # Flat mode: every operand has the iteration shape or is a scalar, and the single
         # index is the linear position in all of them.
         self.flat = False
+        # Reduction kernels: lanes share each row (see reduction_kernel).
+        self.cooperative = False
 
     # -- scopes ---------------------------------------------------------------------------------
     def push(self) -> _Scope:
@@ -129,14 +131,15 @@ class KernelBuilder:
         return mapper(self, eqn, index)
 
     # -- stores ---------------------------------------------------------------------------------
-    def store(self, v: Var, index, space_shape) -> None:
+    def store(self, v: Var, index, space_shape, leader_only: bool = False) -> None:
         val = self.value(v, index)
         dt = v.aval.dtype
         if dt in _HALF:
             val = ir.Op("store_half", (val,), dt)
         elif val.dtype != dt:
             val = ir.Op("cast", (val,), dt)
-        self.emit(ir.Store(self.out_param[v], self.linear(index, v.aval.shape), val))
+        self.emit(ir.Store(self.out_param[v], self.linear(index, v.aval.shape), val,
+                           leader_only))
 
     def linear(self, index, shape) -> ir.Expr:
         if not shape:
@@ -347,6 +350,9 @@ def reduction_kernel(group: FusionGroup, name: str, inputs, outputs) -> ir.Kerne
         it_o, it_r = iter(o_idx), iter(r_idx)
         return tuple(next(it_r) if d in axes else next(it_o) for d in range(len(in_shape)))
 
+    # When the innermost input axis is reduced, a row is contiguous: lanes can share it
+    # (coalesced on GPUs). Otherwise adjacent outputs are adjacent in memory: one lane each.
+    b.cooperative = bool(in_shape) and (len(in_shape) - 1) in axes
     b.push()
     o = ir.Sym("o", ir.INDEX)
     o_idx = ir.delinearize(o, out_shape) if out_shape else ()
@@ -354,14 +360,14 @@ def reduction_kernel(group: FusionGroup, name: str, inputs, outputs) -> ir.Kerne
         _emit_reduction(b, eqn, k, o_idx, red_shape, full_index)
     for v in outputs:
         if v.aval.shape == out_shape:
-            b.store(v, o_idx, out_shape)
+            b.store(v, o_idx, out_shape, leader_only=b.cooperative)
     in_space = [v for v in outputs if v.aval.shape == in_shape and in_shape != out_shape]
     if in_space:
         for s in _reduce_loops(b, red_shape, lambda r: [b.store(v, full_index(o_idx, r),
                                                                 in_shape) for v in in_space]):
             b.emit(s)
     body = b.pop()
-    loop = ir.Loop("o", n_out, tuple(body), parallel=True)
+    loop = ir.Loop("o", n_out, tuple(body), parallel=True, lanes=32 if b.cooperative else 1)
     return ir.Kernel(name, b.params(), (loop,), work=math.prod(in_shape))
 
 
@@ -374,7 +380,8 @@ def _reduce_loops(b: KernelBuilder, red_shape, body_fn) -> list[ir.Stmt]:
         b.push()
         rec(k + 1, idx + [ir.Sym(var, ir.INDEX)])
         inner = b.pop()
-        b.emit(ir.Loop(var, red_shape[k], tuple(inner)))
+        innermost = k == len(red_shape) - 1
+        b.emit(ir.Loop(var, red_shape[k], tuple(inner), cooperative=b.cooperative and innermost))
 
     b.push()
     rec(0, [])
@@ -437,6 +444,8 @@ def _emit_reduction(b: KernelBuilder, eqn: JaxprEqn, k: int, o_idx, red_shape, f
 
         for s in _reduce_loops(b, red_shape, body):
             b.emit(s)
+        if b.cooperative:
+            b.emit(ir.Combine(best, combine, val_dt, acc, idx_dt))
         b.externals[(out, o_idx)] = ir.Op("max", (ir.Sym(acc, idx_dt), ir.Const(0, idx_dt)),
                                           idx_dt)
         return
@@ -452,6 +461,8 @@ def _emit_reduction(b: KernelBuilder, eqn: JaxprEqn, k: int, o_idx, red_shape, f
 
     for s in _reduce_loops(b, red_shape, body):
         b.emit(s)
+    if b.cooperative:
+        b.emit(ir.Combine(acc, combine, acc_dt))
     result = ir.Sym(acc, acc_dt)
     if acc_dt != dt:
         result = ir.Op("cast", (result,), dt)

@@ -84,14 +84,34 @@ class Store(Stmt):
     buf: str
     index: Expr
     value: Expr
+    leader_only: bool = False  # inside a cooperative row: one lane stores the row's result
 
 
 @dataclass(frozen=True)
 class Loop(Stmt):
+    """A counted loop. ``parallel``: the kernel's parallel dimension; with ``lanes > 1`` each
+    iteration is run by a group of cooperating lanes (a warp on CUDA). ``cooperative``: a
+    reduction loop whose iterations those lanes may split among themselves; a
+    :class:`Combine` after it merges the lanes' partial accumulators."""
+
     var: str
     extent: int
     body: tuple[Stmt, ...]
     parallel: bool = False
+    lanes: int = 1
+    cooperative: bool = False
+
+
+@dataclass(frozen=True)
+class Combine(Stmt):
+    """Merge an accumulator across the cooperating lanes (all lanes get the result).
+    ``index`` names the companion index accumulator of an argmax/argmin."""
+
+    name: str
+    op: str
+    dtype: np.dtype
+    index: str = ""
+    index_dtype: np.dtype | None = None
 
 
 @dataclass(frozen=True)

@@ -86,6 +86,13 @@ class Dialect:
     parallel_for: str  # format: var, start, stop, (index type)
     math: dict = field(default_factory=dict)  # overrides of _COMMON
     index_type: str = "int64_t"
+    # Rows shared by cooperating lanes (see kernel_ir.Loop): how the row loop, the split
+    # reduction loop, the lane combine and the single-lane store are written.
+    parallel_for_lanes: str = ""  # format: var, stop, it, lanes; "" = as parallel_for
+    cooperative_for: str = "for ({it} {v} = 0; {v} < {stop}; {v}++)"
+    combine: str = ""  # format: acc, other, type, combine expression; "" = no-op
+    combine_arg: str = ""  # format: best, idx, vtype, itype, better; "" = no-op
+    leader_guard: str = ""  # prefix of a store only one lane performs
 
 
 C = Dialect(
@@ -128,6 +135,18 @@ CUDA = Dialect(
     restrict="__restrict__",
     parallel_for="for ({it} {v} = {start} + (({it})blockIdx.x * blockDim.x + threadIdx.x); "
                  "{v} < {stop}; {v} += ({it})gridDim.x * blockDim.x)",
+    parallel_for_lanes="const int fx_lane = threadIdx.x & ({lanes} - 1);\n"
+                       "for ({it} {v} = (({it})blockIdx.x * blockDim.x + threadIdx.x) / {lanes}; "
+                       "{v} < {stop}; {v} += (({it})gridDim.x * blockDim.x) / {lanes})",
+    cooperative_for="for ({it} {v} = fx_lane; {v} < {stop}; {v} += 32)",
+    combine="for (int fx_off = 16; fx_off > 0; fx_off >>= 1) {{ "
+            "{type} {other} = ({type})__shfl_xor_sync(0xffffffffu, {shfl}, fx_off); "
+            "{acc} = {expr}; }}",
+    combine_arg="for (int fx_off = 16; fx_off > 0; fx_off >>= 1) {{ "
+                "{vtype} fx_ob = ({vtype})__shfl_xor_sync(0xffffffffu, {vshfl}, fx_off); "
+                "{itype} fx_oi = __shfl_xor_sync(0xffffffffu, {idx}, fx_off); "
+                "if ({better}) {{ {best} = fx_ob; {idx} = fx_oi; }} }}",
+    leader_guard="if (fx_lane == 0) ",
 )
 
 
@@ -240,14 +259,24 @@ class Renderer:
             elif isinstance(s, ir.Assign):
                 out.append(f"{pad}{s.name} = {self.expr(s.value)};")
             elif isinstance(s, ir.Store):
-                out.append(f"{pad}{s.buf}[{self.expr(s.index)}] = {self.expr(s.value)};")
+                guard = self.d.leader_guard if s.leader_only else ""
+                out.append(f"{pad}{guard}{s.buf}[{self.expr(s.index)}] = {self.expr(s.value)};")
+            elif isinstance(s, ir.Combine):
+                line = self.combine(s)
+                if line:
+                    out.append(pad + line)
             elif isinstance(s, ir.Loop):
                 if s.parallel:
-                    head = self.d.parallel_for.format(
-                        it=self.d.index_type, v=s.var, start=0, stop=s.extent
+                    template = self.d.parallel_for_lanes if s.lanes > 1 else ""
+                    head = (template or self.d.parallel_for).format(
+                        it=self.d.index_type, v=s.var, start=0, stop=s.extent, lanes=s.lanes
                     )
                     out.extend(pad + line for line in head.split("\n"))
                     out[-1] += " {"
+                elif s.cooperative:
+                    head = self.d.cooperative_for.format(it=self.d.index_type, v=s.var,
+                                                         stop=s.extent)
+                    out.append(f"{pad}{head} {{")
                 else:
                     out.append(f"{pad}for ({self.d.index_type} {s.var} = 0; {s.var} < "
                                f"{s.extent}; {s.var}++) {{")
@@ -256,6 +285,30 @@ class Renderer:
             else:
                 raise TypeError(f"cannot render statement {s!r}")
         return out
+
+    def combine(self, c: ir.Combine) -> str:
+        """The lane combine of an accumulator (empty where lanes do not cooperate)."""
+        if c.op in ("argmax", "argmin"):
+            if not self.d.combine_arg:
+                return ""
+            best, idx = c.name, c.index
+            cmp = ">" if c.op == "argmax" else "<"
+            better = f"(fx_ob {cmp} {best})"
+            tie = f"(fx_ob == {best})"
+            if dtypes.is_float(c.dtype):
+                better = f"(({better} && {best} == {best}) || (fx_ob != fx_ob && {best} == {best}))"
+                tie = f"({tie} || (fx_ob != fx_ob && {best} != {best}))"
+            cond = f"fx_oi >= 0 && ({idx} < 0 || {better} || ({tie} && fx_oi < {idx}))"
+            return self.d.combine_arg.format(
+                best=best, idx=idx, vtype=compute_type(c.dtype),
+                itype=compute_type(c.index_dtype), better=cond,
+                vshfl=_shfl_operand(best, c.dtype))
+        if not self.d.combine:
+            return ""
+        other = f"fx_other_{c.name}"
+        expr = _template(self.d, c.op, np.dtype(c.dtype)).format(c.name, other)
+        return self.d.combine.format(acc=c.name, other=other, type=compute_type(c.dtype),
+                                     expr=expr, shfl=_shfl_operand(c.name, c.dtype))
 
     def kernel(self, k: ir.Kernel) -> str:
         restrict = self.d.restrict if k.restrict else ""
@@ -267,6 +320,11 @@ class Renderer:
         lines += self.stmts(k.body, 1)
         lines.append("}")
         return "\n".join(lines)
+
+
+def _shfl_operand(name: str, dt) -> str:
+    """Warp shuffles move 32/64-bit values: widen bytes (bools) to int."""
+    return f"(int){name}" if np.dtype(dt) == dtypes.bool_ else name
 
 
 def render_module(kernels: list[ir.Kernel], dialect: Dialect, extra: str = "") -> str:
