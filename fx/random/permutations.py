@@ -25,15 +25,6 @@ def _num_rounds(size: int) -> int:
     return int(np.ceil(3 * np.log(max(1, size)) / np.log(2**32 - 1)))
 
 
-def _crop(x, axis: int, start: int, stop: int):
-    """``x`` restricted to ``[start, stop)`` along ``axis`` (a pad with negative edges crops;
-    lax.slice's eager impl is broken at the moment)."""
-    aval = get_aval(x)
-    cfg = [(0, 0, 0)] * aval.ndim
-    cfg[axis] = (-start, stop - aval.shape[axis], 0)
-    return lax.pad(x, lax.full((), 0, aval.dtype), cfg)
-
-
 def _sort_shuffle(key, x, axis: int, independent: bool):
     """Shuffle ``x`` along ``axis``: each slice on its own (``independent``), or all slices
     by one permutation (the sort keys then vary along ``axis`` only)."""
@@ -148,7 +139,7 @@ def choice(key, a, shape: Sequence[int] = (), replace: bool = True, p=None,
         )
     if p is None and not replace:
         perm = permutation(key, n_inputs if aval.ndim == 0 else arr, axis if aval.ndim else 0)
-        picked = _crop(perm, axis if aval.ndim else 0, 0, n_draws)
+        picked = lax.slice_in_dim(perm, 0, n_draws, 1, axis if aval.ndim else 0)
         return lax.reshape(picked, out_shape)
     if p is None:
         ind = randint(key, shape, 0, n_inputs)
@@ -165,7 +156,7 @@ def choice(key, a, shape: Sequence[int] = (), replace: bool = True, p=None,
         pdt = get_aval(p).dtype
         if replace:
             cdf = lax.cumsum(p, axis=0)
-            total = lax.reshape(_crop(cdf, 0, n_inputs - 1, n_inputs), ())
+            total = lax.reshape(lax.slice(cdf, (n_inputs - 1,), (n_inputs,)), ())
             u = _uniform(name, key, shape, pdt, 0.0, 1.0)
             r = lax.mul(lax.broadcast_in_dim(total, shape, ()),
                         lax.sub(Array(np.asarray(1, pdt)), u))

@@ -343,19 +343,17 @@ def test_choice():
     fk, jk = keys(9)
     a = np.arange(12.0).reshape(3, 4)
     # Uniform with replacement draws int32 randint indices (jax's 64-bit mode: int64).
-    for arr, shape, axis in [(a, (2,), 1), (a, (2, 3), 0), (np.arange(5.0), (4,), 0)]:
-        want = jnp.take(arr, jr.randint(jk, shape, 0, arr.shape[axis], jnp.int32), axis)
-        assert_bits_equal(fr.choice(fk, arr, shape, axis=axis), want)
+    want = jnp.take(a, jr.randint(jk, (2, 3), 0, 4, jnp.int32), 1)
+    assert_bits_equal(fr.choice(fk, a, (2, 3), axis=1), want)
     np.testing.assert_array_equal(fr.choice(fk, 7, (3, 2)),
                                   jr.randint(jk, (3, 2), 0, 7, jnp.int32))
-    for arr, shape, axis in [(a, (2,), 1), (a, (3,), 0), (7, (2, 2), 0)]:
+    for arr, shape, axis in [(a, (2,), 1), (7, (2, 2), 0)]:
         np.testing.assert_array_equal(fr.choice(fk, arr, shape, False, axis=axis),
                                       jr.choice(jk, arr, shape, False, axis=axis))
     p = np.array([0.125, 0.25, 0.5, 0.125])  # cumulative sums are exact
-    for replace in [True, False]:
-        for arr in [4, np.arange(40.0, 44.0)]:
-            np.testing.assert_array_equal(fr.choice(fk, arr, (3,), replace, p),
-                                          jr.choice(jk, arr, (3,), replace, p))
+    for replace, arr in [(True, 4), (False, np.arange(40.0, 44.0))]:
+        np.testing.assert_array_equal(fr.choice(fk, arr, (3,), replace, p),
+                                      jr.choice(jk, arr, (3,), replace, p))
     assert np.asarray(fr.choice(fk, a, (0,), axis=1)).shape == (3, 0)
 
 
