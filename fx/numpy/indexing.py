@@ -76,14 +76,6 @@ class _Array:
     value: object  # an integer numpy array, or a traced/fx integer value of any rank
     new_axis: bool = False  # indexes an inserted size-1 axis (from a 0-d boolean mask)
 
-    @property
-    def static(self) -> bool:
-        return isinstance(self.value, np.ndarray)
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(get_aval(self.value).shape)
-
 
 def _parse(shape: tuple[int, ...], idx, name: str) -> list:
     """One entry per output unit: NEW, or a _Slice/_Int/_Array indexing the next dimension
@@ -152,7 +144,7 @@ def _index_array(item, pos: int, name: str):
         )
     dt = get_aval(value).dtype if not isinstance(value, np.ndarray) else value.dtype
     if dt == np.bool_:
-        return _concrete_mask(value, name)
+        return _concrete(value, f"{name}: boolean mask indexing", "mask")
     if not np.issubdtype(dt, np.integer):
         raise TypeError(
             f"{name}: indexer at position {pos} has dtype {dt}; indices must have integer or "
@@ -185,19 +177,18 @@ def _sequence_index(item, name: str):
     return host
 
 
-def _concrete_mask(mask, name: str) -> np.ndarray:
-    if isinstance(mask, Tracer):
+def _concrete(value, name: str, what: str) -> np.ndarray:
+    if isinstance(value, Tracer):
         try:
-            return np.asarray(mask.to_concrete("boolean mask indexing"))
+            return np.asarray(value.to_concrete(name))
         except ConcretizationTypeError:
             raise ConcretizationTypeError(
-                f"{name}: boolean mask indexing needs a concrete mask, got a traced "
-                f"{mask.aval.str_short()} value: the shape of x[mask] depends on how many "
-                "entries are True, which is unknown while tracing (jit, vmap, make_jaxpr). "
-                "Use fx.numpy.where(mask, x, 0) to keep the shape, or index with a mask "
-                "computed outside the traced function."
+                f"{name} needs a concrete {what}, got a traced {value.aval.str_short()} value: "
+                "the shape of the result depends on the data, which is unknown while tracing "
+                "(jit, vmap, make_jaxpr). Use fx.numpy.where(cond, x, 0) to keep the shape, or "
+                "compute it outside the traced function."
             ) from None
-    return np.asarray(mask)
+    return np.asarray(to_array(value, name))
 
 
 def _static_slice(s: slice, size: int, name: str) -> _Slice:
@@ -300,8 +291,7 @@ def _plan(shape, entries, name: str) -> _Plan:
     adv = [i for i, e in enumerate(entries) if not isinstance(e, _Slice)]
     adv_vals = [_adv_value(entries[i]) for i in adv]
     try:
-        adv_shape = np.broadcast_shapes(*(np.shape(v) if isinstance(v, np.ndarray)
-                                          else get_aval(v).shape for v in adv_vals))
+        adv_shape = np.broadcast_shapes(*(_shape_of(v) for v in adv_vals))
     except ValueError:
         raise IndexError(
             f"{name}: shape mismatch: indexing arrays could not be broadcast together with "
@@ -371,9 +361,7 @@ def _stack_columns(columns, batch_shape):
     for c, lead in columns:
         c = Array(c.astype(dt)) if isinstance(c, np.ndarray) else convert_element_type(c, dt)
         nd = get_aval(c).ndim
-        c = broadcast_in_dim(c, batch_shape + (1,),
-                             tuple(range(lead, lead + nd)))
-        parts.append(c)
+        parts.append(broadcast_in_dim(c, batch_shape + (1,), tuple(range(lead, lead + nd))))
     return concatenate(parts, len(batch_shape))
 
 
@@ -395,7 +383,7 @@ def getitem(a, idx, mode=None, fill_value=None):
     entries = _parse(shape, idx, name)
     mode = CLIP if mode is None else GatherScatterMode.parse(mode)
     arrays = [e for e in entries if isinstance(e, _Array)]
-    if mode is CLIP and all(e.shape == () and not e.new_axis for e in arrays):
+    if mode is CLIP and all(_shape_of(e.value) == () and not e.new_axis for e in arrays):
         return _basic(x, entries, shape)
     if mode is not CLIP and not arrays and not any(isinstance(e, _Int) for e in entries):
         return _basic(x, entries, shape)
@@ -434,6 +422,15 @@ def _update(a, idx, values, scatter, mode, name: str, prepare=None):
     return squeeze(out, inserted)
 
 
+def _update_method(op: str, scatter, doc: str, prepare=None):
+    def method(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
+        return _update(self.array, self.index, values, scatter, mode, f"at[].{op}", prepare)
+
+    method.__name__ = op
+    method.__doc__ = doc + " Out-of-range updates are dropped (``mode='clip'`` clamps)."
+    return method
+
+
 class _IndexUpdateRef:
     """``x.at[idx]``: functional versions of ``x[idx]`` reads and in-place updates."""
 
@@ -451,26 +448,19 @@ class _IndexUpdateRef:
         """``x[idx]``; ``mode='fill'`` gives ``fill_value`` at out-of-range indices."""
         return getitem(self.array, self.index, mode=mode, fill_value=fill_value)
 
-    def set(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        """``x`` with ``x[idx] = values`` (for repeated indices the last value wins)."""
-        return _update(self.array, self.index, values, lax_indexing.scatter, mode, "at[].set")
-
-    def add(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        """``x`` with ``x[idx] += values``; repeated indices accumulate."""
-        return _update(self.array, self.index, values, lax_indexing.scatter_add, mode,
-                       "at[].add")
-
-    def subtract(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        """``x`` with ``x[idx] -= values``; repeated indices accumulate."""
-        return _update(self.array, self.index, values, lax_indexing.scatter_add, mode,
-                       "at[].subtract", prepare=neg)
-
-    def multiply(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        """``x`` with ``x[idx] *= values``; repeated indices multiply in each value."""
-        return _update(self.array, self.index, values, lax_indexing.scatter_mul, mode,
-                       "at[].multiply")
-
-    mul = multiply
+    set = _update_method("set", lax_indexing.scatter,
+                         "``x`` with ``x[idx] = values`` (for repeated indices the last wins).")
+    add = _update_method("add", lax_indexing.scatter_add,
+                         "``x`` with ``x[idx] += values``; repeated indices accumulate.")
+    subtract = _update_method("subtract", lax_indexing.scatter_add,
+                              "``x`` with ``x[idx] -= values``; repeated indices accumulate.",
+                              prepare=neg)
+    multiply = mul = _update_method("multiply", lax_indexing.scatter_mul,
+                                    "``x`` with ``x[idx] *= values``, for each repeated index.")
+    min = _update_method("min", lax_indexing.scatter_min,
+                         "``x`` with ``x[idx] = minimum(x[idx], values)``.")
+    max = _update_method("max", lax_indexing.scatter_max,
+                         "``x`` with ``x[idx] = maximum(x[idx], values)``.")
 
     def divide(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         """``x`` with ``x[idx] /= values`` (as jax: ``x / ones.at[idx].multiply(values)``)."""
@@ -478,18 +468,8 @@ class _IndexUpdateRef:
 
         aval = get_aval(to_array(self.array))
         ones = full(aval.shape, 1, aval.dtype)
-        denom = _update(ones, self.index, values, lax_indexing.scatter_mul, mode, "at[].divide")
-        return divide(self.array, denom)
-
-    def min(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        """``x`` with ``x[idx] = minimum(x[idx], values)``."""
-        return _update(self.array, self.index, values, lax_indexing.scatter_min, mode,
-                       "at[].min")
-
-    def max(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        """``x`` with ``x[idx] = maximum(x[idx], values)``."""
-        return _update(self.array, self.index, values, lax_indexing.scatter_max, mode,
-                       "at[].max")
+        return divide(self.array, _update(ones, self.index, values, lax_indexing.scatter_mul,
+                                          mode, "at[].divide"))
 
 
 class AtIndexer:
@@ -588,16 +568,13 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
         raise ValueError(f"{name}: indices and arr must have the same number of dimensions; "
                          f"{len(ishape)} vs. {len(shape)}")
     axis = canonical_axis(axis, len(shape), name)
-    out_shape = []
-    for d, (s, t) in enumerate(zip(shape, ishape)):
-        if d == axis:
-            out_shape.append(t)
-        elif s == t or 1 in (s, t):
-            out_shape.append(t if s == 1 else s)
-        else:
-            raise ValueError(f"{name}: shapes {ishape} (indices) and {shape} (arr) do not "
-                             f"broadcast outside axis {axis}")
-    out_shape = tuple(out_shape)
+    try:
+        out_shape = np.broadcast_shapes(shape[:axis] + (1,) + shape[axis + 1:],
+                                        ishape[:axis] + (1,) + ishape[axis + 1:])
+    except ValueError:
+        raise ValueError(f"{name}: shapes {ishape} (indices) and {shape} (arr) do not "
+                         f"broadcast outside axis {axis}") from None
+    out_shape = out_shape[:axis] + (ishape[axis],) + out_shape[axis + 1:]
     idx, gmode = _prepare_indices(idx, shape[axis], mode, name)
     # Every dimension gets an index column: the given indices along axis, elsewhere its own
     # position (0 where arr has size 1 and broadcasts).
@@ -611,26 +588,12 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
                                mode=gmode, fill_value=fill_value)
 
 
-def _concrete(a, name: str) -> np.ndarray:
-    if isinstance(a, Tracer):
-        try:
-            return np.asarray(a.to_concrete(name))
-        except ConcretizationTypeError:
-            raise ConcretizationTypeError(
-                f"{name} needs a concrete argument, got a traced {a.aval.str_short()} value: "
-                "the size of its result depends on the data, which is unknown while tracing "
-                "(jit, vmap, make_jaxpr). Compute it outside the traced function, or use "
-                "fx.numpy.where(cond, x, y) to keep shapes fixed."
-            ) from None
-    return np.asarray(to_array(a, name))
-
-
 def nonzero(a, *, size=None, fill_value=None):
     """Indices of the nonzero elements of a concrete ``a``, one int32 array per dimension.
 
     ``size`` pads (with ``fill_value``, default 0) or truncates each result to that length.
     """
-    host = _concrete(a, "fx.numpy.nonzero")
+    host = _concrete(a, "fx.numpy.nonzero", "argument")
     if host.ndim == 0:
         raise ValueError("fx.numpy.nonzero: 0-d arrays are not allowed; use "
                          "fx.numpy.atleast_1d(x).nonzero()")
@@ -645,7 +608,7 @@ def nonzero(a, *, size=None, fill_value=None):
 
 def argwhere(a, *, size=None, fill_value=None):
     """The indices of the nonzero elements of a concrete ``a`` as rows, shape (N, a.ndim)."""
-    host = _concrete(a, "fx.numpy.argwhere")
+    host = _concrete(a, "fx.numpy.argwhere", "argument")
     if host.ndim == 0:
         return Array(np.zeros((int(bool(host)), 0), dtypes.default_int))
     cols = nonzero(host, size=size, fill_value=fill_value)
