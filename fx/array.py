@@ -172,3 +172,19 @@ _DELETED = _Deleted()
 
 def _rebuild(host, weak_type):
     return Array(host, weak_type)
+
+
+def device_put(x, device: devices.Device | str | None = None) -> Array:
+    """``x`` as an Array on ``device`` (default: the default device), copying between host and
+    GPU only when the data lives elsewhere. Traced values pass through unchanged."""
+    if hasattr(x, "_trace"):
+        return x
+    if isinstance(device, str):
+        device = devices.devices(device)[0]
+    device = device or devices.default_device()
+    if isinstance(x, Array):
+        if x.device == device:
+            return x
+        return Array(devices.put_buffer(x._buf, device), x.weak_type)
+    host = np.asarray(x)
+    return Array(devices.put_buffer(np.array(host, copy=True), device))

@@ -67,7 +67,7 @@ def _jit_impl(*bufs, jaxpr, name, donated, backend):
     if config.disable_jit:
         return eval_call_impl(*bufs, jaxpr=jaxpr)
     exe = compiled_executable(jaxpr, _backend(backend), name)
-    return exe([np.asarray(b) for b in bufs])
+    return exe(list(bufs))
 
 
 jit_p.def_impl(_jit_impl)

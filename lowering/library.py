@@ -79,3 +79,22 @@ def gemm_step(eqn: JaxprEqn, compute_dtype, prologue: list[JaxprEqn] = ()) -> Ca
             np.copyto(dst, np.matmul(a, b, dtype=dst.dtype), casting="unsafe")
 
     return run
+
+
+def host_step(run: Callable, inputs: list[Var], outputs: list[Var]) -> Callable:
+    """Run ``run`` on the host for a device program: copy the inputs to host memory, run the
+    NumPy step into host buffers, copy the outputs back into their device buffers."""
+
+    def step(views):
+        host = {v: _to_host(views[v]) for v in inputs if v in views}
+        for v in outputs:
+            host[v] = np.empty(v.aval.shape, v.aval.dtype)
+        run(host)
+        for v in outputs:
+            views[v].set(host[v]) if hasattr(views[v], "set") else np.copyto(views[v], host[v])
+
+    return step
+
+
+def _to_host(x):
+    return x.get() if hasattr(x, "get") else np.asarray(x)

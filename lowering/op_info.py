@@ -43,6 +43,10 @@ class OpImpl:
 
 registry: list[OpImpl] = []
 
+# Primitives whose impl runs only on NumPy (no CuPy/GPU implementation). On the CUDA backend a
+# group containing one runs on the host, with explicit copies around it.
+host_only_prims: set = set()
+
 
 def register(impl: OpImpl) -> OpImpl:
     registry.append(impl)
@@ -76,6 +80,11 @@ register(OpImpl("cpu.blas_gemm", "cpu", GroupKind.GEMM,
                 frozenset([dtypes.float32, dtypes.float64]), dict(_HALF_TO_F32), False,
                 lambda g: 3000.0 + _flops(g) / 50.0,
                 "numpy/BLAS matmul into the planned buffer, then the fused epilogue in place",
+                applies=_is_dot))
+register(OpImpl("cuda.cublas_gemm", "cuda", GroupKind.GEMM,
+                frozenset([dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64]), {},
+                False, lambda g: 8000.0 + _flops(g) / 20000.0,
+                "cuBLAS through CuPy into the planned buffer, then the fused epilogue kernel",
                 applies=_is_dot))
 register(OpImpl("cpu.numpy_gemm", "cpu", GroupKind.GEMM, ANY, {}, False,
                 lambda g: 3000.0 + _flops(g) / 2.0, "numpy matmul for dtypes BLAS lacks",

@@ -18,9 +18,9 @@ from fx.lowering.eliminate_dead_code import eliminate_dead_code
 from fx.lowering.fold_constants import fold_constants
 from fx.lowering.fusion import FusionGroup, GroupKind, fuse
 from fx.lowering.inline_calls import inline_calls
-from fx.lowering.library import eqns_step, gemm_step
+from fx.lowering.library import eqns_step, gemm_step, host_step
 from fx.lowering.memory import BufferSpec, MemoryPlan, plan_memory
-from fx.lowering.op_info import Choice, select
+from fx.lowering.op_info import Choice, host_only_prims, select
 from fx.lowering.render import CUDA, C, render_module, storage_type
 from fx.lowering.simplify_algebra import simplify_algebra
 from fx.lowering.text import lowered_as_text
@@ -70,6 +70,7 @@ class Step:
     inputs: list[Var]
     outputs: list[Var]
     kernel: ir.Kernel | None = None
+    placement: str = "device"  # "host": a CUDA program runs this step on the CPU
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,8 @@ def _entry_points(steps: list[Step], buffers) -> tuple[str, list[RunStep]]:
 
 
 def _library_fn(st: Step):
+    if st.placement == "host":
+        return host_step(eqns_step(st.group.eqns, st.outputs), st.inputs, st.outputs)
     if st.choice.impl.library is not None:
         return st.choice.impl.library(st)
     if st.group.kind is GroupKind.GEMM and not st.choice.impl.name.startswith("numpy."):
@@ -205,7 +208,11 @@ def _steps(groups: list[FusionGroup], backend: str, have_compiler: bool) -> list
             steps.append(Step(tail, select(tail, backend, have_compiler), tail.inputs,
                               tail.outputs))
         else:
-            steps.append(Step(g, choice, list(g.inputs), list(g.outputs)))
+            placement = "device"
+            if backend == "cuda" and choice.impl.name.startswith("numpy.") and any(
+                    e.primitive in host_only_prims for e in g.eqns):
+                placement = "host"  # no GPU implementation: split the graph here
+            steps.append(Step(g, choice, list(g.inputs), list(g.outputs), placement=placement))
     return steps
 
 

@@ -55,6 +55,11 @@ def lowered_as_text(low) -> str:
     for t, s in enumerate(low.steps):
         k = f" -> {s.kernel.name}" if s.kernel is not None else ""
         lines.append(f"  step {t:<3} {s.group.label()}")
+        if s.placement == "host":
+            ins = ", ".join(namer(v) for v in s.inputs) or "-"
+            outs = ", ".join(namer(v) for v in s.outputs) or "-"
+            lines.append(f"      on host (no GPU implementation): copy_to_host[{ins}] -> "
+                         f"numpy -> copy_to_device[{outs}]")
         lines.append(f"      impl: {s.choice.impl.name}{k} ({s.choice.reason})")
         lines.append(f"      in:   {', '.join(where(v) for v in s.inputs) or '-'}")
         lines.append(f"      out:  {', '.join(where(v) for v in s.outputs) or '-'}")
