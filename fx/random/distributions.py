@@ -203,7 +203,7 @@ def uniform(key, shape: int | Sequence[int] = (), dtype=dtypes.float32, minval=0
     Example::
 
         >>> fx.random.uniform(fx.random.key(0), (2,))
-        Array([0.947667  , 0.9785799 ], dtype=float32)
+        Array([0.947667 , 0.9785799], dtype=float32)
     """
     key = check_key("uniform", key)
     shape = canonical_shape("uniform", shape)

@@ -69,21 +69,20 @@ def permutation(key, x, axis: int = 0, independent: bool = False) -> Array:
         >>> fx.random.permutation(fx.random.key(0), 5)
     """
     key = check_key("permutation", key)
-    if isinstance(x, (bool, int)) and not isinstance(x, np.generic):
-        x = Array(np.asarray(x, dtype=dtypes.int64 if abs(x) >= 2**31 else dtypes.int32))
-    x = _as_value(x, "permutation", "x")
-    aval = get_aval(x)
-    if aval.ndim == 0:
+    if isinstance(x, bool) or not isinstance(x, int):
+        x = _as_value(x, "permutation", "x")
+        aval = get_aval(x)
+        if aval.ndim:
+            axis = _canonical_axis("permutation", axis, aval.ndim)
+            return _sort_shuffle(key, x, axis, independent or aval.ndim == 1)
         if not dtypes.is_int(aval.dtype):
             raise TypeError(
                 f"fx.random.permutation: x must be an integer or at least 1-dimensional, got "
                 f"{aval.str_short()}"
             )
-        _canonical_axis("permutation", axis, 1)
-        n = _static_int("permutation", x)
-        return _sort_shuffle(key, lax.iota(dtypes.int32, max(n, 0)), 0, True)
-    axis = _canonical_axis("permutation", axis, aval.ndim)
-    return _sort_shuffle(key, x, axis, independent or aval.ndim == 1)
+        x = _static_int("permutation", x)
+    _canonical_axis("permutation", axis, 1)
+    return _sort_shuffle(key, lax.iota(dtypes.int32, max(x, 0)), 0, True)
 
 
 def shuffle(key, x, axis: int = 0) -> Array:

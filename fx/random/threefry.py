@@ -70,10 +70,15 @@ def threefry2x32(k1, k2, x1, x2):
 
 
 def _as_value(x, name: str, what: str):
-    """An fx value for an argument: fx values pass through; numpy (or anything with
-    ``__array__``, like a jax array) is copied to an Array with its canonical dtype."""
+    """An fx value for an argument: fx values pass through, nested Python data gets fx's
+    default dtypes (as ``fx.numpy.asarray``), and numpy data (or anything with ``__array__``,
+    like a jax array) becomes an Array of its canonical dtype."""
     if isinstance(x, (Array, Tracer)):
         return x
+    if isinstance(x, (list, tuple)):
+        from fx.numpy._promote import asarray  # fx.numpy imports fx.lax, which is below us
+
+        return asarray(x)
     dtype_name = str(getattr(x, "dtype", ""))
     if dtype_name.startswith("key<"):
         raise TypeError(

@@ -375,6 +375,10 @@ VMAPPED = [
     ("permutation", lambda k: fr.permutation(k, 10), lambda k: jr.permutation(k, 10), 0),
     ("categorical", lambda k: fr.categorical(k, LOGITS), lambda k: jr.categorical(k, LOGITS), 0),
     ("scalar", lambda k: fr.uniform(k), lambda k: jr.uniform(k, (), jnp.float32), 0),
+    ("scalar64", lambda k: fr.uniform(k, (), np.float64, 0.5, 2.0),
+     lambda k: jr.uniform(k, (), jnp.float64, 0.5, 2.0), 0),
+    ("scalar_randint", lambda k: fr.randint(k, (), -3, 10, np.int64),
+     lambda k: jr.randint(k, (), -3, 10, jnp.int64), 0),
 ]
 
 
@@ -391,11 +395,23 @@ def test_vmap_over_keys(name, f, g, tol):
         np.testing.assert_array_equal(np.asarray(got)[i], f(np.asarray(fks)[i]))
 
 
-def test_vmap_over_bounds():
+@pytest.mark.parametrize("shape", [(), (3,)])
+def test_vmap_over_bounds(shape):
     lo = np.arange(4, dtype=np.float32) - 1.5
-    got = fx.vmap(lambda m: fr.uniform(fr.key(0), (3,), np.float32, m, 5.0))(lo)
-    want = jax.vmap(lambda m: jr.uniform(jr.PRNGKey(0), (3,), jnp.float32, m, 5.0))(lo)
+    got = fx.vmap(lambda m: fr.uniform(fr.key(0), shape, np.float32, m, 5.0))(lo)
+    want = jax.vmap(lambda m: jr.uniform(jr.PRNGKey(0), shape, jnp.float32, m, 5.0))(lo)
     assert_bits_equal(got, want)
+    hi = np.arange(4, dtype=np.int32) + 3
+    got = fx.vmap(lambda m: fr.randint(fr.key(0), shape, 0, m))(hi)
+    want = jax.vmap(lambda m: jr.randint(jr.PRNGKey(0), shape, 0, m, jnp.int32))(hi)
+    assert_bits_equal(got, want)
+
+
+def test_list_arguments_use_fx_defaults():
+    fk, jk = keys(2)
+    got = fr.categorical(fk, [[0.0, 1.0], [2.0, -1.0]])  # float32 logits
+    np.testing.assert_array_equal(got, jr.categorical(jk, np.float32([[0, 1], [2, -1]])))
+    assert_bits_equal(fr.bernoulli(fk, [0.25, 0.75]), jr.bernoulli(jk, np.float32([0.25, 0.75])))
 
 
 def test_make_jaxpr_of_uniform():
