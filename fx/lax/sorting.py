@@ -40,7 +40,7 @@ from fx.lax.elementwise import (
 )
 from fx.lax.structural import broadcasted_iota, concatenate, pad, slice_in_dim
 
-# --- sort -----------------------------------------------------------------------------------------
+# --- sort ----------------------------------------------------------------------------------------
 
 sort_p = Primitive("sort", multiple_results=True)  # params: dimension, is_stable, num_keys
 
@@ -212,7 +212,7 @@ def top_k(operand, k: int):
             slice_in_dim(indices, 0, k, 1, aval.ndim - 1))
 
 
-# --- associative_scan -----------------------------------------------------------------------------
+# --- associative_scan ---------------------------------------------------------------------------
 
 
 def _interleave(evens: Sequence, odds: Sequence, axis: int, first_is_even: bool) -> list:
@@ -298,7 +298,7 @@ def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
     return tree_util.tree_unflatten(tree, scan(leaves))
 
 
-# --- cumulative reductions ------------------------------------------------------------------------
+# --- cumulative reductions ----------------------------------------------------------------------
 
 
 def _logaddexp(x, y):
