@@ -173,9 +173,11 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     sq = lax.mul(centered, centered)
     if where is not None:
         sq = lax.select(_mask(where, aval.shape, "var"), sq, lax.full_like(sq, 0))
-    # Fewer entries than ddof: the normalizer clamps at zero (giving inf or NaN), like jax.
-    normalizer = lax.max(lax.sub(n, ddof), 0)
-    res = lax.convert_element_type(lax.div(lax.reduce_sum(sq, axes), normalizer), dt)
+    normalizer = lax.sub(n, ddof)
+    res = lax.div(lax.reduce_sum(sq, axes), normalizer)
+    # No more entries than ddof: NaN, like jax.
+    res = lax.select(lax.gt(normalizer, 0), res, lax.full_like(res, np.nan))
+    res = lax.convert_element_type(res, dt)
     return _keepdims(res, aval.shape, axes, keepdims)
 
 
