@@ -51,24 +51,22 @@ def _prims(f, *args) -> set[str]:
 @st.composite
 def _basic_problems(draw):
     shape = tuple(draw(st.lists(st.integers(0, 5), max_size=4)))
-    entries, dim = [], 0
-    ellipsis = draw(st.booleans())
-    while dim < len(shape) and draw(st.integers(0, 4)):
-        n = shape[dim]
-        kind = draw(st.sampled_from(["int", "slice", "none"] if n else ["slice", "none"]))
+    per_dim = []  # the index entries for each dimension (a None may precede one)
+    for n in shape:
+        kind = draw(st.sampled_from(["int", "slice"] if n else ["slice"]))
         if kind == "int":
-            entries.append(draw(st.integers(-n, n - 1)))
-        elif kind == "slice":
-            bound = st.none() | st.integers(-n - 2, n + 2)
-            step = draw(st.none() | st.integers(-3, 3).filter(bool))
-            entries.append(slice(draw(bound), draw(bound), step))
+            e = draw(st.integers(-n, n - 1))
         else:
-            entries.append(None)
-            continue
-        dim += 1
-    if ellipsis:
-        entries.insert(draw(st.integers(0, len(entries))), Ellipsis)
-    return shape, tuple(entries)
+            bound = st.none() | st.integers(-n - 2, n + 2)
+            e = slice(draw(bound), draw(bound), draw(st.none() | st.integers(-3, 3).filter(bool)))
+        per_dim.append(([None] if draw(st.integers(0, 3)) == 0 else []) + [e])
+    # Dimensions [a, b) are left to an Ellipsis (or, without one, the trailing ones implicit).
+    a = draw(st.integers(0, len(shape)))
+    b = draw(st.integers(a, len(shape)))
+    ellipsis = draw(st.booleans())
+    tail = [Ellipsis] + [e for es in per_dim[b:] for e in es] if ellipsis else []
+    trailing_new = [None] if draw(st.booleans()) else []
+    return shape, tuple([e for es in per_dim[:a] for e in es] + tail + trailing_new)
 
 
 @given(_basic_problems())
@@ -155,6 +153,59 @@ def test_advanced_indexing(idx):
         assert_allclose(fnp.asarray(args[0])[idx], args[0][idx], what="vs NumPy")
 
 
+@st.composite
+def _mixed_problems(draw):
+    """Shapes and indices mixing arrays (of broadcastable shapes), ints, slices, None, masks."""
+    shape = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=4)))
+    common = tuple(draw(st.lists(st.integers(1, 3), max_size=2)))
+    per_dim = []  # the index entries for each dimension (a None may precede one)
+    for n in shape:
+        kind = draw(st.sampled_from(["array", "int", "slice", "mask"]))
+        if kind == "array":
+            ndim = draw(st.integers(0, len(common)))
+            ashape = tuple(d if draw(st.booleans()) else 1 for d in common[len(common) - ndim:])
+            size = int(np.prod(ashape))
+            e = np.asarray(draw(st.lists(st.integers(-n, n - 1), min_size=size,
+                                         max_size=size))).reshape(ashape)
+        elif kind == "int":
+            e = draw(st.integers(-n, n - 1))
+        elif kind == "slice":
+            e = slice(draw(st.none() | st.integers(-n, n)), draw(st.none() | st.integers(-n, n)),
+                      draw(st.sampled_from([None, 1, 2, -1, -2])))
+        else:
+            e = np.asarray(draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+        per_dim.append(([None] if draw(st.integers(0, 3)) == 0 else []) + [e])
+    # Dimensions [a, b) are left to an Ellipsis (or, without one, the trailing ones implicit).
+    a = draw(st.integers(0, len(shape)))
+    b = draw(st.integers(a, len(shape)))
+    tail = [Ellipsis] + [e for es in per_dim[b:] for e in es] if draw(st.booleans()) else []
+    return shape, tuple([e for es in per_dim[:a] for e in es] + tail)
+
+
+@given(_mixed_problems())
+def test_mixed_indexing_matches_numpy(problem):
+    shape, idx = problem
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    try:
+        want = x[idx]
+    except IndexError:  # e.g. masks selecting counts that do not broadcast with the arrays
+        with pytest.raises(IndexError, match="could not be broadcast"):
+            fnp.asarray(x)[idx]
+        return
+    got = fnp.asarray(x)[idx]
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(np.asarray(got), want)
+    # .at[idx] writes exactly those positions; .add accumulates repeated ones like np.add.at.
+    marks = np.zeros(shape, np.float32)
+    marks[idx] = 1.0
+    got = fnp.asarray(np.zeros(shape, np.float32)).at[idx].set(1.0)
+    np.testing.assert_array_equal(np.asarray(got), marks)
+    counts = np.zeros(shape, np.float32)
+    np.add.at(counts, idx, 1.0)
+    got = fnp.asarray(np.zeros(shape, np.float32)).at[idx].add(1.0)
+    np.testing.assert_array_equal(np.asarray(got), counts)
+
+
 def test_vjp_of_repeated_indices_is_scatter_add():
     x = fnp.asarray(np.arange(4.0))
     g = fx.grad(lambda x: _total(x[[1, 1, 3, 1]]))(x)
@@ -229,6 +280,23 @@ def test_vmap_of_at_updates():
             args = [x if in_axes[0] == 0 else x[0], i if in_axes[1] == 0 else i[0],
                     v if in_axes[2] == 0 else v[0]]
             check_vmap(OpCase(name, f, f, None), args, in_axes)
+
+
+def test_transformations_compose_through_indexing_and_updates():
+    x = _x((4, 5))
+    i = np.array([0, 2, 2, -1])
+
+    def f(x):  # a read, a repeated-index write of it, and a sum: works for fx and jax arrays
+        y = x.at[i, 1:].set(x[i, :-1] * 2.0)
+        return (y * y).sum() if isinstance(y, jax.Array) else _total(y * y)
+
+    want = jax.jit(jax.grad(f))(x)  # jitted: eager jax compiles op by op, slowly
+    for name, g in [("grad", fx.grad(f)), ("grad(jit)", fx.grad(fx.jit(f))),
+                    ("jit(grad)", fx.jit(fx.grad(f)))]:
+        assert_allclose(g(fnp.asarray(x)), want, what=name)
+    xs = _x((2, 4, 5), seed=1)
+    assert_allclose(fx.vmap(fx.grad(f))(fnp.asarray(xs)), jax.jit(jax.vmap(jax.grad(f)))(xs))
+    assert_allclose(fx.hessian(f)(fnp.asarray(x)), jax.jit(jax.hessian(f))(x))
 
 
 # --- .at[] ------------------------------------------------------------------------------------
