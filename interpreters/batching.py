@@ -157,30 +157,41 @@ def bdim_at_front(x, bdim: int | None, size: int):
     return matchaxis(size, bdim, 0, x)
 
 
-def broadcasting_batcher(prim: Primitive) -> None:
+def broadcasting_batcher(prim: Primitive, keep_scalar: Callable[[int], bool] = lambda i: True
+                         ) -> None:
     """Batching for elementwise primitives whose operands share a shape or are rank 0.
 
     The output keeps the batch dimension where the first full-rank batched operand has it;
-    unbatched scalars stay unbatched and scalars-per-example are broadcast to the batch.
+    unbatched scalars stay scalars where ``keep_scalar(position)`` allows, and everything else
+    is brought to the full batched shape (scalars-per-example by a broadcast).
     """
 
     def rule(axis, vals, dims, **params):
         avals = [get_aval(v) for v in vals]
         ranks = [a.ndim - (d is not not_mapped) for a, d in zip(avals, dims)]
         out_rank = max(ranks)
-        full = [i for i, (d, r) in enumerate(zip(dims, ranks)) if d is not not_mapped and r]
-        bdim = dims[full[0]] if full else 0
-        per_example = (
-            tuple(s for j, s in enumerate(avals[full[0]].shape) if j != bdim) if full else ()
-        )
+        full = [i for i, r in enumerate(ranks) if r == out_rank and out_rank > 0]
+        batched_full = [i for i in full if dims[i] is not not_mapped]
+        bdim = dims[batched_full[0]] if batched_full else 0
+        if full:
+            i = full[0]
+            shape = avals[i].shape
+            per_example = (shape if dims[i] is not_mapped else
+                           shape[:dims[i]] + shape[dims[i] + 1:])
+        else:
+            per_example = ()
         out_shape = per_example[:bdim] + (axis.size,) + per_example[bdim:]
+        rest = tuple(k for k in range(len(out_shape)) if k != bdim)
         args = []
-        for v, d, r in zip(vals, dims, ranks):
+        for pos, (v, d, r) in enumerate(zip(vals, dims, ranks)):
             if d is not_mapped:
-                args.append(v if r == 0 else broadcast_batch(v, axis.size, bdim))
-            elif r == out_rank:
+                if r == 0 and keep_scalar(pos):
+                    args.append(v)
+                else:
+                    args.append(base.broadcast_in_dim(v, out_shape, rest if r else ()))
+            elif r == out_rank and r > 0:
                 args.append(moveaxis(v, d, bdim))
-            else:  # a batched scalar meeting full-rank operands
+            else:  # a batched scalar: its batch axis becomes the output's
                 args.append(base.broadcast_in_dim(v, out_shape, (bdim,)))
         return prim.bind(*args, **params), bdim
 

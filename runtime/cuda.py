@@ -24,8 +24,9 @@ import numpy as np
 from fx.devices import cupy_module
 
 # NVRTC options; CuPy adds -ftz=true for float32 speed (denormals flush to zero on GPU, a
-# documented difference from NumPy on CPU).
-NVRTC_OPTIONS = ("--std=c++17", "-diag-suppress=177")
+# documented difference from NumPy on CPU). No contraction of a*b+c into FMAs behind our back:
+# results must not depend on the compiler (kernels that want an FMA call fmaf).
+NVRTC_OPTIONS = ("--std=c++17", "-diag-suppress=177", "--fmad=false")
 THREADS = 256
 WARP = 32
 MAX_BLOCKS_PER_SM = 32
@@ -53,7 +54,7 @@ def launch_config(iterations: int, lanes: int = 1, sm_count: int = 132,
 
 def kernel_iterations(kernel) -> tuple[int, int]:
     """The parallel loop's extent and lane count of a generated kernel."""
-    for stmt in kernel.body:
+    for stmt in getattr(kernel, "body", ()):
         if getattr(stmt, "parallel", False):
             return stmt.extent, stmt.lanes
     return 1, 1
@@ -104,8 +105,10 @@ class CudaExecutable:
                 for t in rs.steps:
                     step = low.steps[t]
                     k = step.kernel
-                    iters, lanes = kernel_iterations(k)
-                    cfg = launch_config(iters, lanes, sm)
+                    if hasattr(k, "grid"):  # a whole-source kernel with its own launch shape
+                        cfg = LaunchConfig(k.grid, k.block)
+                    else:
+                        cfg = launch_config(*kernel_iterations(k), sm_count=sm)
                     names = [p.name for p in k.params]
                     variables = step.inputs + step.outputs
                     self.calls.append(("kernel", self.module.get_function(k.name), cfg,

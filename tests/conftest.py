@@ -36,9 +36,15 @@ from fx.lowering.render import CUDA, Renderer, render_module  # noqa: E402
 _cuda_kernels: dict[str, object] = {}
 
 
+def _renamed(k, name):
+    return k.renamed(name) if hasattr(k, "renamed") else dataclasses.replace(k, name=name)
+
+
 def _record(low):
     for k in low.kernels:
-        _cuda_kernels.setdefault(Renderer(CUDA).kernel(dataclasses.replace(k, name="k")), k)
+        text = k.renamed("k").source if hasattr(k, "renamed") else Renderer(CUDA).kernel(
+            dataclasses.replace(k, name="k"))
+        _cuda_kernels.setdefault(text, k)
 
 
 _pipeline.observers.append(_record)
@@ -46,13 +52,14 @@ _pipeline.observers.append(_record)
 
 def compile_cuda_kernels(kernels) -> tuple[bool, str]:
     """nvcc -cubin for sm_90 over uniquely renamed kernels; (ok, report)."""
-    renamed = [dataclasses.replace(k, name=f"fx_test_k{i}") for i, k in enumerate(kernels)]
+    renamed = [_renamed(k, f"fx_test_k{i}") for i, k in enumerate(kernels)]
     with tempfile.TemporaryDirectory() as tmp:
         src = f"{tmp}/kernels.cu"
         with open(src, "w") as f:
             f.write(render_module(renamed, CUDA))
         proc = subprocess.run(
-            ["nvcc", "-arch=sm_90", "-cubin", "-Xptxas", "-v", "-o", f"{tmp}/k.cubin", src],
+            ["nvcc", "-arch=sm_90", "-cubin", "--fmad=false", "-Xptxas", "-v", "-o",
+             f"{tmp}/k.cubin", src],
             capture_output=True, text=True,
         )
     report = proc.stderr
@@ -69,7 +76,7 @@ def compile_cuda_kernels_nvrtc(kernels) -> tuple[bool, str]:
     """The same kernels through NVRTC with CuPy's options (what the CUDA runtime does)."""
     from fx.runtime import nvrtc
 
-    renamed = [dataclasses.replace(k, name=f"fx_test_k{i}") for i, k in enumerate(kernels)]
+    renamed = [_renamed(k, f"fx_test_k{i}") for i, k in enumerate(kernels)]
     ok, log, _ = nvrtc.compile_source(render_module(renamed, CUDA))
     return ok, log[-6000:]
 

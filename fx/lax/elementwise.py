@@ -273,6 +273,8 @@ max_p = naryop("max", _max, ANY)
 min_p = naryop("min", np.minimum, ANY)
 atan2_p = naryop("atan2", np.arctan2, FLOAT)
 nextafter_p = naryop("nextafter", np.nextafter, FLOAT)
+# NumPy (and ml_dtypes) step half-precision values natively: computing in float32 would not.
+nextafter_p.def_impl(lambda x, y: np.nextafter(x, y))
 and_p = naryop("and", np.bitwise_and, INT_OR_BOOL)
 or_p = naryop("or", np.bitwise_or, INT_OR_BOOL)
 xor_p = naryop("xor", np.bitwise_xor, INT_OR_BOOL)
@@ -315,7 +317,8 @@ def _select_n_impl(which, *cases):
     return np.choose(np.clip(which, 0, len(cases) - 1), cases)
 
 
-batching.broadcasting_batcher(select_n_p)
+# The selector may stay a scalar; the cases must take the batched shape.
+batching.broadcasting_batcher(select_n_p, keep_scalar=lambda position: position == 0)
 
 # --- conversions ---------------------------------------------------------------------------------
 
@@ -356,7 +359,8 @@ def _bitcast_abstract_eval(x, *, new_dtype):
     return ShapedArray(x.shape, new_dtype)
 
 
-bitcast_convert_type_p.def_impl(lambda x, *, new_dtype: np.ascontiguousarray(x).view(new_dtype))
+bitcast_convert_type_p.def_impl(
+    lambda x, *, new_dtype: np.ascontiguousarray(x).view(new_dtype).reshape(np.shape(x)))
 batching.vectorized_batcher(bitcast_convert_type_p)
 
 

@@ -82,10 +82,17 @@ def _device_array(host: np.ndarray) -> Array:
 
 
 def promote_dtypes(*args, name: str = "fx.numpy") -> list:
-    """The arguments as fx values of one promoted dtype."""
-    arrs = [to_array(a, name) for a in args]
+    """The arguments as fx values of one promoted dtype. Python scalars are converted from
+    their exact value to the result dtype (``f64_array * 0.3`` uses 0.3 in float64, not a
+    float32 rounding of it)."""
+    arrs = [a if _is_python_scalar(a) else to_array(a, name) for a in args]
     dt, weak = dtypes.promote_types(*(dtypes.dtype_and_weak(a) for a in arrs))
-    return [lax.convert_element_type(a, dt, weak) for a in arrs]
+    return [Array(np.asarray(a, dtype=dt), weak) if _is_python_scalar(a)
+            else lax.convert_element_type(a, dt, weak) for a in arrs]
+
+
+def _is_python_scalar(x) -> bool:
+    return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
 
 
 def promote_to_inexact(*args, name: str = "fx.numpy") -> list:
