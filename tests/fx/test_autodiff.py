@@ -295,9 +295,6 @@ def test_jacobian_with_scalar_leaf_in_dict():
     assert_allclose(fx.jacrev(f(fnp))(p), jax.jacrev(f(jnp))(p), what="jacrev")
 
 
-@pytest.mark.xfail(strict=True, reason="vmap of a rank-0 batched operand against an unbatched "
-                   "full-rank one (broadcasting_batcher) builds mul of f64[4,3] and f64[4]; "
-                   "repro: fx.vmap(lambda t: fx.lax.mul(np.ones(3), t))(np.ones(4))")
 def test_jacfwd_with_scalar_leaf_in_dict():
     p = {"w": np.array([1.0, 2.0, 3.0]), "b": np.float64(0.5)}
 
