@@ -80,9 +80,10 @@ def row(name, fx_t, jax_t=None, np_t=None, unit="ms"):
 
 
 def first_compile_seconds(cache_dir: str) -> float:
-    script = textwrap.dedent("""
+    here = os.path.dirname(os.path.abspath(__file__))
+    script = textwrap.dedent(f"""
         import time, sys, numpy as np
-        sys.path.insert(0, %r)
+        sys.path.insert(0, {here!r})
         from bench_cpu import mlp_init, mlp_step, fx_log_softmax
         import fx, fx.numpy as fnp
         rng = np.random.default_rng(0)
@@ -94,7 +95,7 @@ def first_compile_seconds(cache_dir: str) -> float:
         jax_free = step(params, x, y)
         jax_free[0][0].block_until_ready()
         print(time.perf_counter() - t)
-    """ % os.path.dirname(os.path.abspath(__file__)))
+    """)
     env = dict(os.environ, FX_CACHE_DIR=cache_dir)
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
                          check=True)
