@@ -59,51 +59,81 @@ def _half_to_f32(x):
     return x.astype(np.float32) if x.dtype in (dtypes.float16, dtypes.bfloat16) else x
 
 
-# --- the family of axis reductions ----------------------------------------------------------------
+# --- the family of axis reductions --------------------------------------------------------------
 
 
 def _identity(kind: str, dtype: np.dtype):
     """The value an empty reduction produces."""
     if kind in ("max", "min"):
-        sign = 1 if kind == "min" else -1
         if dtypes.is_float(dtype):
-            return sign * np.inf
+            return np.inf if kind == "min" else -np.inf
         if dtype == dtypes.bool_:
             return kind == "min"
         info = np.iinfo(dtype)
         return info.max if kind == "min" else info.min
-    return {"prod": 1, "and": -1 if dtype != dtypes.bool_ else True, "or": 0, "xor": 0}[kind]
+    if kind == "and":  # all bits set
+        return True if dtype == dtypes.bool_ else (-1 if dtypes.is_signed_int(dtype) else
+                                                   np.iinfo(dtype).max)
+    return {"prod": 1, "or": 0, "xor": 0}[kind]
+
+
+# The impls use only functions CuPy also provides through NumPy's dispatch (so no
+# ``ufunc.reduce``, which CuPy has for add and multiply only, and no ``initial=``).
+
+
+def _empty_result(x, axes, kind):
+    shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+    return np.full_like(x, _identity(kind, x.dtype), shape=shape)
 
 
 def _impl_max(x, axes):
-    return np.max(_half_to_f32(x), axis=axes, initial=_identity("max", x.dtype))
+    if any(x.shape[a] == 0 for a in axes):
+        return _empty_result(x, axes, "max")
+    return np.max(_half_to_f32(x), axis=axes)
 
 
 def _impl_min(x, axes):
-    return np.min(_half_to_f32(x), axis=axes, initial=_identity("min", x.dtype))
+    if any(x.shape[a] == 0 for a in axes):
+        return _empty_result(x, axes, "min")
+    return np.min(_half_to_f32(x), axis=axes)
 
 
 def _impl_prod(x, axes):
     return np.prod(_half_to_f32(x), axis=axes)
 
 
+def _tree_reduce(x, axes, op, kind):
+    """Reduce ``axes`` with a binary elementwise ``op`` by halving them repeatedly."""
+    if any(x.shape[a] == 0 for a in axes):
+        return _empty_result(x, axes, kind)
+    kept = [i for i in range(x.ndim) if i not in axes]
+    rest = tuple(x.shape[i] for i in kept)
+    n = math.prod(x.shape[a] for a in axes)
+    rows = np.reshape(np.transpose(x, list(axes) + kept), (n,) + rest)
+    while rows.shape[0] > 1:
+        h = rows.shape[0] // 2
+        folded = op(rows[:h], rows[h:2 * h])
+        rows = np.concatenate([folded, rows[2 * h:]]) if rows.shape[0] % 2 else folded
+    return np.reshape(rows, rest)
+
+
 def _impl_and(x, axes):
     if x.dtype == np.bool_:
         return np.all(x, axis=axes)
-    return np.bitwise_and.reduce(x, axis=axes)
+    return _tree_reduce(x, axes, np.bitwise_and, "and")
 
 
 def _impl_or(x, axes):
     if x.dtype == np.bool_:
         return np.any(x, axis=axes)
-    return np.bitwise_or.reduce(x, axis=axes)
+    return _tree_reduce(x, axes, np.bitwise_or, "or")
 
 
 def _impl_xor(x, axes):
     if x.dtype == np.bool_:
         # Parity of the number of True entries.
         return np.sum(x, axis=axes, dtype=np.int64) % 2 == 1
-    return np.bitwise_xor.reduce(x, axis=axes)
+    return _tree_reduce(x, axes, np.bitwise_xor, "xor")
 
 
 def _reduction(name: str, impl: Callable, kinds: frozenset, what: str) -> Primitive:
