@@ -33,8 +33,9 @@ __all__ = ["dot", "dot_general"]
 DimensionNumbers = tuple[tuple[tuple[int, ...], tuple[int, ...]],
                          tuple[tuple[int, ...], tuple[int, ...]]]
 
-dot_general_p = Primitive("dot_general")  # params: dimension_numbers, precision,
-#                                           preferred_element_type (None or a dtype)
+# params: dimension_numbers (as above, tuples of ints), precision (kept for the jaxpr; the impl
+# always computes at full precision), preferred_element_type (None or a dtype).
+dot_general_p = Primitive("dot_general")
 
 
 def _free_dims(ndim: int, contract: Sequence[int], batch: Sequence[int]) -> tuple[int, ...]:
@@ -135,7 +136,7 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_eleme
     return np.reshape(out, out_shape).astype(out_dtype, copy=False)
 
 
-# --- differentiation ------------------------------------------------------------------------------
+# --- differentiation ----------------------------------------------------------------------------
 
 jvp.defjvp(
     dot_general_p,
@@ -203,7 +204,7 @@ def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision,
 transpose.deflinear(dot_general_p, _dot_general_transpose)
 
 
-# --- batching -------------------------------------------------------------------------------------
+# --- batching -----------------------------------------------------------------------------------
 
 
 def _shift(dims: Sequence[int], at: int) -> tuple[int, ...]:
@@ -239,7 +240,7 @@ def _dot_general_batch(axis, vals, dims, *, dimension_numbers, precision,
 batching.batch_rules[dot_general_p] = _dot_general_batch
 
 
-# --- the fx.lax functions -------------------------------------------------------------------------
+# --- the fx.lax functions -----------------------------------------------------------------------
 
 
 def _canonical_precision(precision):
