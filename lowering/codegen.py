@@ -371,7 +371,7 @@ def reduction_kernel(group: FusionGroup, name: str, inputs, outputs) -> ir.Kerne
     return ir.Kernel(name, b.params(), (loop,), work=math.prod(in_shape))
 
 
-def _reduce_loops(b: KernelBuilder, red_shape, body_fn) -> list[ir.Stmt]:
+def _reduce_loops(b: KernelBuilder, red_shape, body_fn, reductions=()) -> list[ir.Stmt]:
     def rec(k, idx):
         if k == len(red_shape):
             body_fn(tuple(idx))
@@ -381,7 +381,9 @@ def _reduce_loops(b: KernelBuilder, red_shape, body_fn) -> list[ir.Stmt]:
         rec(k + 1, idx + [ir.Sym(var, ir.INDEX)])
         inner = b.pop()
         innermost = k == len(red_shape) - 1
-        b.emit(ir.Loop(var, red_shape[k], tuple(inner), cooperative=b.cooperative and innermost))
+        coop = b.cooperative and innermost
+        b.emit(ir.Loop(var, red_shape[k], tuple(inner), cooperative=coop,
+                       reductions=tuple(reductions) if coop else ()))
 
     b.push()
     rec(0, [])
@@ -459,7 +461,7 @@ def _emit_reduction(b: KernelBuilder, eqn: JaxprEqn, k: int, o_idx, red_shape, f
             v = ir.Op("cast", (v,), acc_dt)
         b.emit(ir.Assign(acc, ir.Op(combine, (ir.Sym(acc, acc_dt), v), acc_dt)))
 
-    for s in _reduce_loops(b, red_shape, body):
+    for s in _reduce_loops(b, red_shape, body, [(acc, combine)]):
         b.emit(s)
     if b.cooperative:
         b.emit(ir.Combine(acc, combine, acc_dt))

@@ -100,6 +100,9 @@ class Loop(Stmt):
     parallel: bool = False
     lanes: int = 1
     cooperative: bool = False
+    # For a cooperative loop: (accumulator, op) pairs it reduces, so a target may vectorize it
+    # as a reduction (reassociating within the row, identically on every run).
+    reductions: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

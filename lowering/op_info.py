@@ -16,6 +16,7 @@ import numpy as np
 
 from fx import dtypes
 from fx.lax import linalg
+from fx.lowering import cuda_gemm
 from fx.lowering.cost import group_flops
 from fx.lowering.fusion import FusionGroup, GroupKind
 
@@ -81,11 +82,23 @@ register(OpImpl("cpu.blas_gemm", "cpu", GroupKind.GEMM,
                 lambda g: 3000.0 + _flops(g) / 50.0,
                 "numpy/BLAS matmul into the planned buffer, then the fused epilogue in place",
                 applies=_is_dot))
+# H200 FP32 (no TF32): cuBLAS ~50 TFLOP/s; the generated tile ~35; a launch ~5 us; an extra
+# epilogue pass reads and writes the product at ~4.8 TB/s.
+def _cublas_cost(g: FusionGroup) -> float:
+    epilogue = 5000.0 + 8.0 * _elements(g) / 4800.0 if g.epilogue else 0.0
+    return 5000.0 + _flops(g) / 50000.0 + epilogue
+
+
 register(OpImpl("cuda.cublas_gemm", "cuda", GroupKind.GEMM,
                 frozenset([dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64]), {},
-                False, lambda g: 8000.0 + _flops(g) / 20000.0,
-                "cuBLAS through CuPy into the planned buffer, then the fused epilogue kernel",
+                False, _cublas_cost,
+                "cuBLAS through CuPy into the planned buffer, then the epilogue as a kernel",
                 applies=_is_dot))
+register(OpImpl("cuda.tiled_gemm", "cuda", GroupKind.GEMM,
+                frozenset([dtypes.float16, dtypes.bfloat16, dtypes.float32]), {}, False,
+                lambda g: 5000.0 + _flops(g) / 35000.0,
+                "generated 128x128x8 tiled GEMM, float32 accumulation, epilogue fused in its "
+                "store", applies=cuda_gemm.applies))
 register(OpImpl("cpu.numpy_gemm", "cpu", GroupKind.GEMM, ANY, {}, False,
                 lambda g: 3000.0 + _flops(g) / 2.0, "numpy matmul for dtypes BLAS lacks",
                 applies=_is_dot))

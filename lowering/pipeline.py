@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from fx.avals import ShapedArray
 from fx.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var, check_jaxpr
+from fx.lowering import cuda_gemm
 from fx.lowering import kernel_ir as ir
 from fx.lowering.codegen import KERNEL_BUILDERS, is_flat
 from fx.lowering.cost import group_bytes, group_flops
@@ -190,8 +191,8 @@ def _steps(groups: list[FusionGroup], backend: str, have_compiler: bool) -> list
     steps = []
     for g in groups:
         choice = select(g, backend, have_compiler)
-        if g.kind is GroupKind.GEMM and g.epilogue and not choice.impl.name.startswith(
-                "numpy."):
+        if g.kind is GroupKind.GEMM and g.epilogue and choice.impl.name not in (
+                "numpy.gemm", "cuda.tiled_gemm"):
             # The library call writes the product; the epilogue runs over it as a kernel.
             dot, epilogue = g.anchor, g.epilogue
             prod = dot.outvars[0]
@@ -293,6 +294,9 @@ def _is_flat_group(s: Step) -> bool:
 
 def _generate(steps: list[Step], buffers, plan: MemoryPlan, have_compiler: bool) -> list[Step]:
     for t, s in enumerate(steps):
+        if s.choice.impl.name == "cuda.tiled_gemm":
+            s.kernel = cuda_gemm.gemm_kernel(s.group, f"k{t}", s.inputs, s.outputs)
+            continue
         build = KERNEL_BUILDERS.get(s.group.kind)
         if build is None or s.choice.impl.name.startswith("numpy.") or not s.outputs:
             continue

@@ -93,6 +93,9 @@ class Dialect:
     combine: str = ""  # format: acc, other, type, combine expression; "" = no-op
     combine_arg: str = ""  # format: best, idx, vtype, itype, better; "" = no-op
     leader_guard: str = ""  # prefix of a store only one lane performs
+    # A pragma vectorizing a cooperative loop that reduces with these ops ("" = none).
+    simd_reduction: str = ""
+    simd_reduction_ops: dict = field(default_factory=dict)
 
 
 C = Dialect(
@@ -105,8 +108,13 @@ C = Dialect(
                  "{ uint32_t b; memcpy(&b, &f, 4); return b; }\n",
     kernel_prefix="static void",
     restrict="restrict",
-    parallel_for="#pragma omp parallel for schedule(static) if({stop} > 16384)\n"
+    # Threads only pay off with enough total work (elements touched by the whole kernel).
+    parallel_for="#pragma omp parallel for schedule(static) if({work} > 32768)\n"
                  "for ({it} {v} = {start}; {v} < {stop}; {v}++)",
+    # OpenMP may reassociate a sum or product within a row (the same way every run); max/min
+    # keep their NaN semantics and stay serial.
+    simd_reduction="reduction({op}:{acc})",
+    simd_reduction_ops={"add": "+", "mul": "*"},
     math={
         ("exp", "f32"): "fx_expf({0})", ("log", "f32"): "fx_logf({0})",
         ("log1p", "f32"): "fx_log1pf({0})", ("expm1", "f32"): "fx_expm1f({0})",
@@ -186,6 +194,7 @@ def storage_type(dt: np.dtype) -> str:
 class Renderer:
     def __init__(self, dialect: Dialect):
         self.d = dialect
+        self.work = 0  # the kernel being rendered: elements it touches
 
     # -- expressions ----------------------------------------------------------------------------
     def expr(self, e: ir.Expr) -> str:
@@ -269,11 +278,17 @@ class Renderer:
                 if s.parallel:
                     template = self.d.parallel_for_lanes if s.lanes > 1 else ""
                     head = (template or self.d.parallel_for).format(
-                        it=self.d.index_type, v=s.var, start=0, stop=s.extent, lanes=s.lanes
+                        it=self.d.index_type, v=s.var, start=0, stop=s.extent, lanes=s.lanes,
+                        work=max(self.work, s.extent),
                     )
                     out.extend(pad + line for line in head.split("\n"))
                     out[-1] += " {"
                 elif s.cooperative:
+                    ops = [(a, self.d.simd_reduction_ops.get(op)) for a, op in s.reductions]
+                    if self.d.simd_reduction and ops and all(o for _, o in ops):
+                        clauses = " ".join(self.d.simd_reduction.format(op=o, acc=a)
+                                           for a, o in ops)
+                        out.append(f"{pad}#pragma omp simd {clauses}")
                     head = self.d.cooperative_for.format(it=self.d.index_type, v=s.var,
                                                          stop=s.extent)
                     out.append(f"{pad}{head} {{")
@@ -316,6 +331,7 @@ class Renderer:
             f"{'' if p.is_output else 'const '}{storage_type(p.dtype)}* {restrict} {p.name}"
             for p in k.params
         )
+        self.work = k.work
         lines = [f"{self.d.kernel_prefix} {k.name}({params}) {{"]
         lines += self.stmts(k.body, 1)
         lines.append("}")
@@ -331,7 +347,7 @@ def render_module(kernels: list[ir.Kernel], dialect: Dialect, extra: str = "") -
     """One translation unit holding every kernel (plus ``extra``, e.g. C entry points)."""
     r = Renderer(dialect)
     parts = [dialect.file_prelude, PRELUDE]
-    parts += [r.kernel(k) for k in kernels]
+    parts += [k.source if hasattr(k, "source") else r.kernel(k) for k in kernels]
     if extra:
         parts.append(extra)
     return "\n\n".join(parts) + "\n"

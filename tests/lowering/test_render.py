@@ -26,7 +26,7 @@ def _fused(x, y):
 
 GOLDEN_C = """\
 static void k(const float* restrict in0, const float* restrict in1, float* restrict out0) {
-  #pragma omp parallel for schedule(static) if(16 > 16384)
+  #pragma omp parallel for schedule(static) if(16 > 32768)
   for (int64_t i0 = 0; i0 < 16; i0++) {
     const float t0 = in0[i0];
     const float t1 = fx_tanhf(t0);
