@@ -101,7 +101,9 @@ def _rest(ndim: int, axes: Sequence[int]) -> tuple[int, ...]:
     return tuple(d for d in range(ndim) if d not in axes)
 
 
-def _check_indices(name: str, operand: ShapedArray, indices: ShapedArray, axes) -> None:
+def _check_indices(name: str, operand: ShapedArray, indices: ShapedArray, axes, mode) -> None:
+    if not isinstance(mode, GatherScatterMode):
+        raise ValueError(f"{name}: mode must be a GatherScatterMode, got {mode!r}")
     if not dtypes.is_int(indices.dtype):
         raise shape_error(name, "indices must have an integer dtype", operand, indices)
     if indices.ndim < 1 or indices.shape[-1] != len(axes):
@@ -193,7 +195,7 @@ gather_p = Primitive("gather")  # params: axes, mode, fill_value (None: the dtyp
 
 @gather_p.def_abstract_eval
 def _gather_abstract_eval(operand, indices, *, axes, mode, fill_value):
-    _check_indices("gather", operand, indices, axes)
+    _check_indices("gather", operand, indices, axes, mode)
     batch = indices.shape[:-1]
     if mode is CLIP and math.prod(batch) and any(operand.shape[a] == 0 for a in axes):
         raise shape_error(
@@ -214,23 +216,15 @@ def gather(operand, indices, axes: Sequence[int], *, mode=None, fill_value=None)
     clamps out-of-range indices; ``'fill'`` (the default, as in jax) returns ``fill_value``
     there. Example: rows 2 and 0 of a matrix::
 
-        gather(x, [[2], [0]], axes=(0,))        # == x[[2, 0]], shape (2, x.shape[1])
+        gather(x, np.array([[2], [0]]), axes=(0,))   # x[[2, 0]], shape (2, x.shape[1])
     """
     mode = GatherScatterMode.parse(mode)
     if mode is CLIP:
         fill_value = None
     elif fill_value is not None:
         fill_value = np.asarray(fill_value).item()
-    return gather_p.bind(operand, _as_index_array(indices), axes=tuple(int(a) for a in axes),
-                         mode=mode, fill_value=fill_value)
-
-
-def _as_index_array(indices):
-    if isinstance(indices, (list, tuple)):
-        from fx.numpy._promote import asarray  # noqa: PLC0415  (fx.numpy imports fx.lax)
-
-        return asarray(indices)
-    return indices
+    return gather_p.bind(operand, indices, axes=tuple(int(a) for a in axes), mode=mode,
+                         fill_value=fill_value)
 
 
 def _gather_jvp(primals, tangents, *, axes, mode, fill_value):
@@ -287,7 +281,7 @@ def _scatter_primitive(name: str, combine: str, allow_bool: bool) -> Primitive:
     prim = Primitive(name)  # params: axes, mode
 
     def abstract_eval(operand, indices, updates, *, axes, mode):
-        _check_indices(name, operand, indices, axes)
+        _check_indices(name, operand, indices, axes, mode)
         want = indices.shape[:-1] + tuple(operand.shape[d] for d in _rest(operand.ndim, axes))
         if updates.shape != want:
             raise shape_error(
@@ -329,8 +323,8 @@ scatter_max_p = _scatter_primitive("scatter_max", "max", allow_bool=True)
 
 def _scatter_fn(prim: Primitive, what: str):
     def f(operand, indices, updates, axes: Sequence[int], *, mode=None):
-        return prim.bind(operand, _as_index_array(indices), updates,
-                         axes=tuple(int(a) for a in axes), mode=GatherScatterMode.parse(mode))
+        return prim.bind(operand, indices, updates, axes=tuple(int(a) for a in axes),
+                         mode=GatherScatterMode.parse(mode))
 
     f.__name__ = prim.name
     f.__doc__ = (
@@ -338,7 +332,7 @@ def _scatter_fn(prim: Primitive, what: str):
         "``indices`` has shape ``batch + (len(axes),)`` and ``updates`` has shape ``batch + "
         "[operand dims not in axes]``; ``mode='drop'`` (the default, as in jax) ignores "
         "updates at out-of-range indices, ``'clip'`` clamps them. Example::\n\n"
-        f"    {prim.name}(zeros(3), [[0], [0]], array([1., 2.]), axes=(0,))"
+        f"    {prim.name}(zeros(3), np.array([[0], [0]]), array([1., 2.]), axes=(0,))"
     )
     return f
 

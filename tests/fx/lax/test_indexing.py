@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 import fx
 import fx.lax as lax
 import fx.numpy as fnp
+from fx.lax.indexing import gather_p
 
 # --- the jax oracle ------------------------------------------------------------------------------
 
@@ -356,6 +357,8 @@ def test_errors():
         lax.gather(fnp.zeros((0, 2)), i, (0,), mode="clip")
     with pytest.raises(ValueError, match=r"unknown gather/scatter mode 'wrap'"):
         lax.gather(x, i, (0,), mode="wrap")
+    with pytest.raises(ValueError, match=r"gather: mode must be a GatherScatterMode, got 'clip'"):
+        gather_p.bind(x, i, axes=(0,), mode="clip", fill_value=None)
     with pytest.raises(TypeError, match=r"scatter_add: updates must have shape .* = \(1, 4\)"):
         lax.scatter_add(x, i, fnp.zeros((1, 3)), (0,))
     with pytest.raises(TypeError, match=r"scatter: updates must have the operand's dtype"):
