@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from fx import dtypes
+from fx import dtypes, tree_util
+from fx.array import Array
 from fx.avals import ShapedArray
 from fx.core import Primitive
 from fx.interpreters import batching, jvp, transpose
 from fx.interpreters.batching import moveaxis, not_mapped
 from fx.lax import base, reductions
-from fx.lax.elementwise import div, mul
-from fx.lax.structural import iota
+from fx.lax.elementwise import convert_element_type, div, mul
+from fx.lax.structural import dynamic_index_in_dim, iota
 
 
 def _unbound(name: str):
@@ -97,6 +98,17 @@ def _all_gather_batch(axis, vals, dims, *, axis_name, axis_size):
 batching.batch_rules[all_gather_p] = _all_gather_batch
 jvp.deflinear(all_gather_p)
 
+
+def _all_gather_transpose(ct, x, *, axis_name, axis_size):
+    # Every lane's output stacks all lanes' x, so lane i's cotangent is the sum over lanes of
+    # their output cotangents at row i: a psum, then this lane's row.
+    total = psum_p.bind(ct, axis_name=axis_name)
+    return [dynamic_index_in_dim(total, axis_index_p.bind(axis_name=axis_name), 0,
+                                 keepdims=False)]
+
+
+transpose.deflinear(all_gather_p, _all_gather_transpose)
+
 axis_index_p = Primitive("axis_index")  # params: axis_name
 axis_index_p.def_abstract_eval(lambda *, axis_name: ShapedArray((), dtypes.int32))
 axis_index_p.def_impl(_unbound("axis_index"))
@@ -112,26 +124,59 @@ def _axis_index_batch(axis, vals, dims, *, axis_name):
 batching.batch_rules[axis_index_p] = _axis_index_batch
 
 
+def _names(axis_name) -> tuple:
+    return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+
+
+def to_array(v):
+    """Python scalars (e.g. ``psum(1, name)``, the axis size) as weakly typed arrays."""
+    if isinstance(v, (bool, int, float)) and not isinstance(v, np.generic):
+        dt, weak = dtypes.dtype_and_weak(v)
+        return Array(np.asarray(v, dt), weak)
+    return v
+
+
+def _over_tree(op, x, axis_name):
+    """Apply a single-name collective to every leaf of ``x`` and every name of ``axis_name``."""
+    def leaf(v):
+        v = to_array(v)
+        for name in _names(axis_name):
+            v = op(v, name)
+        return v
+
+    return tree_util.tree_map(leaf, x)
+
+
 def psum(x, axis_name):
-    """The sum of ``x`` over the lanes of the named axis (every lane gets the total)."""
-    return psum_p.bind(x, axis_name=axis_name)
+    """The sum of ``x`` over the lanes of the named axis (every lane gets the total); ``x`` may
+    be a pytree and ``axis_name`` a tuple of names. ``psum(1, name)`` is the axis size."""
+    return _over_tree(lambda v, n: psum_p.bind(v, axis_name=n), x, axis_name)
 
 
 def pmean(x, axis_name):
-    return div(psum(x, axis_name), np.asarray(batching.axis_size(axis_name), x.dtype))
+    """The mean over the lanes (integers average in floating point, as in jax)."""
+    def one(v, n):
+        if not dtypes.is_float(v.dtype):
+            v = convert_element_type(v, dtypes.default_float)
+        return div(psum_p.bind(v, axis_name=n),
+                   np.asarray(batching.axis_size(n), v.dtype))
+
+    return _over_tree(one, x, axis_name)
 
 
 def pmax(x, axis_name):
-    return pmax_p.bind(x, axis_name=axis_name)
+    return _over_tree(lambda v, n: pmax_p.bind(v, axis_name=n), x, axis_name)
 
 
 def pmin(x, axis_name):
-    return pmin_p.bind(x, axis_name=axis_name)
+    return _over_tree(lambda v, n: pmin_p.bind(v, axis_name=n), x, axis_name)
 
 
 def all_gather(x, axis_name):
     """Every lane gets the stack of all lanes' ``x`` (a new leading axis)."""
-    return all_gather_p.bind(x, axis_name=axis_name, axis_size=batching.axis_size(axis_name))
+    return tree_util.tree_map(
+        lambda v: all_gather_p.bind(to_array(v), axis_name=axis_name,
+                                    axis_size=batching.axis_size(axis_name)), x)
 
 
 def axis_index(axis_name):

@@ -130,10 +130,7 @@ def test_grad_through_a_named_vmap(name):
 
 @pytest.mark.parametrize("name", [
     "psum", "pmean",
-    pytest.param("all_gather", marks=pytest.mark.xfail(
-        strict=True, reason="all_gather has no transpose rule (jax transposes it to "
-        "psum_scatter); repro: fx.vmap(fx.grad(lambda r: fnp.sum(fx.lax.all_gather(r, 'i') "
-        "* r)), axis_name='i')(np.ones((4, 3)))")),
+    "all_gather",
 ])
 def test_grad_inside_a_named_vmap(name):
     def f(lib, np_):
@@ -202,30 +199,22 @@ def test_unbound_axis_name_outside_vmap_and_under_jit():
         fx.jit(lambda v: flax.psum(v, "i"))(A)
 
 
-@pytest.mark.xfail(strict=True, reason="psum of a pytree: AttributeError 'dict' object has no "
-                   "attribute 'dtype' (jax maps collectives over pytrees)")
 def test_psum_of_a_pytree():
     got = fx.vmap(lambda v: flax.psum({"a": v, "b": v * 2.0}, "i"), axis_name="i")(A)
     assert_allclose(got, {"a": np.broadcast_to(A.sum(0), A.shape),
                           "b": np.broadcast_to(2 * A.sum(0), A.shape)})
 
 
-@pytest.mark.xfail(strict=True, reason="psum of a Python scalar (the axis-size idiom "
-                   "psum(1, 'i')) raises AttributeError: 'int' object has no attribute 'dtype'")
 def test_psum_of_a_python_scalar_is_the_axis_size():
     got = fx.vmap(lambda v: v / flax.psum(1.0, "i"), axis_name="i")(A)
     assert_allclose(got, A / 4, what="psum(1)")
 
 
-@pytest.mark.xfail(strict=True, reason="a tuple of axis names is not supported: psum(x, "
-                   "('i', 'j')) raises NameError unbound axis name ('i', 'j')")
 def test_psum_over_a_tuple_of_axis_names():
     got = fx.vmap(fx.vmap(lambda v: flax.psum(v, ("i", "j")), axis_name="j"), axis_name="i")(A)
     assert_allclose(got, np.full(A.shape, A.sum()), what="both axes")
 
 
-@pytest.mark.xfail(strict=True, reason="pmean of integers divides in the integer dtype (fx gives "
-                   "[1 1 1 1]); jax returns the float mean [1.5 ...]")
 def test_pmean_of_integers_matches_jax():
     x = np.arange(4, dtype=np.int32)
     got = fx.vmap(lambda v: flax.pmean(v, "i"), axis_name="i")(x)
