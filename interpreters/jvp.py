@@ -61,6 +61,9 @@ def is_differentiable(aval: ShapedArray) -> bool:
 
 JvpRule = Callable[..., tuple[object, object]]
 jvp_rules: dict[Primitive, JvpRule] = {}
+# Primitives declared linear (their jvp applies them to the tangents): reverse mode needs a
+# transpose rule for each.
+linear_prims: set[Primitive] = set()
 
 
 class JVPTracer(Tracer):
@@ -160,6 +163,7 @@ def deflinear(prim: Primitive) -> None:
         return ans, prim.bind(*[instantiate(t) for t in tangents], **params)
 
     jvp_rules[prim] = rule
+    linear_prims.add(prim)
 
 
 def deflinear_in(prim: Primitive, *linear_args: int) -> None:
@@ -177,6 +181,7 @@ def deflinear_in(prim: Primitive, *linear_args: int) -> None:
         return ans, prim.bind(*args, **params)
 
     jvp_rules[prim] = rule
+    linear_prims.add(prim)
 
 
 # The interpreter-level primitives (see fx.lax.base): all linear.
