@@ -86,6 +86,9 @@ class Dialect:
     parallel_for: str  # format: var, start, stop, (index type)
     math: dict = field(default_factory=dict)  # overrides of _COMMON
     index_type: str = "int64_t"
+    # Index type for kernels whose every index fits in 31 bits ("" = always index_type):
+    # 32-bit index arithmetic is cheaper on GPUs.
+    small_index_type: str = ""
     # Rows shared by cooperating lanes (see kernel_ir.Loop): how the row loop, the split
     # reduction loop, the lane combine and the single-lane store are written.
     parallel_for_lanes: str = ""  # format: var, stop, it, lanes; "" = as parallel_for
@@ -147,6 +150,7 @@ CUDA = Dialect(
                        "for ({it} {v} = (({it})blockIdx.x * blockDim.x + threadIdx.x) / {lanes}; "
                        "{v} < {stop}; {v} += (({it})gridDim.x * blockDim.x) / {lanes})",
     cooperative_for="for ({it} {v} = fx_lane; {v} < {stop}; {v} += 32)",
+    small_index_type="int",
     combine="for (int fx_off = 16; fx_off > 0; fx_off >>= 1) {{ "
             "{type} {other} = ({type})__shfl_xor_sync(0xffffffffu, {shfl}, fx_off); "
             "{acc} = {expr}; }}",
@@ -195,6 +199,7 @@ class Renderer:
     def __init__(self, dialect: Dialect):
         self.d = dialect
         self.work = 0  # the kernel being rendered: elements it touches
+        self.it = dialect.index_type  # its index type
 
     # -- expressions ----------------------------------------------------------------------------
     def expr(self, e: ir.Expr) -> str:
@@ -222,6 +227,8 @@ class Renderer:
                 return s if suffix else f"((double){s})"
             return f"{v!r}{suffix}" if "e" in repr(v) or "." in repr(v) else f"{v!r}.0{suffix}"
         if dt == dtypes.int64:
+            if self.it != "int64_t" and abs(int(v)) < 2**31 - 1:
+                return str(int(v))  # index arithmetic in 32 bits (see small_index_type)
             return f"((int64_t){int(v)}LL)"
         if dt == dtypes.uint32:
             return f"{int(v)}u"
@@ -278,7 +285,7 @@ class Renderer:
                 if s.parallel:
                     template = self.d.parallel_for_lanes if s.lanes > 1 else ""
                     head = (template or self.d.parallel_for).format(
-                        it=self.d.index_type, v=s.var, start=0, stop=s.extent, lanes=s.lanes,
+                        it=self.it, v=s.var, start=0, stop=s.extent, lanes=s.lanes,
                         work=max(self.work, s.extent),
                     )
                     out.extend(pad + line for line in head.split("\n"))
@@ -289,11 +296,11 @@ class Renderer:
                         clauses = " ".join(self.d.simd_reduction.format(op=o, acc=a)
                                            for a, o in ops)
                         out.append(f"{pad}#pragma omp simd {clauses}")
-                    head = self.d.cooperative_for.format(it=self.d.index_type, v=s.var,
+                    head = self.d.cooperative_for.format(it=self.it, v=s.var,
                                                          stop=s.extent)
                     out.append(f"{pad}{head} {{")
                 else:
-                    out.append(f"{pad}for ({self.d.index_type} {s.var} = 0; {s.var} < "
+                    out.append(f"{pad}for ({self.it} {s.var} = 0; {s.var} < "
                                f"{s.extent}; {s.var}++) {{")
                 out.extend(self.stmts(s.body, indent + 1))
                 out.append(f"{pad}}}")
@@ -332,6 +339,9 @@ class Renderer:
             for p in k.params
         )
         self.work = k.work
+        largest = max([k.work] + [p.size for p in k.params])
+        small = self.d.small_index_type and largest < 2**31 - 1
+        self.it = self.d.small_index_type if small else self.d.index_type
         lines = [f"{self.d.kernel_prefix} {k.name}({params}) {{"]
         lines += self.stmts(k.body, 1)
         lines.append("}")

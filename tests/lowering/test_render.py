@@ -40,8 +40,8 @@ static void k(const float* restrict in0, const float* restrict in1, float* restr
 GOLDEN_CUDA = """\
 extern "C" __global__ void k(const float* __restrict__ in0, const float* __restrict__ in1, \
 float* __restrict__ out0) {
-  for (int64_t i0 = 0 + ((int64_t)blockIdx.x * blockDim.x + threadIdx.x); i0 < 16; \
-i0 += (int64_t)gridDim.x * blockDim.x) {
+  for (int i0 = 0 + ((int)blockIdx.x * blockDim.x + threadIdx.x); i0 < 16; \
+i0 += (int)gridDim.x * blockDim.x) {
     const float t0 = in0[i0];
     const float t1 = tanhf(t0);
     const float t2 = in1[i0];
