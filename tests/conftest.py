@@ -20,7 +20,7 @@ settings.register_profile("thorough", max_examples=400, **_common)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
-# --- every generated kernel must also compile for CUDA (sm_90) --------------------------------------
+# --- every generated kernel must also compile for CUDA (sm_90) ------------------------------------
 # Each test process records the kernels it generates, renders them in the CUDA dialect, and at
 # the end compiles them with nvcc in one translation unit; a compile error or a register spill
 # in an elementwise/reduction kernel fails the run. Skipped (with a note) without nvcc.

@@ -133,7 +133,7 @@ def test_cuda_backend_without_a_device_is_a_clear_error():
         fx.jit(lambda x: x + 1, backend="cuda")(fnp.ones(3))
 
 
-# --- on a GPU ---------------------------------------------------------------------------------------
+# --- on a GPU -------------------------------------------------------------------------------------
 
 CASES = [
     ("softmax", _softmax, lambda r: [r.standard_normal((33, 70)).astype(np.float32)]),
