@@ -147,3 +147,11 @@ from fx.lax.parallel import (
     pmin,
     psum,
 )
+from fx.lax.control_flow import (  # noqa: A004
+    cond,
+    fori_loop,
+    map,
+    scan,
+    switch,
+    while_loop,
+)
