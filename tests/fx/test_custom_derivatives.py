@@ -184,6 +184,7 @@ def test_custom_jvp_defjvps_matches_jax():
     assert_allclose(got, jax.grad(JAX_MUL3, argnums=(0, 1))(a, b), what="vs jax")
     assert_allclose(got, (3 * b, 0.0), what="x rule scaled, y rule None means zero")
     assert_allclose(fx.vmap(fx.grad(FX_MUL3))(X, Y), 3 * Y, what="vmap(grad)")
+    assert_allclose(fx.jit(fx.grad(FX_MUL3))(a, b), 3 * b, what="jit(grad)")
     one = np.float64(1.0)
     assert_allclose(fx.jvp(FX_MUL3, (a, b), (one, one))[1], np.float64(3 * b), what="jvp")
 
