@@ -20,7 +20,7 @@ import numpy as np
 from fx import dtypes, tree_util
 from fx.array import Array
 from fx.avals import ShapedArray
-from fx.core import Tracer, get_aval, is_array_like, new_trace
+from fx.core import Tracer, is_array_like, new_trace
 from fx.interpreters.eval import eval_jaxpr
 from fx.interpreters.partial_eval import PartialEvalTrace
 from fx.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, SourceInfo, Var, dce_jaxpr
@@ -285,5 +285,7 @@ def join_weak(*avals: ShapedArray) -> ShapedArray:
 
 
 def values_in(bufs: Sequence, avals: Sequence[ShapedArray]) -> list[Array]:
-    """Impl buffers as Arrays typed like the jaxpr inputs they feed."""
-    return [Array(b, a.weak_type) for b, a in zip(bufs, avals)]
+    """Impl buffers as Arrays typed like the jaxpr inputs they feed (a compiled program may
+    hand a 0-d operand over as a one-element vector: it gets its shape back)."""
+    return [Array(b if b.shape == a.shape else b.reshape(a.shape), a.weak_type)
+            for b, a in zip(bufs, avals)]

@@ -25,7 +25,7 @@ from fx.interpreters.batching import moveaxis
 from fx.interpreters.call import transpose_jaxpr
 from fx.interpreters.jvp import Zero, instantiate
 from fx.interpreters.transpose import is_undefined
-from fx.jaxpr import ClosedJaxpr, Var
+from fx.jaxpr import Var
 from fx.lax.base import broadcast_in_dim, full, shape_error
 from fx.lax.control_flow import common
 from fx.lax.control_flow.common import call, same_type
@@ -111,7 +111,7 @@ def _cond_partial_eval(trace, args, params):
 
     known_branches, unknown_branches = [], []
     start = 0
-    for (known, unknown, _, n_res), avals in zip(splits, res_avals):
+    for known, unknown, _, n_res in splits:
         before, after = all_res[:start], all_res[start + n_res:]
 
         def padded(*xs, known=known, before=before, after=after):

@@ -88,9 +88,11 @@ def run_scan(evaluate: Callable, *vals, jaxpr, num_consts, num_carry, length, re
 
 @scan_p.def_impl
 def _scan_impl(*bufs, jaxpr, **params):
-    # values_in takes only the weak types from the avals: the body's inputs give them.
+    n = params["num_consts"] + params["num_carry"]
+    avals = [*jaxpr.in_avals[:n],
+             *(a.update(shape=(params["length"], *a.shape)) for a in jaxpr.in_avals[n:])]
     with set_current_trace(EVAL_TRACE):
-        outs = run_scan(lambda c, a: call(c, *a), *common.values_in(bufs, jaxpr.in_avals),
+        outs = run_scan(lambda c, a: call(c, *a), *common.values_in(bufs, avals),
                         jaxpr=jaxpr, **params)
     return [o._buf for o in outs]
 
