@@ -30,6 +30,31 @@ __all__ = [
 ]
 
 
+_NUMERIC = frozenset(dtypes.FLOATING + dtypes.INTEGER)
+_INT_OR_BOOL = frozenset(dtypes.INTEGER + (dtypes.bool_,))
+_KIND_NAMES = {_NUMERIC: "numeric (not bool)", _INT_OR_BOOL: "integer or bool"}
+
+
+def _check_kind(name, kinds, *arrs):
+    """Reject operand dtypes the function does not accept, naming the function."""
+    for a in arrs:
+        aval = get_aval(a)
+        if aval.dtype not in kinds:
+            raise TypeError(
+                f"fx.numpy.{name} requires {_KIND_NAMES[kinds]} operands, got "
+                + ", ".join(get_aval(b).str_short() for b in arrs)
+            )
+
+
+def _bool_to_int(*arrs):
+    """Bools become int32 for integer arithmetic (``True // True``), as in JAX."""
+    return [
+        lax.convert_element_type(a, dtypes.int32, get_aval(a).weak_type)
+        if get_aval(a).dtype == dtypes.bool_ else a
+        for a in arrs
+    ]
+
+
 def _unary_float(lax_fn, name):
     def f(x, /):
         (x,) = promote_and_broadcast(x, name=f"fx.numpy.{name}", inexact=True)
@@ -40,9 +65,11 @@ def _unary_float(lax_fn, name):
     return f
 
 
-def _unary_same(lax_fn, name):
+def _unary_same(lax_fn, name, kinds=None):
     def f(x, /):
         (x,) = promote_and_broadcast(x, name=f"fx.numpy.{name}")
+        if kinds is not None:
+            _check_kind(name, kinds, x)
         return lax_fn(x)
 
     f.__name__ = name
@@ -50,9 +77,11 @@ def _unary_same(lax_fn, name):
     return f
 
 
-def _binary(lax_fn, name, inexact=False, bool_fn=None):
+def _binary(lax_fn, name, inexact=False, bool_fn=None, kinds=None):
     def f(x, y, /):
         x, y = promote_and_broadcast(x, y, name=f"fx.numpy.{name}", inexact=inexact)
+        if kinds is not None:
+            _check_kind(name, kinds, x, y)
         if bool_fn is not None and get_aval(x).dtype == dtypes.bool_:
             return bool_fn(x, y)
         return lax_fn(x, y)
@@ -73,14 +102,20 @@ arctanh = _unary_float(lax.atanh, "arctanh")
 exp, exp2, expm1 = (_unary_float(getattr(lax, n), n) for n in ("exp", "exp2", "expm1"))
 log, log1p = _unary_float(lax.log, "log"), _unary_float(lax.log1p, "log1p")
 sqrt, cbrt = _unary_float(lax.sqrt, "sqrt"), _unary_float(lax.cbrt, "cbrt")
-negative = _unary_same(lax.neg, "negative")
-sign = _unary_same(lax.sign, "sign")
-absolute = _unary_same(lax.abs, "absolute")
+negative = _unary_same(lax.neg, "negative", kinds=_NUMERIC)
+sign = _unary_same(lax.sign, "sign", kinds=_NUMERIC)
+
+
+def absolute(x, /):
+    (x,) = promote_and_broadcast(x, name="fx.numpy.absolute")
+    return x if get_aval(x).dtype == dtypes.bool_ else lax.abs(x)
+
+
 abs = absolute  # noqa: A001
 
 # On bools, as in numpy and JAX, add is logical or and multiply is logical and.
 add = _binary(lax.add, "add", bool_fn=lax.or_)
-subtract = _binary(lax.sub, "subtract")
+subtract = _binary(lax.sub, "subtract", kinds=_NUMERIC)
 multiply = _binary(lax.mul, "multiply", bool_fn=lax.and_)
 true_divide = _binary(lax.div, "true_divide", inexact=True)
 divide = true_divide
@@ -94,12 +129,17 @@ less = _binary(lax.lt, "less")
 less_equal = _binary(lax.le, "less_equal")
 greater = _binary(lax.gt, "greater")
 greater_equal = _binary(lax.ge, "greater_equal")
-bitwise_and = _binary(lax.and_, "bitwise_and")
-bitwise_or = _binary(lax.or_, "bitwise_or")
-bitwise_xor = _binary(lax.xor, "bitwise_xor")
-bitwise_not = _unary_same(lax.bitwise_not, "bitwise_not")
+bitwise_and = _binary(lax.and_, "bitwise_and", kinds=_INT_OR_BOOL)
+bitwise_or = _binary(lax.or_, "bitwise_or", kinds=_INT_OR_BOOL)
+bitwise_xor = _binary(lax.xor, "bitwise_xor", kinds=_INT_OR_BOOL)
+bitwise_not = _unary_same(lax.bitwise_not, "bitwise_not", kinds=_INT_OR_BOOL)
 invert = bitwise_not
-left_shift = _binary(lax.shift_left, "left_shift")
+
+
+def left_shift(x, y, /):
+    x, y = _bool_to_int(*promote_and_broadcast(x, y, name="fx.numpy.left_shift"))
+    _check_kind("left_shift", _INT_OR_BOOL, x, y)
+    return lax.shift_left(x, y)
 
 
 def positive(x, /):
@@ -108,22 +148,23 @@ def positive(x, /):
 
 def log2(x, /):
     (x,) = promote_and_broadcast(x, name="fx.numpy.log2", inexact=True)
-    return lax.div(lax.log(x), np.log(2))
+    return lax.div(lax.log(x), float(np.log(2)))
 
 
 def log10(x, /):
     (x,) = promote_and_broadcast(x, name="fx.numpy.log10", inexact=True)
-    return lax.div(lax.log(x), np.log(10))
+    return lax.div(lax.log(x), float(np.log(10)))
 
 
 def square(x, /):
-    (x,) = promote_and_broadcast(x, name="fx.numpy.square")
+    (x,) = _bool_to_int(*promote_and_broadcast(x, name="fx.numpy.square"))
     return lax.integer_pow(x, 2)
 
 
 def reciprocal(x, /):
-    (x,) = promote_and_broadcast(x, name="fx.numpy.reciprocal")
-    return lax.integer_pow(x, -1) if dtypes.is_float(get_aval(x).dtype) else lax.div(1, x)
+    """``1 / x``; integers compute in float, as in JAX (numpy keeps integers)."""
+    (x,) = promote_and_broadcast(x, name="fx.numpy.reciprocal", inexact=True)
+    return lax.integer_pow(x, -1)
 
 
 def floor(x, /):
@@ -147,8 +188,10 @@ fix = trunc
 
 
 def rint(x, /):
-    (x,) = promote_and_broadcast(x, name="fx.numpy.rint")
-    return lax.round(x, 1) if dtypes.is_float(get_aval(x).dtype) else x
+    """Round half to even. Integers and bools become float, as in JAX (whose ``float_`` is
+    float64 under x64; fx converts int64 to float64 and the others to float32)."""
+    (x,) = promote_and_broadcast(x, name="fx.numpy.rint", inexact=True)
+    return lax.round(x, 1)
 
 
 def round(a, decimals: int = 0):  # noqa: A001
@@ -207,24 +250,41 @@ def signbit(x, /):
     int_dt = {2: dtypes.int32, 4: dtypes.int32, 8: dtypes.int64}[dt.itemsize]
     if dt.itemsize == 2:
         x = lax.convert_element_type(x, dtypes.float32)
-    return lax.lt(lax.bitcast_convert_type(x, int_dt), 0)
+    shape = get_aval(x).shape
+    if not shape:
+        # bitcast_convert_type's impl returns shape (1,) for 0-d operands; go through (1,).
+        x = lax.reshape(x, (1,))
+    return lax.reshape(lax.lt(lax.bitcast_convert_type(x, int_dt), 0), shape)
 
 
 def floor_divide(x, y, /):
-    x, y = promote_and_broadcast(x, y, name="fx.numpy.floor_divide")
+    """``x // y``: the quotient rounded toward minus infinity. For floats it is computed from
+    ``fmod`` (exact) as in JAX, so ``x // 0.0`` is NaN (numpy gives +-inf)."""
+    x, y = _bool_to_int(*promote_and_broadcast(x, y, name="fx.numpy.floor_divide"))
     if dtypes.is_float(get_aval(x).dtype):
-        return lax.floor(lax.div(x, y))
-    if get_aval(x).dtype == dtypes.bool_:
-        raise TypeError("fx.numpy.floor_divide: bool operands are not supported")
+        return _float_divmod(x, y)[0]
     q = lax.div(x, y)
     # C division truncates; floor differs when the signs differ and the division is inexact.
     adjust = lax.and_(lax.ne(lax.lt(x, 0), lax.lt(y, 0)), lax.ne(lax.mul(q, y), x))
     return lax.select(adjust, lax.sub(q, 1), q)
 
 
+def _float_divmod(x, y):
+    """Floored quotient and remainder of floats. ``fmod`` is exact, so ``(x - fmod) / y`` is an
+    integer up to rounding; both are then moved by one where fmod's sign differs from y's.
+    Division by zero gives ``x / 0`` (+-inf or NaN), as numpy and JAX do."""
+    r = lax.rem(x, y)
+    q = lax.div(lax.sub(x, r), y)
+    fix = lax.and_(lax.ne(r, 0), lax.ne(lax.lt(r, 0), lax.lt(y, 0)))
+    q = lax.select(fix, lax.sub(q, 1), q)
+    r = lax.select(fix, lax.add(r, y), r)
+    q = lax.select(lax.eq(y, 0), lax.div(x, y), lax.round(q, 0))
+    return q, r
+
+
 def remainder(x, y, /):
     """The remainder with the sign of the divisor, as ``numpy.remainder``."""
-    x, y = promote_and_broadcast(x, y, name="fx.numpy.remainder")
+    x, y = _bool_to_int(*promote_and_broadcast(x, y, name="fx.numpy.remainder"))
     r = lax.rem(x, y)
     fix_sign = lax.and_(lax.ne(r, 0), lax.ne(lax.lt(r, 0), lax.lt(y, 0)))
     return lax.select(fix_sign, lax.add(r, y), r)
@@ -234,42 +294,66 @@ mod = remainder
 
 
 def fmod(x, y, /):
-    x, y = promote_and_broadcast(x, y, name="fx.numpy.fmod")
+    """The remainder with the sign of the dividend (C's ``fmod``)."""
+    x, y = _bool_to_int(*promote_and_broadcast(x, y, name="fx.numpy.fmod"))
     return lax.rem(x, y)
 
 
 def power(x, y, /):
-    """``x ** y``; an integer Python exponent uses exact repeated multiplication."""
+    """``x ** y``. A Python int exponent uses repeated multiplication (``integer_pow``).
+
+    Integer powers are exact with wrap-around on overflow, as numpy's and JAX's. A negative
+    Python int exponent of an integer base raises ``TypeError`` (as in JAX); negative integer
+    array exponents give JAX's wrapped result rather than numpy's error.
+    """
     if isinstance(y, int) and not isinstance(y, bool):
-        (x,) = promote_and_broadcast(x, name="fx.numpy.power")
+        (x,) = _bool_to_int(*promote_and_broadcast(x, name="fx.numpy.power"))
         if y >= 0 or dtypes.is_float(get_aval(x).dtype):
             return lax.integer_pow(x, y)
-    x, y = promote_and_broadcast(x, y, name="fx.numpy.power")
-    dt = get_aval(x).dtype
-    if dtypes.is_float(dt):
+        raise TypeError(
+            f"fx.numpy.power: integers cannot be raised to negative powers (exponent {y}, base "
+            f"{get_aval(x).str_short()}); convert the base to a float dtype first"
+        )
+    x, y = _bool_to_int(*promote_and_broadcast(x, y, name="fx.numpy.power"))
+    if dtypes.is_float(get_aval(x).dtype):
         return lax.pow(x, y)
-    # Integer base and exponent: exact in float64 for results below 2**53.
-    f = lax.pow(lax.convert_element_type(x, dtypes.float64),
-                lax.convert_element_type(y, dtypes.float64))
-    return lax.convert_element_type(lax.round(f, 1), dt)
+    return _integer_power(x, y)
+
+
+def _integer_power(x, y):
+    # Exponentiation by squaring over every bit of y, in x's own (wrapping) integer dtype.
+    x, y = _broadcast_all(x, y, name="fx.numpy.power")
+    acc = lax.full_like(x, 1)
+    bits = get_aval(y).dtype.itemsize * 8
+    for bit in range(bits):
+        odd = lax.ne(lax.and_(lax.shift_right_logical(y, bit), 1), 0)
+        acc = lax.select(odd, lax.mul(acc, x), acc)
+        if bit < bits - 1:
+            x = lax.mul(x, x)
+    return acc
 
 
 def float_power(x, y, /):
-    x, y = promote_and_broadcast(x, y, name="fx.numpy.float_power")
-    x, y = (lax.convert_element_type(v, dtypes.float64) for v in (x, y))
+    """``x ** y`` computed in floating point. As in JAX, the operands are promoted to a float
+    dtype as for other inexact functions (numpy always computes in float64)."""
+    x, y = promote_and_broadcast(x, y, name="fx.numpy.float_power", inexact=True)
     return lax.pow(x, y)
 
 
 def right_shift(x, y, /):
-    x, y = promote_and_broadcast(x, y, name="fx.numpy.right_shift")
+    """``x >> y``: arithmetic (sign-filling) for signed integers, logical for unsigned."""
+    x, y = _bool_to_int(*promote_and_broadcast(x, y, name="fx.numpy.right_shift"))
+    _check_kind("right_shift", _INT_OR_BOOL, x, y)
     dt = get_aval(x).dtype
     if dt == dtypes.uint32:
         return lax.shift_right_logical(x, y)
-    # Arithmetic shift for signed integers: floor division by 2**y.
-    bits = dt.itemsize * 8
-    y = lax.clamp(0, y, bits - 1)
-    pow2 = lax.shift_left(lax.full_like(y, 1), y)
-    return floor_divide(x, pow2)
+    # Shifting by the width or more (or by a negative amount, as an unsigned count is huge)
+    # leaves only sign bits.
+    top = dt.itemsize * 8 - 1
+    y = lax.select(lax.lt(y, 0), lax.full_like(y, top), lax.min(y, top))
+    # ~x is non-negative where x is negative, so a logical shift of it is arithmetic.
+    filled = lax.bitwise_not(lax.shift_right_logical(lax.bitwise_not(x), y))
+    return lax.select(lax.lt(x, 0), filled, lax.shift_right_logical(x, y))
 
 
 def logical_and(x, y, /):
@@ -301,7 +385,9 @@ def hypot(x, y, /):
     safe = lax.select(lax.eq(big, 0), lax.full_like(big, 1), big)
     r = lax.div(small, safe)
     out = lax.mul(big, lax.sqrt(lax.add(1, lax.mul(r, r))))
-    return lax.select(lax.eq(big, np.inf), big, out)
+    # An infinite side wins over a NaN one (IEEE hypot), which max() would propagate.
+    inf = lax.or_(lax.eq(ax, np.inf), lax.eq(ay, np.inf))
+    return lax.select(inf, lax.full_like(out, np.inf), out)
 
 
 def logaddexp(x, y, /):
@@ -315,23 +401,30 @@ def logaddexp(x, y, /):
 
 def copysign(x, y, /):
     x, y = promote_and_broadcast(x, y, name="fx.numpy.copysign", inexact=True)
+    x, y = _broadcast_all(x, y, name="fx.numpy.copysign")
     return lax.select(signbit(y), lax.neg(lax.abs(x)), lax.abs(x))
 
 
 def fmax(x, y, /):
+    """The larger of ``x`` and ``y``, ignoring NaNs. At ties the derivative follows ``y``
+    (as in JAX, unlike ``maximum``, which splits it)."""
     x, y = promote_and_broadcast(x, y, name="fx.numpy.fmax")
-    return where(isnan(x), y, where(isnan(y), x, lax.max(x, y)))
+    return where(logical_or(greater(x, y), isnan(y)), x, y)
 
 
 def fmin(x, y, /):
+    """The smaller of ``x`` and ``y``, ignoring NaNs; see :func:`fmax`."""
     x, y = promote_and_broadcast(x, y, name="fx.numpy.fmin")
-    return where(isnan(x), y, where(isnan(y), x, lax.min(x, y)))
+    return where(logical_or(less(x, y), isnan(y)), x, y)
 
 
 def heaviside(x1, x2, /):
+    """0 where ``x1 < 0``, ``x2`` where ``x1 == 0``, 1 where ``x1 > 0``, NaN where x1 is NaN."""
     x1, x2 = promote_and_broadcast(x1, x2, name="fx.numpy.heaviside", inexact=True)
+    x1, x2 = _broadcast_all(x1, x2, name="fx.numpy.heaviside")
     zero_or_one = lax.select(lax.gt(x1, 0), lax.full_like(x1, 1), lax.full_like(x1, 0))
-    return lax.select(lax.eq(x1, 0), broadcast_to_shape(x2, get_aval(x1).shape), zero_or_one)
+    out = lax.select(lax.eq(x1, 0), x2, zero_or_one)
+    return lax.select(lax.ne(x1, x1), x1, out)
 
 
 def sinc(x, /):
@@ -355,9 +448,9 @@ def where(condition, x=None, y=None, /):
     return lax.select(c, x, y)
 
 
-def _broadcast_all(*args):
-    shape = broadcast_shapes(*(get_aval(a).shape for a in args), name="fx.numpy.where")
-    return [broadcast_to_shape(a, shape) for a in args]
+def _broadcast_all(*args, name="fx.numpy.where"):
+    shape = broadcast_shapes(*(get_aval(a).shape for a in args), name=name)
+    return [broadcast_to_shape(a, shape, name) for a in args]
 
 
 def clip(a, a_min=None, a_max=None, /, *, min=None, max=None):  # noqa: A002

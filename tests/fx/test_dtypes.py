@@ -68,7 +68,7 @@ def test_promotion_is_associative():
         assert left == right == dtypes.promote_types(p, q, r), (p, q, r)
 
 
-# --- Python scalars ------------------------------------------------------------------------------
+# --- Python scalars -----------------------------------------------------------------------------
 
 
 def test_python_scalars_are_weak():

@@ -41,7 +41,7 @@ def traced(f, *args, **kw):
     return str(closed)
 
 
-# --- golden printer tests on traced functions -----------------------------------------------------
+# --- golden printer tests on traced functions ---------------------------------------------------
 
 
 def test_print_elementwise():
@@ -157,7 +157,7 @@ def test_print_variable_names_past_z():
     assert lines[-1] == "  in (bb,) }"
 
 
-# --- hand-built jaxprs ----------------------------------------------------------------------------
+# --- hand-built jaxprs --------------------------------------------------------------------------
 
 # A two-output primitive local to these tests (the printer and checker must not care which).
 split_p = Primitive("split2", multiple_results=True)
@@ -214,7 +214,7 @@ def test_print_nested_params_are_indented():
         assert len(ln) - len(ln.lstrip()) > 4, ln
 
 
-# --- the type checker -----------------------------------------------------------------------------
+# --- the type checker ---------------------------------------------------------------------------
 
 
 def _eqn(prim, ins, outs, **params):
@@ -332,7 +332,7 @@ def test_check_closed_jaxpr_consts_and_nested():
         check_jaxpr(outer)
 
 
-# --- make_jaxpr options ---------------------------------------------------------------------------
+# --- make_jaxpr options -------------------------------------------------------------------------
 
 
 def test_make_jaxpr_return_shape():

@@ -130,7 +130,7 @@ def test_flatten_with_path():
     assert tu.keystr(("b", 1, 0)) == "['b'][1][0]"
 
 
-# --- broadcast_prefix (vmap's in_axes) ------------------------------------------------------------
+# --- broadcast_prefix (vmap's in_axes) ----------------------------------------------------------
 
 
 def test_broadcast_prefix():
@@ -153,7 +153,7 @@ def test_broadcast_prefix_mismatch(prefix, full, message):
         tu.broadcast_prefix(prefix, full)
 
 
-# --- errors ---------------------------------------------------------------------------------------
+# --- errors -------------------------------------------------------------------------------------
 
 
 def test_tree_map_structure_mismatch():
@@ -173,7 +173,7 @@ def test_unflatten_wrong_leaf_count():
     assert tu.tree_unflatten(tu.tree_structure(None), []) is None
 
 
-# --- random pytrees -------------------------------------------------------------------------------
+# --- random pytrees -----------------------------------------------------------------------------
 
 _leaf = st.integers(-5, 5)
 _keys = st.text("abcxyz", min_size=1, max_size=3)
