@@ -1,0 +1,719 @@
+"""End-to-end tests of ``fx.jit`` for every fx.lax primitive.
+
+Every row runs one function three ways: compiled by ``fx.jit``, eagerly (each primitive's NumPy
+impl), and ``jax.jit`` of its jax twin. All argument sets of a row (0-d, size-1 dims, zero-size,
+special values) go through ONE jitted program per dtype, which keeps the number of C
+compilations (~0.1 s each) low. Results must have the same shapes and dtypes, integer and bool
+results must be equal, NaNs must sit in the same places, and floats must agree within:
+
+- jit vs eager (``JIT_TOL``): the generated float32 kernels compute exp/log/tanh/logistic/
+  expm1/log1p with their own polynomials (lowering/prelude.py) and other functions with libm,
+  where eager uses NumPy's; so float32 may differ by a few ulp (rtol = atol = 2e-6) and float64
+  by libm differences (1e-12). Half precision computes in float32 and stores 16-bit: one ulp.
+  Reductions and matmuls may sum in another order; their rows set a looser tolerance.
+- jit vs jax: the tolerances fx's eager tests use against jax (``harness.TOL``).
+
+``test_every_primitive_has_a_row`` traces every row and fails when an fx.lax primitive appears
+in none of them and is not in ``NOT_COVERED`` with a reason. The second half of the file runs
+compositions that exercise fusion (broadcasting chains, reductions with prologue and epilogue,
+matmul epilogues, multiple and aliased outputs) the same way.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from harness import assert_allclose, to_fx
+
+import fx
+import fx.lax as lax
+from fx.core import Primitive
+
+F16, BF16, F32, F64 = (np.dtype(d) for d in ("float16", "bfloat16", "float32", "float64"))
+I32, I64, U32, BOOL = (np.dtype(d) for d in ("int32", "int64", "uint32", "bool"))
+FLOATS = (F32, F64)
+HALF = (F32, F64, F16, BF16)
+INTS = (I32, I64, U32)
+SIGNED = (F32, F64, I32, I64)
+NUMERIC = (F32, F64, *INTS)
+ALL = (*HALF, *INTS, BOOL)
+
+JIT_TOL = {F16: 1e-3, BF16: 8e-3, F32: 2e-6, F64: 1e-12}
+
+# fx.lax primitives no row exercises, with the reason.
+NOT_COVERED: dict[str, str] = {}
+
+
+@dataclass(frozen=True)
+class Row:
+    """``fx_fn(*args)`` under fx.jit == eagerly == ``jax_fn(*args)`` under jax.jit, for every
+    argument tuple ``make(rng, dtype)`` returns for every dtype in ``dtypes``."""
+
+    name: str
+    fx_fn: Callable
+    jax_fn: Callable
+    make: Callable[[np.random.Generator, np.dtype], list[tuple]]
+    dtypes: tuple = FLOATS
+    slack: float = 1.0  # multiplies JIT_TOL (sums in another order, chains of ops)
+    jax_tol: float | None = None  # rtol = atol of jit vs jax, instead of harness.TOL
+    xfail: str | None = None  # a known bug: the row is expected to fail (strictly)
+    # Dtypes after the first run only these of their argument sets (the first dtype runs all
+    # shapes), which keeps compile time down; None: all of them.
+    sample: tuple[int, ...] | None = (1, -1)
+    # Primitives the row exercises that a transformation removes before lowering (collectives
+    # become reductions under their vmap), so they are not in its traced jaxpr.
+    covers: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def argument_sets(self) -> list[tuple[np.dtype, tuple]]:
+        out = []
+        for dt in self.dtypes:
+            rng = np.random.default_rng(zlib.crc32(f"{self.name}{dt}".encode()))
+            sets = self.make(rng, np.dtype(dt))
+            if dt != self.dtypes[0] and self.sample is not None:
+                sets = [sets[i] for i in sorted({i % len(sets) for i in self.sample})]
+            out += [(dt, s) for s in sets]
+        return out
+
+
+def assert_jit_close(got, want, what: str, slack: float = 1.0) -> None:
+    """Leafwise: equal shapes and dtypes, equal ints and bools, NaNs in the same places, floats
+    within ``slack * JIT_TOL`` (relative and absolute)."""
+    got_leaves, want_leaves = fx.tree_util.tree_leaves(got), fx.tree_util.tree_leaves(want)
+    assert len(got_leaves) == len(want_leaves), f"{what}: {len(got_leaves)} outputs"
+    for i, (g, w) in enumerate(zip(got_leaves, want_leaves)):
+        t = slack * JIT_TOL.get(np.asarray(w).dtype, 0)
+        assert_allclose(g, w, rtol=t, atol=t, what=f"{what}, output {i}")
+
+
+def check_row(row: Row) -> None:
+    """One fx.jit program (and one jax.jit program) runs every argument set of the row."""
+    sets = [s for _, s in row.argument_sets()]
+    eager = [row.fx_fn(*to_fx(list(s))) for s in sets]
+    got = fx.jit(lambda sets: [row.fx_fn(*s) for s in sets])(sets)
+    # NumPy arguments: jnp.asarray would compile a staging program per shape and dtype.
+    # XLA at optimization level 0 compiles these many small outputs ~30% faster.
+    want = jax.jit(lambda sets: [row.jax_fn(*s) for s in sets]).lower(sets).compile(
+        compiler_options={"xla_backend_optimization_level": 0})(sets)
+    assert len(got) == len(sets)
+    for s, g, e, w in zip(sets, got, eager, want):
+        where = f"{row.name} args {[f'{a.dtype}{list(np.shape(a))}' for a in s]}"
+        assert_jit_close(g, e, f"{where}: jit vs eager", row.slack)
+        assert_allclose(g, w, rtol=row.jax_tol, atol=row.jax_tol, what=f"{where}: jit vs jax")
+
+
+# --- drawing arguments --------------------------------------------------------------------------
+
+
+def draw(rng, shape, dtype, lo=-3.0, hi=3.0) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    if dtype == BOOL:
+        return np.asarray(rng.random(shape) < 0.5)
+    if dtype.kind in "iu":
+        lo = max(lo, 0) if dtype.kind == "u" else lo
+        return np.asarray(rng.integers(int(np.floor(lo)), int(np.ceil(hi)) + 1, shape), dtype)
+    return np.asarray(rng.uniform(lo, hi, shape)).astype(dtype)
+
+
+SPECIAL = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-30, -1e30, np.inf, -np.inf, np.nan])
+
+SHAPES = {  # per arity: 0-d, rank-0 operands meeting arrays, size-1 dims, zero-size
+    1: [((),), ((2, 1, 3),), ((0, 3),)],
+    2: [((), ()), ((2, 3), ()), ((2, 3), (2, 3)), ((), (0, 2))],
+    3: [((), (2, 3), ()), ((2, 3), (2, 3), (2, 3)), ((), (0, 2), ())],
+}
+
+
+def special_set(nargs: int, dtype) -> tuple:
+    """Every combination of the special values (nan, ±inf, ±0, tiny, huge) over the operands."""
+    grids = np.meshgrid(*[SPECIAL] * nargs, indexing="ij")
+    with np.errstate(over="ignore"):  # 1e30 is inf in half precision
+        return tuple(g.ravel().astype(dtype) for g in grids)
+
+
+_FX_NAMES = {"and": "and_", "or": "or_", "not": "bitwise_not"}
+_JAX_NAMES = {"and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+              "not": "bitwise_not", "add_any": "add"}
+
+
+def _each(module, names, aliases):
+    fns = [getattr(module, aliases.get(n, n)) for n in names]
+    return fns[0] if len(fns) == 1 else lambda *a: tuple(f(*a) for f in fns)
+
+
+def elementwise(names: str, nargs=1, lo=-3.0, hi=3.0, dtypes=FLOATS, special=True,
+                domains=None, shapes=None, name=None, **kw) -> Row:
+    """A row for elementwise primitives (space-separated ``names``, all applied to the same
+    operands) over SHAPES[nargs], plus every combination of special values for floats."""
+    domains = domains or [(lo, hi)] * nargs
+    shape_sets = shapes or SHAPES[nargs]
+
+    def make(rng, dt):
+        sets = [tuple(draw(rng, s, dt, *d) for s, d in zip(shapes, domains))
+                for shapes in shape_sets]
+        if special and dt.kind == "f":
+            sets.append(special_set(nargs, dt))
+        return sets
+
+    names_ = names.split()
+    return Row(name or "-".join(names_), _each(lax, names_, _FX_NAMES),
+               _each(jax.lax, names_, _JAX_NAMES), make, dtypes, **kw)
+
+
+def fixed(*arrays_per_set) -> Callable:
+    """A ``make`` returning these argument tuples (cast to the row dtype where floating)."""
+    def make(rng, dt):
+        return [tuple(np.asarray(a, dt) if np.asarray(a).dtype.kind == "f" else np.asarray(a)
+                      for a in s) for s in arrays_per_set]
+
+    return make
+
+
+def shaped(*shape_sets, lo=-3.0, hi=3.0) -> Callable:
+    """A ``make`` drawing one argument tuple per entry of ``shape_sets`` (each a tuple of
+    shapes; a bare shape means one argument)."""
+    def make(rng, dt):
+        sets = []
+        for shapes in shape_sets:
+            shapes = (shapes,) if not shapes or isinstance(shapes[0], int) else shapes
+            sets.append(tuple(draw(rng, s, dt, lo, hi) for s in shapes))
+        return sets
+
+    return make
+
+
+def twin(build: Callable) -> tuple[Callable, Callable]:
+    """``build(lax_module)`` for fx.lax and for jax.lax: one definition for both sides."""
+    return build(lax), build(jax.lax)
+
+
+def row(name, build, make, dtypes=FLOATS, **kw) -> Row:
+    return Row(name, *twin(build), make, dtypes, **kw)
+
+
+# --- elementwise rows ---------------------------------------------------------------------------
+
+ELEMENTWISE = [
+    elementwise("sin cos tan atan", lo=-1.3, hi=1.3),
+    elementwise("sinh cosh tanh asinh logistic", lo=-4, hi=4),
+    elementwise("exp exp2 expm1", lo=-5, hi=5),
+    elementwise("log log1p sqrt rsqrt", lo=0.01, hi=10),
+    elementwise("asin acos atanh erf_inv", lo=-0.99, hi=0.99),
+    elementwise("acosh", lo=1, hi=5),
+    elementwise("floor ceil cbrt erf erfc is_finite"),
+    elementwise("lgamma digamma", lo=0.1, hi=6),
+    elementwise("exp log tanh logistic sqrt sin floor erf is_finite neg abs", lo=0.1, hi=4,
+                dtypes=(F16, BF16), name="unary-half"),
+    elementwise("neg abs sign", dtypes=SIGNED),
+    elementwise("neg", dtypes=(U32,), name="neg-unsigned"),
+    elementwise("not", dtypes=(*INTS, BOOL)),
+    elementwise("stop_gradient", dtypes=ALL, special=False, sample=(1,)),
+    Row("round", lambda x: (lax.round(x, 0), lax.round(x, 1)),
+        lambda x: (jax.lax.round(x, 0), jax.lax.round(x, 1)),
+        lambda rng, dt: [(np.asarray(np.arange(-10, 11) / 2, dt),), special_set(1, dt),
+                         (draw(rng, (0, 2), dt),), (draw(rng, (), dt),)], HALF),
+    row("integer_pow", lambda L: lambda x: tuple(L.integer_pow(x, y) for y in (0, 1, 2, 3, 7, -1,
+                                                                              -3)),
+        lambda rng, dt: [(draw(rng, s, dt, -2, 2),) for s in [(), (2, 3), (0,)]]
+        + [special_set(1, dt)], (F32, F64, F16)),
+    row("integer_pow-int", lambda L: lambda x: tuple(L.integer_pow(x, y) for y in (0, 1, 2, 3)),
+        shaped((), (2, 3), (0,), lo=-5, hi=5), (I32, I64, U32)),
+    Row("polygamma", lambda x: [lax.polygamma(x, m) for m in (0, 1, 3)],
+        lambda x: [jax.lax.polygamma(jnp.full_like(x, m), x) for m in (0, 1, 3)],
+        shaped((), (2, 3), (0,), lo=0.2, hi=6)),
+    Row("polygamma-special", lambda x: [lax.polygamma(x, m) for m in (0, 1, 3)],
+        lambda x: [jax.lax.polygamma(jnp.full_like(x, m), x) for m in (0, 1, 3)],
+        lambda rng, dt: [special_set(1, dt)], xfail="eager fx.lax.polygamma(x, m>0) gives nan "
+        "at the poles 0, -1 and at -1e30, -inf (jax: inf) and 0 at +inf (jax: nan)"),
+    elementwise("add sub mul", 2, dtypes=NUMERIC),
+    elementwise("add mul div max", 2, dtypes=(F16, BF16), name="binary-half"),
+    elementwise("add_any", 2, shapes=[((), ()), ((2, 3), (2, 3)), ((0,), (0,))]),
+    elementwise("div rem", 2, domains=[(-3, 3), (0.5, 3)], dtypes=NUMERIC),
+    Row("div-rem-int-signs", *[_each(m, ["div", "rem"], {}) for m in (lax, jax.lax)],
+        fixed([np.array([-7, -7, 7, 7, 0, -1, 5, -2**31, -2**31, 5]),
+               np.array([2, -2, 2, -2, 3, -1, 0, -1, 1, 0])]), (I32, I64)),
+    elementwise("pow", 2, domains=[(0.1, 3), (-2, 2)]),
+    elementwise("max min", 2, dtypes=(F32, F64, BF16, I64, U32, BOOL)),
+    elementwise("atan2 nextafter", 2),
+    elementwise("and or xor", 2, dtypes=(*INTS, BOOL)),
+    Row("shifts", *[_each(m, ["shift_left", "shift_right_logical"], {}) for m in (lax, jax.lax)],
+        fixed([np.array([1, -3, 7, 2**30, -1, 5, 5, 5]), np.array([0, 1, 3, 1, 31, 32, 40, -1])]),
+        (I32, I64, U32)),
+    elementwise("eq ne lt le gt ge", 2, dtypes=(F32, F64, F16, I32, U32, BOOL)),
+    elementwise("clamp", 3, dtypes=(F32, F64, F16, I32, U32), special=False),
+    Row("clamp-special", lax.clamp, jax.lax.clamp,
+        lambda rng, dt: [(np.asarray(-1.0, dt), SPECIAL.astype(dt), np.asarray(2.0, dt))]),
+    Row("select_n-bool", lambda p, a, b: lax.select_n(p, a, b),
+        lambda p, a, b: jax.lax.select_n(p, a, b),
+        lambda rng, dt: [(draw(rng, s, BOOL), draw(rng, s, dt), draw(rng, s, dt))
+                         for s in [(2, 3), (0, 4)]] +
+        [(draw(rng, (), BOOL), draw(rng, (3,), dt), draw(rng, (3,), dt))], ALL),
+    Row("select_n-int32", lambda w, *c: lax.select_n(w, *c),
+        lambda w, *c: jax.lax.select_n(w, *c),
+        lambda rng, dt: [(np.asarray(rng.integers(0, 3, s), np.int32),
+                          *[draw(rng, s, dt) for _ in range(3)]) for s in [(), (2, 3)]],
+        (F32, I64, BOOL)),
+]
+
+
+def _convert_all(lax_mod, targets=ALL):
+    return lambda x: tuple(lax_mod.convert_element_type(x, d) for d in targets)
+
+
+def _in_range(values):
+    """``values`` in the row dtype, without those that overflow it (to inf)."""
+    def make(rng, dt):
+        v = np.asarray(values)
+        with np.errstate(over="ignore"):
+            return [(v[np.isfinite(v.astype(dt))].astype(dt),)]
+
+    return make
+
+
+BITCASTS = {F32: (I32, U32), F64: (I64,), I32: (F32, U32), I64: (F64,)}
+
+
+def _bitcasts(L):
+    return lambda x: [L.bitcast_convert_type(x, t) for t in BITCASTS[np.dtype(x.dtype)]]
+
+
+ELEMENTWISE += [
+    Row("convert_element_type", _convert_all(lax), _convert_all(jax.lax),
+        lambda rng, dt: [(draw(rng, s, dt, -40, 40),) for s in [(2, 3), (0,)]], ALL),
+    Row("convert_element_type-special", _convert_all(lax), _convert_all(jax.lax),
+        _in_range([0.0, -0.0, 0.7, -0.7, 2.5, -3.5, 255.9, 65504, -65504, 1e10, -1e10,
+                   2.0**31, -2.0**31 - 1e3, 4.3e9]), HALF),
+    Row("convert_element_type-nonfinite", *[_convert_all(m, [d for d in ALL if d != I64])
+                                            for m in (lax, jax.lax)],
+        fixed([[np.nan, np.inf, -np.inf]]), HALF),
+    Row("convert_element_type-inf-to-int64", *[_convert_all(m, [I64]) for m in (lax, jax.lax)],
+        fixed([[np.nan, np.inf, -np.inf, 1e30]]), xfail="eager convert_element_type of +inf "
+        "(or >= 2**63) to int64 gives INT64_MIN (NumPy's cast); jax and jit saturate to "
+        "INT64_MAX"),
+    Row("bitcast_convert_type", *[_bitcasts(m) for m in (lax, jax.lax)],
+        lambda rng, dt: [(draw(rng, s, dt, -1e6, 1e6),) for s in [(), (4,), (0, 2)]]
+        + ([(SPECIAL.astype(dt),)] if dt.kind == "f" else []), (F32, F64, I32, I64)),
+]
+
+
+# --- structural rows ----------------------------------------------------------------------------
+
+
+DATA = (F64, F16, I32, BOOL)  # pure data movement: 8, 2, 4 and 1-byte elements
+
+STRUCTURAL = [
+    row("broadcast_in_dim-leading", lambda L: lambda x: L.broadcast_in_dim(
+        x, (2, *x.shape), tuple(range(1, x.ndim + 1))), shaped((), (3,), (0, 2), (2, 1)), DATA),
+    row("broadcast_in_dim-size1", lambda L: lambda x: L.broadcast_in_dim(
+        x, tuple(4 if d == 1 else d for d in x.shape), tuple(range(x.ndim))),
+        shaped((1,), (3, 1), (1, 2, 1), (1, 0)), DATA),
+    row("broadcast_in_dim-middle", lambda L: lambda x: L.broadcast_in_dim(
+        x, (x.shape[0], 2, *x.shape[1:]), (0, *range(2, x.ndim + 1))),
+        shaped((3,), (2, 3), (0, 2)), DATA),
+    row("reshape", lambda L: lambda x: (L.reshape(x, x.shape[::-1]), L.reshape(x, (x.size,)),
+                                        L.reshape(x, (1, *x.shape, 1))),
+        shaped((), (2, 3), (2, 3, 4), (0, 3)), DATA),
+    row("transpose", lambda L: lambda x: L.transpose(x, tuple(range(x.ndim))[::-1]),
+        shaped((2, 3), (2, 3, 4), (0, 3), (1, 5)), DATA),
+    row("transpose-rotate", lambda L: lambda x: (L.transpose(x, (1, 2, 0)),
+                                                 L.transpose(x, (2, 0, 1))),
+        shaped((2, 3, 4), (3, 1, 2), (2, 0, 3)), DATA),
+    row("reduce_sum", lambda L: lambda x: (L.reduce_sum(x, tuple(range(x.ndim))),
+                                           L.reduce_sum(x, (0,)), L.reduce_sum(x, (x.ndim - 1,))),
+        shaped((5,), (2, 3, 4), (0, 3), (3, 0), (1, 1)), (*HALF, I32, I64, U32), slack=5),
+    row("iota", lambda L: lambda x: (L.iota(x.dtype, x.shape[-1]),
+                                     L.broadcasted_iota(x.dtype, x.shape, 0),
+                                     L.add(x, L.broadcasted_iota(x.dtype, x.shape, x.ndim - 1))),
+        shaped((4,), (2, 3), (0, 5)), (F32, F64, F16, I32, I64, U32)),
+    row("slice", lambda L: lambda x: (
+        L.slice(x, [min(1, d) for d in x.shape], x.shape, [2] * x.ndim),
+        L.slice(x, [0] * x.ndim, [d // 2 for d in x.shape]),
+        L.slice(x, [min(1, d) for d in x.shape], [min(1, d) for d in x.shape])),
+        shaped((5,), (4, 6), (3, 4, 5), (0, 3)), DATA),
+    row("concatenate", lambda L: lambda a, b, c: (L.concatenate([a, b, c], 0),
+                                                  L.concatenate([c, a], 0)),
+        shaped(((2, 3), (0, 3), (1, 3)), ((1,), (4,), (2,)), ((0, 2), (0, 2), (0, 2))), DATA),
+    row("concatenate-inner", lambda L: lambda a, b: L.concatenate([a, b, a], a.ndim - 1),
+        shaped(((2, 3), (2, 1)), ((2, 1, 2), (2, 1, 0))), DATA),
+    row("pad", lambda L: lambda x, v: (L.pad(x, v, [(1, 2, 1)] * x.ndim),
+                                       L.pad(x, v, [(-1, 1, 0)] * x.ndim),
+                                       L.pad(x, v, [(0, 0, 2)] * x.ndim)),
+        shaped(((3,), ()), ((2, 3), ()), ((0,), ()), ((1, 4), ())), (F32, F64, F16, I32, BOOL)),
+    row("pad-crop", lambda L: lambda x, v: L.pad(x, v, [(-2, -1, 1), (1, -3, 0)]),
+        shaped(((4, 5), ()), ((3, 4), ()))),
+    row("squeeze", lambda L: lambda x: L.squeeze(x, [i for i, d in enumerate(x.shape) if d == 1]),
+        shaped((1,), (1, 3, 1), (2, 1), (1, 0)), DATA),
+    row("rev", lambda L: lambda x: (L.rev(x, tuple(range(x.ndim))), L.rev(x, (0,))),
+        shaped((5,), (2, 3), (0, 3), (2, 3, 4)), DATA),
+    row("rev-scalar", lambda L: lambda x: L.rev(x, ()), shaped((),)),
+    Row("dynamic_slice", lambda x, i, j: lax.dynamic_slice(x, (i, j), (2, 3)),
+        lambda x, i, j: jax.lax.dynamic_slice(x, (i, j), (2, 3)),
+        lambda rng, dt: [(draw(rng, (4, 5), dt), np.int32(i), np.int32(j))
+                         for i, j in [(1, 1), (3, 4), (-1, 0), (9, -9), (0, 2)]],
+        (F32, F64, I32, BOOL)),
+    Row("dynamic_update_slice", lambda x, u, i, j: lax.dynamic_update_slice(x, u, (i, j)),
+        lambda x, u, i, j: jax.lax.dynamic_update_slice(x, u, (i, j)),
+        lambda rng, dt: [(draw(rng, (4, 5), dt), draw(rng, (2, 3), dt), np.int32(i),
+                          np.int32(j)) for i, j in [(1, 1), (3, 4), (-1, 0), (9, -9)]]
+        + [(draw(rng, (3,), dt), draw(rng, (0,), dt), np.int32(1), None)][:0],
+        (F32, F64, I32, BOOL)),
+]
+
+
+# --- gather / scatter ---------------------------------------------------------------------------
+
+
+def _rest(ndim, axes):
+    return tuple(d for d in range(ndim) if d not in axes)
+
+
+def jax_gather(x, idx, axes, mode="fill"):
+    """fx's ``gather(x, idx, axes)`` is XLA's gather with every indexed dimension collapsed."""
+    nb = idx.ndim - 1
+    dn = jax.lax.GatherDimensionNumbers(
+        offset_dims=tuple(range(nb, nb + len(_rest(x.ndim, axes)))),
+        collapsed_slice_dims=tuple(sorted(axes)), start_index_map=tuple(axes))
+    sizes = tuple(1 if d in axes else x.shape[d] for d in range(x.ndim))
+    return jax.lax.gather(x, idx, dn, sizes, mode=mode)
+
+
+def jax_scatter(name, x, idx, upd, axes, mode="drop"):
+    nb = idx.ndim - 1
+    dn = jax.lax.ScatterDimensionNumbers(
+        update_window_dims=tuple(range(nb, nb + len(_rest(x.ndim, axes)))),
+        inserted_window_dims=tuple(sorted(axes)), scatter_dims_to_operand_dims=tuple(axes))
+    return getattr(jax.lax, name)(x, idx, upd, dn, mode=mode)
+
+
+ROWS_IDX = np.array([[1], [4], [0], [7], [-1], [4]], np.int32)  # out of range, repeated
+POINTS = np.array([[1, 2], [0, 0], [3, 1], [4, 0], [3, 1]], np.int64)
+GATHER_SETS = [((5, 3), ROWS_IDX, (0,)), ((3, 4), POINTS, (1, 0)),
+               ((2, 3), np.zeros((0, 1), np.int32), (1,)), ((4,), ROWS_IDX[:3], (0,))]
+
+
+def _gathers(make_fx: bool):
+    def f(x, idx, axes):
+        if make_fx:
+            return lax.gather(x, idx, axes), lax.gather(x, idx, axes, mode="clip")
+        return jax_gather(x, idx, axes), jax_gather(x, idx, axes, "clip")
+
+    return f
+
+
+def _gather_rows(axes_list):
+    return [Row(f"gather-{i}", lambda x, idx, a=a: _gathers(True)(x, idx, a),
+                lambda x, idx, a=a: _gathers(False)(x, idx, a),
+                lambda rng, dt, s=s, idx=idx: [(draw(rng, s, dt), idx)], (F32, F64, I32, BOOL))
+            for i, (s, idx, a) in enumerate(axes_list)]
+
+
+def _scatter_row(name, dtypes):
+    def make(rng, dt):
+        return [(draw(rng, (5, 3), dt), ROWS_IDX, draw(rng, (6, 3), dt)),
+                (draw(rng, (4,), dt), ROWS_IDX[:0], draw(rng, (0,), dt))]
+
+    return Row(name,
+               lambda x, i, u: (getattr(lax, name)(x, i, u, (0,)),
+                                getattr(lax, name)(x, i, u, (0,), mode="clip")),
+               lambda x, i, u: (jax_scatter(name, x, i, u, (0,)),
+                                jax_scatter(name, x, i, u, (0,), "clip")), make, dtypes)
+
+
+INDEXING = [
+    *_gather_rows(GATHER_SETS),
+    _scatter_row("scatter", (F32, F64, I32, BOOL)),
+    _scatter_row("scatter_add", (F32, F64, I32)),
+    _scatter_row("scatter_mul", (F32, F64, I32)),
+    _scatter_row("scatter_min", (F32, F64, I32)),
+    _scatter_row("scatter_max", (F32, F64, I32)),
+]
+
+
+# --- reductions, dot_general, sorting and cumulative ops ----------------------------------------
+
+RED_SHAPES = ((2, 3, 4), (0, 3, 2), (3, 0, 2), (1, 1, 1))
+
+
+def _reductions(*names):
+    """Each reduction over all axes, the first and the last."""
+    return lambda L: lambda x: tuple(getattr(L, n)(x, axes) for n in names for axes in [
+        tuple(range(x.ndim)), (0,), (x.ndim - 1,)])
+
+
+def _arg_reductions(L):
+    return lambda x: tuple(f(x, ax, it) for f in (L.argmax, L.argmin)
+                           for ax, it in [(0, np.int32), (x.ndim - 1, np.int64)])
+
+
+def _nan_rows(rng, dt):
+    x = draw(rng, (4, 5), dt)
+    x[1, 2] = np.nan
+    x[2, :] = [np.inf, -np.inf, np.nan, 0.0, -0.0]
+    x[3, :] = 1.0  # ties
+    return [(x,)]
+
+
+REDUCTIONS = [
+    row("reduce_max-reduce_min", _reductions("reduce_max", "reduce_min"),
+        shaped(*RED_SHAPES, lo=-9, hi=9), (F32, F64, F16, I32, U32, BOOL)),
+    row("reduce_prod", _reductions("reduce_prod"), shaped(*RED_SHAPES, lo=-1.5, hi=1.5),
+        (F32, F64, F16, I32, U32), slack=5),
+    row("reduce_and-or-xor", _reductions("reduce_and", "reduce_or", "reduce_xor"),
+        shaped(*RED_SHAPES, lo=-9, hi=9), (I32, U32, BOOL)),
+    row("reductions-special", _reductions("reduce_max", "reduce_min", "reduce_prod",
+                                          "reduce_sum"), _nan_rows),
+    row("argmax-argmin", _arg_reductions, shaped((5,), (2, 3, 4), (1, 1), (3, 0, 2), lo=-2, hi=2),
+        (F32, F64, F16, I32, U32, BOOL)),
+    row("argmax-argmin-special", _arg_reductions, _nan_rows),
+]
+
+DOTS = [  # name, lhs shape, rhs shape, dimension numbers
+    ("matmul", (3, 4), (4, 5), (((1,), (0,)), ((), ()))),
+    ("batched", (2, 3, 4), (2, 4, 5), (((2,), (1,)), ((0,), (0,)))),
+    ("two-contracting", (2, 3, 4), (3, 4, 5), (((1, 2), (0, 1)), ((), ()))),
+    ("vector", (7,), (7,), (((0,), (0,)), ((), ()))),
+    ("outer", (3,), (4,), (((), ()), ((), ()))),
+    ("empty-contraction", (3, 0), (0, 2), (((1,), (0,)), ((), ()))),
+    ("empty-batch", (0, 3, 4), (0, 4, 2), (((2,), (1,)), ((0,), (0,)))),
+    ("transposed", (4, 3), (5, 4), (((0,), (1,)), ((), ()))),
+    ("batch-not-leading", (3, 2, 4), (4, 2, 5), (((2,), (0,)), ((1,), (1,)))),
+]
+
+LINALG = [
+    *[row(f"dot_general-{n}", lambda L, dn=dn: lambda a, b: L.dot_general(a, b, dn),
+          shaped((ls, rs)), HALF + (I32, I64) if n == "matmul" else FLOATS, slack=5)
+      for n, ls, rs, dn in DOTS],
+    row("dot_general-preferred", lambda L: lambda a, b: L.dot_general(
+        a, b, (((1,), (0,)), ((), ())), preferred_element_type=np.float32),
+        shaped(((3, 4), (4, 2))), (F16, BF16, F32)),
+]
+
+
+def _ties_nan(rng, dt):
+    x = draw(rng, (3, 6), dt, -2, 2)
+    if dt.kind == "f":
+        x[0] = [np.nan, 0.0, -0.0, np.inf, -np.inf, 1.0]
+        x[1, :3] = x[1, 3:]
+    return [(x,), (draw(rng, (7,), dt),), (draw(rng, (0, 4), dt),)]
+
+
+def _cumulative(*names):
+    return lambda L: lambda x: tuple(f(x, ax, rev) for f in [getattr(L, n) for n in names]
+                                     for ax, rev in [(0, False), (x.ndim - 1, True)])
+
+
+CUMULATIVE = ("cumsum", "cumprod", "cummax", "cummin")
+SORTING = [
+    row("sort", lambda L: lambda x: (L.sort(x, 0), L.sort(x, x.ndim - 1)), _ties_nan,
+        (F32, F64, F16, I32, U32, BOOL)),
+    row("sort-multi", lambda L: lambda k, v, w: (
+        L.sort((k, v, w), 1, num_keys=1), L.sort((k, v, w), 1, num_keys=2)),
+        lambda rng, dt: [(draw(rng, (3, 8), dt, -2, 2), draw(rng, (3, 8), dt, -1, 1),
+                          draw(rng, (3, 8), I32))], (F32, F64, I32)),
+    row("cumulative", _cumulative(*CUMULATIVE), shaped((5,), (2, 3, 4), (0, 3), lo=-1.5, hi=1.5),
+        (F32, F64, F16, I32, U32), slack=5),
+    row("cumlogsumexp", _cumulative("cumlogsumexp"), shaped((5,), (2, 3, 4), (0, 3)), HALF,
+        slack=5),
+    row("cumulative-special", _cumulative(*CUMULATIVE, "cumlogsumexp"), _nan_rows),
+]
+
+
+def _collectives(L, vmap):
+    def lane(r):
+        return (L.psum(r, "i"), L.pmax(r, "i"), L.pmin(r, "i"), L.all_gather(r, "i"),
+                L.add(L.axis_index("i"), np.int32(1)))
+
+    return lambda x: vmap(lane, axis_name="i")(x)
+
+
+PARALLEL = [
+    Row("collectives", _collectives(lax, fx.vmap), _collectives(jax.lax, jax.vmap),
+        shaped((3,), (4, 2), (1, 3), (2, 0)), (F32, F64, I32),
+        covers=("psum", "pmax", "pmin", "all_gather", "axis_index")),
+]
+
+# --- compositions: what fusion, operator selection and memory planning see -------------------
+
+FX_NS = SimpleNamespace(np=fx.numpy, lax=lax)
+JAX_NS = SimpleNamespace(np=jnp, lax=jax.lax)
+MATMUL = (((1,), (0,)), ((), ()))
+
+
+def comp(name, build, make, dtypes=FLOATS, slack=10.0, **kw) -> Row:
+    """A row from ``build(ns)``, written once against ``ns.np`` (fx.numpy or jax.numpy) and
+    ``ns.lax``. Chains of float ops get 10x the single-op tolerance by default."""
+    return Row(name, build(FX_NS), build(JAX_NS), make, dtypes, slack=slack, **kw)
+
+
+def _softmax(m, x, axis=-1):
+    e = m.np.exp(x - m.np.max(x, axis=axis, keepdims=True))
+    return e / m.np.sum(e, axis=axis, keepdims=True)
+
+
+def _layernorm(m, x, g, b):
+    mu = m.np.mean(x, axis=-1, keepdims=True)
+    var = m.np.mean(m.np.square(x - mu), axis=-1, keepdims=True)
+    return (x - mu) / m.np.sqrt(var + 1e-5) * g + b
+
+
+def _gelu(m, h):
+    return 0.5 * h * (1 + m.np.tanh(0.7978845608 * (h + 0.044715 * h ** 3)))
+
+
+def _dense(m, x, w, b):
+    return m.lax.dot_general(x, w, MATMUL) + b
+
+
+def _reuse_chain(m, x):
+    a = m.np.exp(x)
+    b = a * 2
+    c = m.np.sum(b, axis=0)
+    d = b - c
+    e = d * a
+    return e - m.np.sum(e, axis=1, keepdims=True), c
+
+
+COMPOSITIONS = [
+    comp("chain-scalars", lambda m: lambda x: m.np.tanh(2 * x + 1) / (1 + m.np.exp(-x)) - 0.5,
+         shaped((), (3, 4), (0, 2))),
+    comp("chain-0d", lambda m: lambda x, y: (m.np.sin(x) * y + m.np.exp(y), m.np.maximum(x, y)),
+         shaped(((), ()))),
+    comp("broadcast-size1", lambda m: lambda a, b, c: m.np.exp(a + b) * c - m.np.sqrt(m.np.abs(a)),
+         shaped(((3, 1), (1, 4), (4,)), ((1, 1, 2), (3, 1, 1), ()), ((0, 1), (1, 4), (4,)))),
+    comp("transpose-feeds", lambda m: lambda x, y: (
+        m.np.transpose(x) * y + m.np.sin(m.np.transpose(m.np.cos(x))), m.np.transpose(x) + 1),
+         shaped(((3, 4), (4, 3)), ((2, 3, 4), (4, 3, 2)))),
+    comp("reshape-feeds", lambda m: lambda x, y: (
+        m.np.reshape(m.np.exp(x), y.shape) * y + m.np.reshape(x, y.shape),
+        m.np.reshape(x * 2, (-1,))), shaped(((3, 4), (2, 6)), ((2, 3, 4), (4, 6)))),
+    comp("slice-feeds", lambda m: lambda x: (
+        m.lax.slice(m.np.exp(x), (1, 0), x.shape, (1, 2)) +
+        m.lax.slice(x, (0, 0), (x.shape[0] - 1, x.shape[1]), (1, 2)),
+        m.lax.slice(m.np.tanh(x), (0, 1), (1, 3))), shaped((4, 5), (2, 3))),
+    comp("pad-feeds", lambda m: lambda x, v: (
+        m.lax.pad(m.np.exp(x), v, [(1, 2, 1), (0, -1, 0)]) * 2 + 1,
+        m.np.sum(m.lax.pad(x * x, v * 3, [(2, 0, 0), (1, 1, 2)]), axis=0)),
+         shaped(((3, 4), ()), ((1, 2), ()))),
+    comp("concatenate-feeds", lambda m: lambda x, y: (
+        m.np.concatenate([m.np.sin(x), y * 2, x + y[:1]], axis=0) + 1,
+        m.np.concatenate([x, x], axis=1) * m.np.concatenate([y, y], axis=1)[:2]),
+         shaped(((2, 3), (3, 3)), ((1, 2), (2, 2)))),
+    comp("rev-feeds", lambda m: lambda x: (m.lax.rev(m.np.exp(x), (0,)) * x +
+                                           m.lax.rev(x, (0, 1)), m.lax.rev(x, (1,)) - x),
+         shaped((3, 4), (1, 5), (0, 2))),
+    comp("iota-feeds", lambda m: lambda x: (
+        x * m.lax.broadcasted_iota(x.dtype, x.shape, 1) + m.np.arange(x.shape[-1], dtype=x.dtype),
+        m.lax.iota(np.int32, x.shape[0]) * 2), shaped((3, 4), (1, 1))),
+    comp("expand-squeeze", lambda m: lambda x: m.np.squeeze(
+        m.np.expand_dims(m.np.exp(x), 1) * m.np.expand_dims(x, 0), axis=None)[..., :2],
+         shaped((1, 3), (4, 1))),
+    comp("softmax", lambda m: lambda x: (_softmax(m, x), _softmax(m, x, 0) if x.size else x),
+         shaped((3, 5), (2, 3, 4), (0, 4), (4, 1), (7,), lo=-20, hi=20)),
+    comp("logsumexp", lambda m: lambda x: m.np.squeeze(m.np.max(x, 1, keepdims=True), 1) + m.np.log(
+        m.np.sum(m.np.exp(x - m.np.max(x, 1, keepdims=True)), axis=1)), shaped((3, 5), (2, 3, 4))),
+    comp("mean-var-std", lambda m: lambda x: (m.np.mean(x, 0), m.np.var(x, 1), m.np.std(
+        x, axis=(0, 2), keepdims=True), m.np.mean(x)), shaped((3, 4, 5), (1, 2, 1))),
+    comp("layernorm", lambda m: lambda x, g, b: _layernorm(m, x, g, b),
+         shaped(((4, 6), (6,), (6,)), ((2, 3, 5), (5,), ()))),
+    comp("broadcast-reduction", lambda m: lambda x: (x - m.np.mean(x, axis=0),
+                                                     x / m.np.max(m.np.abs(x), axis=(0, 2))),
+         shaped((4, 1, 3), (2, 3, 3))),
+    comp("reduction-of-reduction", lambda m: lambda x: (
+        m.np.max(m.np.sum(x, 1)), m.np.argmax(_softmax(m, x), axis=1).astype(np.int32),
+        m.np.sum(m.np.exp(x - m.np.max(x, axis=0)), axis=0) / m.np.min(x, axis=0)),
+         shaped((3, 5), (4, 1))),
+    comp("dense-relu", lambda m: lambda x, w, b: m.np.maximum(_dense(m, x, w, b), 0),
+         shaped(((3, 4), (4, 5), (5,)), ((1, 4), (4, 1), (1,)), ((0, 4), (4, 5), (5,)))),
+    comp("dense-gelu", lambda m: lambda x, w, b: _gelu(m, _dense(m, x, w, b)),
+         shaped(((3, 4), (4, 5), (5,)))),
+    comp("mlp-softmax", lambda m: lambda x, w1, b1, w2: _softmax(
+        m, m.lax.dot_general(m.np.tanh(_dense(m, x, w1, b1)), w2, MATMUL)),
+         shaped(((5, 4), (4, 8), (8,), (8, 3)))),
+    comp("matmul-transposed-operands", lambda m: lambda x, w: (
+        1 / (1 + m.np.exp(-m.lax.dot_general(m.np.transpose(x), w, MATMUL) * 2)),
+        m.lax.dot_general(m.np.reshape(w, (-1, 2)), m.np.reshape(x, (2, -1)), MATMUL)),
+         shaped(((4, 3), (4, 6)))),
+    comp("batched-matmul-epilogue", lambda m: lambda x, y, b: m.np.exp(m.lax.dot_general(
+        x, y, (((2,), (1,)), ((0,), (0,))))) + b, shaped(((2, 3, 4), (2, 4, 5), (5,)))),
+    comp("multiple-outputs", lambda m: lambda a, b: (a + b, a * b, m.np.sum(a * b),
+                                                     m.np.max(a, axis=0)),
+         shaped(((2, 3), (2, 3)), ((4,), ()))),
+    comp("outputs-are-inputs", lambda m: lambda x, y: (x, y + 1, x, y), shaped(((2, 3), ()))),
+    comp("outputs-are-constants", lambda m: lambda x: (
+        x * 2, m.np.zeros((2, 2), x.dtype), m.np.asarray(3.5, x.dtype),
+        m.np.asarray(np.arange(3), np.int32)), shaped((3,), ())),
+    comp("duplicated-outputs", lambda m: lambda x: (lambda y: (y, y, y * 2, y))(m.np.exp(x)),
+         shaped((2, 3), ())),
+    comp("closure-constant", lambda m: lambda x: x * m.np.asarray(
+        np.arange(12.0).reshape(3, 4), x.dtype) + float(np.arange(12.0).sum()), shaped((3, 4))),
+    comp("where-select", lambda m: lambda x, y: (m.np.where(x > 0, x, 0.1 * x),
+                                                 m.np.where(y < x, y, 1.0)),
+         shaped(((2, 3), (2, 3)), ((3, 1), (1, 4)))),
+    comp("integer-chain", lambda m: lambda i, j: (
+        m.np.remainder(m.np.floor_divide(i * 3 + j, 2), 5), (i & 6) | (j ^ 3), i > j),
+         shaped(((2, 3), (2, 3)), ((4,), ()), lo=-20, hi=20), (I32, I64)),
+    comp("mixed-dtypes", lambda m: lambda x, i, p: (
+        x + i.astype(x.dtype) * 0.5, m.np.where(p, x, -x) * p.astype(x.dtype)),
+         lambda rng, dt: [(draw(rng, (2, 3), dt), draw(rng, (2, 3), I32),
+                           draw(rng, (2, 3), BOOL))]),
+    comp("half-chain", lambda m: lambda x, y: (m.np.exp(x) * y + m.np.sum(x), _softmax(m, x)),
+         shaped(((2, 3), (2, 3)), ((4,), ())), (F16, BF16)),
+    comp("library-steps-between-kernels", lambda m: lambda x: m.np.tanh(m.lax.sort(
+        m.lax.cumsum(m.np.exp(x), 1) * 2, 1)) + m.lax.cummax(x, 0),
+         shaped((3, 4), (1, 2))),
+    comp("gather-scatter-feeds", lambda m: lambda x: (
+        m.np.sum(m.np.exp(x[ROWS_IDX[:3, 0]]) * 2, axis=1),
+        x.at[np.array([0, 2, 0])].add(m.np.sin(x[:3])) - 1), shaped((5, 3))),
+    comp("buffer-reuse-chain", lambda m: lambda x: _reuse_chain(m, x), shaped((4, 5), (1, 1))),
+    comp("zero-size-composite", lambda m: lambda x, w: (
+        _softmax(m, m.lax.dot_general(x, w, MATMUL)), m.np.sum(x, axis=0) + 1),
+         shaped(((0, 4), (4, 3)), ((2, 0), (0, 3)))),
+]
+
+ROWS = (PARALLEL + ELEMENTWISE + STRUCTURAL + INDEXING + REDUCTIONS + LINALG + SORTING
+        + COMPOSITIONS)
+PARAMS = [pytest.param(r, id=r.name, marks=[pytest.mark.xfail(strict=True, reason=r.xfail)]
+                       if r.xfail else []) for r in ROWS]
+
+
+@pytest.mark.parametrize("row", PARAMS)
+def test_jit_matches_eager_and_jax(row):
+    check_row(row)
+
+
+def test_row_names_are_unique():
+    names = [r.name for r in ROWS]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+
+
+def _lax_primitives() -> set[Primitive]:
+    prims = set()
+    for info in pkgutil.iter_modules(lax.__path__):
+        mod = importlib.import_module(f"fx.lax.{info.name}")
+        prims |= {v for v in vars(mod).values() if isinstance(v, Primitive)}
+    return prims
+
+
+def test_every_primitive_has_a_row():
+    seen = set()
+    for r in ROWS:
+        for _, s in r.argument_sets():
+            seen |= {e.primitive.name for e in fx.make_jaxpr(r.fx_fn)(*s).jaxpr.eqns}
+        seen |= set(r.covers)
+    names = {p.name for p in _lax_primitives()}
+    missing = sorted(n for n in names - seen if n not in NOT_COVERED)
+    assert not missing, f"fx.lax primitives without a jit row (add one, or to NOT_COVERED): " \
+                        f"{missing}"
+    stale = sorted(set(NOT_COVERED) - names)
+    assert not stale, f"NOT_COVERED names primitives that no longer exist: {stale}"
