@@ -2,7 +2,7 @@
 
 Every row runs one function three ways: compiled by ``fx.jit``, eagerly (each primitive's NumPy
 impl), and ``jax.jit`` of its jax twin. All argument sets of a row (0-d, size-1 dims, zero-size,
-special values) go through ONE jitted program per dtype, which keeps the number of C
+special values) and all its dtypes go through ONE jitted program, which keeps the number of C
 compilations (~0.1 s each) low. Results must have the same shapes and dtypes, integer and bool
 results must be equal, NaNs must sit in the same places, and floats must agree within:
 
@@ -14,9 +14,8 @@ results must be equal, NaNs must sit in the same places, and floats must agree w
 - jit vs jax: the tolerances fx's eager tests use against jax (``harness.TOL``).
 
 ``test_every_primitive_has_a_row`` traces every row and fails when an fx.lax primitive appears
-in none of them and is not in ``NOT_COVERED`` with a reason. The second half of the file runs
-compositions that exercise fusion (broadcasting chains, reductions with prologue and epilogue,
-matmul epilogues, multiple and aliased outputs) the same way.
+in none of them and is not in ``NOT_COVERED`` with a reason. Programs of many primitives (the
+patterns fusion looks for, and random ones) are in test_jit_random_programs.py.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ import pkgutil
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
@@ -543,146 +541,38 @@ PARALLEL = [
         covers=("psum", "pmax", "pmin", "all_gather", "axis_index")),
 ]
 
-# --- compositions: what fusion, operator selection and memory planning see -------------------
+def _cond(L):
+    def f(p, i, x):
+        a = L.cond(p, lambda x: L.mul(x, x) * 2, lambda x: L.neg(x), x)
+        b = L.switch(i, [lambda x: x, lambda x: L.abs(x) + 1, lambda x: L.neg(x)], x)
+        return a, b
 
-FX_NS = SimpleNamespace(np=fx.numpy, lax=lax)
-JAX_NS = SimpleNamespace(np=jnp, lax=jax.lax)
-MATMUL = (((1,), (0,)), ((), ()))
-
-
-def comp(name, build, make, dtypes=FLOATS, slack=10.0, **kw) -> Row:
-    """A row from ``build(ns)``, written once against ``ns.np`` (fx.numpy or jax.numpy) and
-    ``ns.lax``. Chains of float ops get 10x the single-op tolerance by default."""
-    return Row(name, build(FX_NS), build(JAX_NS), make, dtypes, slack=slack, **kw)
+    return f
 
 
-def _softmax(m, x, axis=-1):
-    e = m.np.exp(x - m.np.max(x, axis=axis, keepdims=True))
-    return e / m.np.sum(e, axis=axis, keepdims=True)
+def _loops(L):
+    def f(x):
+        n, y = L.while_loop(lambda c: L.lt(c[0], np.int32(5)), lambda c: (L.add(c[0], np.int32(1)),
+                                                                 L.sin(c[1]) + c[1]),
+                            (np.int32(0), x))
+        z = L.fori_loop(0, 3, lambda i, c: c * 2 + L.convert_element_type(i, x.dtype), x)
+        carry, ys = L.scan(lambda c, r: (c + r, L.exp(r) * c), L.full_like(x[0], 0.5), x)
+        return n, y, z, carry, ys
+
+    return f
 
 
-def _layernorm(m, x, g, b):
-    mu = m.np.mean(x, axis=-1, keepdims=True)
-    var = m.np.mean(m.np.square(x - mu), axis=-1, keepdims=True)
-    return (x - mu) / m.np.sqrt(var + 1e-5) * g + b
+def _cond_sets(rng, dt):
+    return [(np.bool_(p), np.int32(i), draw(rng, s, dt)) for p, i, s in
+            [(True, 1, (2, 3)), (False, 7, ()), (True, -1, (0, 2)), (False, 0, (3,))]]
 
 
-def _gelu(m, h):
-    return 0.5 * h * (1 + m.np.tanh(0.7978845608 * (h + 0.044715 * h ** 3)))
-
-
-def _dense(m, x, w, b):
-    return m.lax.dot_general(x, w, MATMUL) + b
-
-
-def _reuse_chain(m, x):
-    a = m.np.exp(x)
-    b = a * 2
-    c = m.np.sum(b, axis=0)
-    d = b - c
-    e = d * a
-    return e - m.np.sum(e, axis=1, keepdims=True), c
-
-
-COMPOSITIONS = [
-    comp("chain-scalars", lambda m: lambda x: m.np.tanh(2 * x + 1) / (1 + m.np.exp(-x)) - 0.5,
-         shaped((), (3, 4), (0, 2))),
-    comp("chain-0d", lambda m: lambda x, y: (m.np.sin(x) * y + m.np.exp(y), m.np.maximum(x, y)),
-         shaped(((), ()))),
-    comp("broadcast-size1", lambda m: lambda a, b, c: m.np.exp(a + b) * c - m.np.sqrt(m.np.abs(a)),
-         shaped(((3, 1), (1, 4), (4,)), ((1, 1, 2), (3, 1, 1), ()), ((0, 1), (1, 4), (4,)))),
-    comp("transpose-feeds", lambda m: lambda x, y: (
-        m.np.transpose(x) * y + m.np.sin(m.np.transpose(m.np.cos(x))), m.np.transpose(x) + 1),
-         shaped(((3, 4), (4, 3)), ((2, 3, 4), (4, 3, 2)))),
-    comp("reshape-feeds", lambda m: lambda x, y: (
-        m.np.reshape(m.np.exp(x), y.shape) * y + m.np.reshape(x, y.shape),
-        m.np.reshape(x * 2, (-1,))), shaped(((3, 4), (2, 6)), ((2, 3, 4), (4, 6)))),
-    comp("slice-feeds", lambda m: lambda x: (
-        m.lax.slice(m.np.exp(x), (1, 0), x.shape, (1, 2)) +
-        m.lax.slice(x, (0, 0), (x.shape[0] - 1, x.shape[1]), (1, 2)),
-        m.lax.slice(m.np.tanh(x), (0, 1), (1, 3))), shaped((4, 5), (2, 3))),
-    comp("pad-feeds", lambda m: lambda x, v: (
-        m.lax.pad(m.np.exp(x), v, [(1, 2, 1), (0, -1, 0)]) * 2 + 1,
-        m.np.sum(m.lax.pad(x * x, v * 3, [(2, 0, 0), (1, 1, 2)]), axis=0)),
-         shaped(((3, 4), ()), ((1, 2), ()))),
-    comp("concatenate-feeds", lambda m: lambda x, y: (
-        m.np.concatenate([m.np.sin(x), y * 2, x + y[:1]], axis=0) + 1,
-        m.np.concatenate([x, x], axis=1) * m.np.concatenate([y, y], axis=1)[:2]),
-         shaped(((2, 3), (3, 3)), ((1, 2), (2, 2)))),
-    comp("rev-feeds", lambda m: lambda x: (m.lax.rev(m.np.exp(x), (0,)) * x +
-                                           m.lax.rev(x, (0, 1)), m.lax.rev(x, (1,)) - x),
-         shaped((3, 4), (1, 5), (0, 2))),
-    comp("iota-feeds", lambda m: lambda x: (
-        x * m.lax.broadcasted_iota(x.dtype, x.shape, 1) + m.np.arange(x.shape[-1], dtype=x.dtype),
-        m.lax.iota(np.int32, x.shape[0]) * 2), shaped((3, 4), (1, 1))),
-    comp("expand-squeeze", lambda m: lambda x: m.np.squeeze(
-        m.np.expand_dims(m.np.exp(x), 1) * m.np.expand_dims(x, 0), axis=None)[..., :2],
-         shaped((1, 3), (4, 1))),
-    comp("softmax", lambda m: lambda x: (_softmax(m, x), _softmax(m, x, 0) if x.size else x),
-         shaped((3, 5), (2, 3, 4), (0, 4), (4, 1), (7,), lo=-20, hi=20)),
-    comp("logsumexp", lambda m: lambda x: m.np.squeeze(m.np.max(x, 1, keepdims=True), 1) + m.np.log(
-        m.np.sum(m.np.exp(x - m.np.max(x, 1, keepdims=True)), axis=1)), shaped((3, 5), (2, 3, 4))),
-    comp("mean-var-std", lambda m: lambda x: (m.np.mean(x, 0), m.np.var(x, 1), m.np.std(
-        x, axis=(0, 2), keepdims=True), m.np.mean(x)), shaped((3, 4, 5), (1, 2, 1))),
-    comp("layernorm", lambda m: lambda x, g, b: _layernorm(m, x, g, b),
-         shaped(((4, 6), (6,), (6,)), ((2, 3, 5), (5,), ()))),
-    comp("broadcast-reduction", lambda m: lambda x: (x - m.np.mean(x, axis=0),
-                                                     x / m.np.max(m.np.abs(x), axis=(0, 2))),
-         shaped((4, 1, 3), (2, 3, 3))),
-    comp("reduction-of-reduction", lambda m: lambda x: (
-        m.np.max(m.np.sum(x, 1)), m.np.argmax(_softmax(m, x), axis=1).astype(np.int32),
-        m.np.sum(m.np.exp(x - m.np.max(x, axis=0)), axis=0) / m.np.min(x, axis=0)),
-         shaped((3, 5), (4, 1))),
-    comp("dense-relu", lambda m: lambda x, w, b: m.np.maximum(_dense(m, x, w, b), 0),
-         shaped(((3, 4), (4, 5), (5,)), ((1, 4), (4, 1), (1,)), ((0, 4), (4, 5), (5,)))),
-    comp("dense-gelu", lambda m: lambda x, w, b: _gelu(m, _dense(m, x, w, b)),
-         shaped(((3, 4), (4, 5), (5,)))),
-    comp("mlp-softmax", lambda m: lambda x, w1, b1, w2: _softmax(
-        m, m.lax.dot_general(m.np.tanh(_dense(m, x, w1, b1)), w2, MATMUL)),
-         shaped(((5, 4), (4, 8), (8,), (8, 3)))),
-    comp("matmul-transposed-operands", lambda m: lambda x, w: (
-        1 / (1 + m.np.exp(-m.lax.dot_general(m.np.transpose(x), w, MATMUL) * 2)),
-        m.lax.dot_general(m.np.reshape(w, (-1, 2)), m.np.reshape(x, (2, -1)), MATMUL)),
-         shaped(((4, 3), (4, 6)))),
-    comp("batched-matmul-epilogue", lambda m: lambda x, y, b: m.np.exp(m.lax.dot_general(
-        x, y, (((2,), (1,)), ((0,), (0,))))) + b, shaped(((2, 3, 4), (2, 4, 5), (5,)))),
-    comp("multiple-outputs", lambda m: lambda a, b: (a + b, a * b, m.np.sum(a * b),
-                                                     m.np.max(a, axis=0)),
-         shaped(((2, 3), (2, 3)), ((4,), ()))),
-    comp("outputs-are-inputs", lambda m: lambda x, y: (x, y + 1, x, y), shaped(((2, 3), ()))),
-    comp("outputs-are-constants", lambda m: lambda x: (
-        x * 2, m.np.zeros((2, 2), x.dtype), m.np.asarray(3.5, x.dtype),
-        m.np.asarray(np.arange(3), np.int32)), shaped((3,), ())),
-    comp("duplicated-outputs", lambda m: lambda x: (lambda y: (y, y, y * 2, y))(m.np.exp(x)),
-         shaped((2, 3), ())),
-    comp("closure-constant", lambda m: lambda x: x * m.np.asarray(
-        np.arange(12.0).reshape(3, 4), x.dtype) + float(np.arange(12.0).sum()), shaped((3, 4))),
-    comp("where-select", lambda m: lambda x, y: (m.np.where(x > 0, x, 0.1 * x),
-                                                 m.np.where(y < x, y, 1.0)),
-         shaped(((2, 3), (2, 3)), ((3, 1), (1, 4)))),
-    comp("integer-chain", lambda m: lambda i, j: (
-        m.np.remainder(m.np.floor_divide(i * 3 + j, 2), 5), (i & 6) | (j ^ 3), i > j),
-         shaped(((2, 3), (2, 3)), ((4,), ()), lo=-20, hi=20), (I32, I64)),
-    comp("mixed-dtypes", lambda m: lambda x, i, p: (
-        x + i.astype(x.dtype) * 0.5, m.np.where(p, x, -x) * p.astype(x.dtype)),
-         lambda rng, dt: [(draw(rng, (2, 3), dt), draw(rng, (2, 3), I32),
-                           draw(rng, (2, 3), BOOL))]),
-    comp("half-chain", lambda m: lambda x, y: (m.np.exp(x) * y + m.np.sum(x), _softmax(m, x)),
-         shaped(((2, 3), (2, 3)), ((4,), ())), (F16, BF16)),
-    comp("library-steps-between-kernels", lambda m: lambda x: m.np.tanh(m.lax.sort(
-        m.lax.cumsum(m.np.exp(x), 1) * 2, 1)) + m.lax.cummax(x, 0),
-         shaped((3, 4), (1, 2))),
-    comp("gather-scatter-feeds", lambda m: lambda x: (
-        m.np.sum(m.np.exp(x[ROWS_IDX[:3, 0]]) * 2, axis=1),
-        x.at[np.array([0, 2, 0])].add(m.np.sin(x[:3])) - 1), shaped((5, 3))),
-    comp("buffer-reuse-chain", lambda m: lambda x: _reuse_chain(m, x), shaped((4, 5), (1, 1))),
-    comp("zero-size-composite", lambda m: lambda x, w: (
-        _softmax(m, m.lax.dot_general(x, w, MATMUL)), m.np.sum(x, axis=0) + 1),
-         shaped(((0, 4), (4, 3)), ((2, 0), (0, 3)))),
+CONTROL_FLOW = [
+    row("cond-switch", _cond, _cond_sets, (F32, F64, I32)),
+    row("while-fori-scan", _loops, shaped((4, 3), (1,), (3, 0)), (F32, F64)),
 ]
 
-ROWS = (PARALLEL + ELEMENTWISE + STRUCTURAL + INDEXING + REDUCTIONS + LINALG + SORTING
-        + COMPOSITIONS)
+ROWS = CONTROL_FLOW + PARALLEL + ELEMENTWISE + STRUCTURAL + INDEXING + REDUCTIONS + LINALG + SORTING
 PARAMS = [pytest.param(r, id=r.name, marks=[pytest.mark.xfail(strict=True, reason=r.xfail)]
                        if r.xfail else []) for r in ROWS]
 
@@ -699,8 +589,8 @@ def test_row_names_are_unique():
 
 def _lax_primitives() -> set[Primitive]:
     prims = set()
-    for info in pkgutil.iter_modules(lax.__path__):
-        mod = importlib.import_module(f"fx.lax.{info.name}")
+    for info in pkgutil.walk_packages(lax.__path__, "fx.lax."):
+        mod = importlib.import_module(info.name)
         prims |= {v for v in vars(mod).values() if isinstance(v, Primitive)}
     return prims
 
