@@ -12,13 +12,22 @@ from fx import lax
 from fx import numpy
 from fx import random
 from fx.array import Array, device_put
-from fx.autodiff import grad, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, vjp
+from fx.autodiff import (
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    stop_gradient,
+    value_and_grad,
+    vjp,
+)
 from fx.config import config
 from fx.core import ConcretizationTypeError, UnexpectedTracerError
 from fx.custom_derivatives import checkpoint, custom_jvp, custom_vjp, remat
 from fx.devices import default_backend, devices
 from fx.jit_function import jit
-from fx.lax import stop_gradient
 from fx.tracing import make_jaxpr
 from fx.vectorize import vmap
 

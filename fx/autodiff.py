@@ -20,6 +20,7 @@ from fx.interpreters.jvp import Zero, instantiate, is_differentiable, jvp_flat
 from fx.interpreters.partial_eval import linearize_flat
 from fx.interpreters.transpose import UndefinedPrimal, backward_pass
 from fx.numpy._promote import to_array
+from fx.vectorize import vmap
 
 
 def _fun_name(f) -> str:
@@ -66,6 +67,7 @@ def jvp(fun: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fa
     _check_tangents(p_leaves, t_leaves, "jvp")
     flat, store = _flat_with_aux(fun, p_tree, has_aux)
     outs, touts = jvp_flat(flat, p_leaves, t_leaves, "jvp")
+    outs, touts = _split_aux(store, outs), touts[:store["n_out"]]
     touts = [instantiate(t) for t in touts]
     out_tree = store["tree"]
     out = tree_util.tree_unflatten(out_tree, outs)
@@ -76,23 +78,38 @@ def jvp(fun: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fa
 
 
 def _flat_with_aux(fun, in_tree, has_aux: bool):
-    """A function of the flattened arguments returning the flattened outputs; the output
-    structure (and, with ``has_aux``, the aux value) is left in the returned store."""
-    store: dict[str, Any] = {}
+    """A function of the flattened arguments returning the flattened outputs followed by the
+    flattened aux value (with ``has_aux``), so that aux values leave the transformation as
+    plain values like the outputs do; structures and counts are left in the returned store."""
+    store: dict[str, Any] = {"aux_tree": None}
 
     def flat_f(*leaves):
         out = fun(*tree_util.tree_unflatten(in_tree, leaves))
+        aux_leaves = []
         if has_aux:
             if not (isinstance(out, tuple) and len(out) == 2):
+                got = type(out).__name__ + (f" of length {len(out)}"
+                                             if isinstance(out, tuple) else "")
                 raise TypeError(
                     f"{_fun_name(fun)} was used with has_aux=True, so it must return a pair "
-                    f"(output, aux); it returned {type(out).__name__}"
+                    f"(output, aux); it returned a {got}"
                 )
-            out, store["aux"] = out
+            out, aux = out
+            aux_leaves, store["aux_tree"] = tree_util.tree_flatten(aux)
         out_leaves, store["tree"] = tree_util.tree_flatten(out)
-        return _as_values(out_leaves, f"output of {_fun_name(fun)}")
+        store["n_out"] = len(out_leaves)
+        return _as_values(out_leaves, f"output of {_fun_name(fun)}") + _as_values(
+            aux_leaves, f"aux output of {_fun_name(fun)}")
 
     return flat_f, store
+
+
+def _split_aux(store, outs: list) -> list:
+    """The outputs proper; the aux value (rebuilt from the remaining leaves) goes to store."""
+    n = store["n_out"]
+    if store["aux_tree"] is not None:
+        store["aux"] = tree_util.tree_unflatten(store["aux_tree"], outs[n:])
+    return outs[:n]
 
 
 def linearize(fun: Callable, *primals):
@@ -103,6 +120,7 @@ def linearize(fun: Callable, *primals):
     flat, store = _flat_with_aux(fun, p_tree, False)
     diff = [is_differentiable(get_aval(p)) for p in p_leaves]
     outs, linear = linearize_flat(flat, p_leaves, diff)
+    outs = _split_aux(store, outs)
     out_tree = store["tree"]
 
     def f_jvp(*tangents):
@@ -125,6 +143,8 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     flat, store = _flat_with_aux(fun, p_tree, has_aux)
     diff = [is_differentiable(get_aval(p)) for p in p_leaves]
     outs, linear = linearize_flat(flat, p_leaves, diff)
+    aux_zeros = [Zero(v.aval) for v in linear.jaxpr.outvars[store["n_out"]:]]
+    outs = _split_aux(store, outs)
     out_tree = store["tree"]
     out_avals = [get_aval(o) for o in outs]
 
@@ -146,7 +166,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
             if ca.dtype != a.dtype and is_differentiable(a):
                 ct_leaves[i] = lax.convert_element_type(c, a.dtype)
         undefined = [UndefinedPrimal(v.aval) for v in linear.jaxpr.invars]
-        cts = backward_pass(linear.jaxpr, linear.consts, undefined, ct_leaves)
+        cts = backward_pass(linear.jaxpr, linear.consts, undefined, ct_leaves + aux_zeros)
         it = iter(cts)
         flat_cts = [instantiate(next(it)) if d else _zero_cotangent(p) for p, d in zip(p_leaves,
                                                                                    diff)]
@@ -173,21 +193,25 @@ def _argnums_tuple(argnums, nargs: int, what: str) -> tuple[int, ...]:
     return tuple(a % nargs for a in nums)
 
 
+def _require_float_inputs(what: str, fun, nums, diff_args) -> None:
+    for i, a in zip(nums, diff_args):
+        for leaf in tree_util.tree_leaves(a):
+            dt = get_aval(to_array(leaf)).dtype
+            if not dtypes.is_float(dt):
+                raise TypeError(
+                    f"{what} requires real-valued floating-point inputs, but argument {i} of "
+                    f"{_fun_name(fun)} has dtype {dt}. Convert it with .astype(float32), "
+                    "or leave it out of argnums."
+                )
+
+
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
     """A function returning ``(fun(*args), gradient)``; see :func:`grad`."""
 
     def value_and_grad_f(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args), "grad")
         diff_args = [args[i] for i in nums]
-        for i, a in zip(nums, diff_args):
-            for leaf in tree_util.tree_leaves(a):
-                dt = get_aval(to_array(leaf)).dtype
-                if not dtypes.is_float(dt):
-                    raise TypeError(
-                        f"grad requires real-valued floating-point inputs, but argument {i} of "
-                        f"{_fun_name(fun)} has dtype {dt}. Convert it with .astype(float32), "
-                        "or leave it out of argnums."
-                    )
+        _require_float_inputs("grad", fun, nums, diff_args)
 
         def partial_f(*diff):
             full = list(args)
@@ -195,6 +219,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
                 full[i] = d
             return fun(*full, **kwargs)
 
+        partial_f.__name__ = _fun_name(fun)
         res = vjp(partial_f, *diff_args, has_aux=has_aux)
         out, pullback = res[0], res[1]
         out_leaves = tree_util.tree_leaves(out)
@@ -264,11 +289,10 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
     The result for an output of shape ``O`` and an input of shape ``I`` has shape ``O + I``.
     """
-    from fx.vectorize import vmap  # noqa: PLC0415  (vmap builds on this module's peers)
-
     def jac(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args), "jacfwd")
         diff_args = tuple(args[i] for i in nums)
+        _require_float_inputs("jacfwd", fun, nums, diff_args)
         leaves, tree = tree_util.tree_flatten(diff_args)
         leaves = _as_values(leaves, "jacfwd")
         basis, n = _std_basis(leaves)
@@ -285,7 +309,8 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
                       has_aux=has_aux)
             return (res[1], res[2]) if has_aux else res[1]
 
-        res = vmap(push, out_axes=-1)(*basis)
+        # The aux value does not depend on the tangent: it comes out unbatched.
+        res = vmap(push, out_axes=(-1, None) if has_aux else -1)(*basis)
         touts = res[0] if has_aux else res
         y_leaves = tree_util.tree_leaves(touts)
         jac_leaves = [_split_last(t, leaves) for t in y_leaves]
@@ -301,11 +326,10 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
     """The Jacobian of ``fun`` by reverse mode (one vmapped vjp over a basis of outputs)."""
-    from fx.vectorize import vmap  # noqa: PLC0415
-
     def jac(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args), "jacrev")
         diff_args = tuple(args[i] for i in nums)
+        _require_float_inputs("jacrev", fun, nums, diff_args)
 
         def partial_f(*diff):
             full = list(args)
@@ -313,6 +337,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
                 full[i] = d
             return fun(*full, **kwargs)
 
+        partial_f.__name__ = _fun_name(fun)
         res = vjp(partial_f, *diff_args, has_aux=has_aux)
         out, pullback = res[0], res[1]
         out_leaves, out_tree = tree_util.tree_flatten(out)
@@ -364,3 +389,13 @@ def _assemble(out_tree, blocks, in_tree, argnums):
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
     """The Hessian of a scalar ``fun``: ``jacfwd(jacrev(fun))``."""
     return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
+
+
+def stop_gradient(x):
+    """The identity on a pytree, with a zero derivative: gradients do not flow through.
+    Integer and bool leaves pass unchanged."""
+    def leaf(v):
+        v = to_array(v)
+        return lax.stop_gradient(v) if dtypes.is_float(get_aval(v).dtype) else v
+
+    return tree_util.tree_map(leaf, x)

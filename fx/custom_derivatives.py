@@ -10,7 +10,9 @@ the user's rules, so the rules survive ``jit`` and compose with ``vmap``:
   (Forward mode through a custom_vjp function is an error, as in JAX.)
 
 Outside any transformation the decorated function simply runs. Values the function closes
-over are treated as constants by the custom rules (they receive no derivative).
+over are treated as constants by the custom rules; closing over a value being differentiated
+by an enclosing transformation is an error (UnexpectedTracerError), as in jax: pass it as an
+argument instead.
 """
 
 from __future__ import annotations
@@ -275,8 +277,14 @@ def _custom_vjp_call_batch(axis: BatchAxis, vals, dims, *, call_jaxpr, fwd, bwd,
     return outs, [0] * n_out
 
 
+def _custom_lin_batch(axis, vals, dims, **params):
+    # Only forward mode batches a custom_lin (reverse mode transposes it before batching).
+    _custom_lin_impl(**params)
+
+
 jvp.jvp_rules[custom_vjp_call_p] = _custom_vjp_call_jvp
 transpose.transpose_rules[custom_lin_p] = _custom_lin_transpose
+batching.batch_rules[custom_lin_p] = _custom_lin_batch
 batching.batch_rules[custom_vjp_call_p] = _custom_vjp_call_batch
 
 

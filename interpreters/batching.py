@@ -277,6 +277,11 @@ def batch_flat(
             results.append(val)
         else:
             ndim = get_aval(val).ndim + (d is not_mapped)
+            if not -ndim <= want < ndim:
+                raise ValueError(
+                    f"vmap: out_axes {want} is out of range for output {i}, which has rank "
+                    f"{ndim} with the batch axis"
+                )
             results.append(matchaxis(axis.size, d, want % ndim, val))
     return results
 

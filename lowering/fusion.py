@@ -63,11 +63,21 @@ class FusionGroup:
 
     @property
     def prologue(self) -> list[JaxprEqn]:
-        return self.eqns[:self.eqns.index(self.anchor)]
+        """The equations computing the anchor's operands (reshapes/transposes: views)."""
+        anchor = self.anchor
+        needed = {v for v in anchor.invars if isinstance(v, Var)}
+        out = []
+        for e in reversed(self.eqns[:self.eqns.index(anchor)]):
+            if any(v in needed for v in e.outvars):
+                out.append(e)
+                needed.update(v for v in e.invars if isinstance(v, Var))
+        return out[::-1]
 
     @property
     def epilogue(self) -> list[JaxprEqn]:
-        return self.eqns[self.eqns.index(self.anchor) + 1:]
+        """Everything else: elementwise work over the product (and values it combines with)."""
+        skip = {id(e) for e in self.prologue} | {id(self.anchor)}
+        return [e for e in self.eqns if id(e) not in skip]
 
     def produced(self) -> set[Var]:
         return {v for e in self.eqns for v in e.outvars}

@@ -49,7 +49,6 @@ def test_jvp_pytree_matches_jax():
     assert_allclose(got, want, what="jvp")
 
 
-@pytest.mark.xfail(strict=True, reason=_AUX_LEAK)
 def test_jvp_has_aux_returns_concrete_aux():
     def f(x):
         return fnp.sin(x), {"sq": x * x}
@@ -111,7 +110,6 @@ def test_vjp_pytree_matches_jax():
     assert isinstance(pull(ct), tuple) and isinstance(pull(ct)[0], dict)
 
 
-@pytest.mark.xfail(strict=True, reason=_AUX_LEAK)
 def test_vjp_has_aux_returns_concrete_aux():
     def f(np_):
         return lambda p, x: (_dict_out(np_)(p, x), x * 2)
@@ -169,7 +167,6 @@ def test_value_and_grad_matches_jax():
     assert_allclose((v, g), jax.value_and_grad(jax_loss, argnums=(0, 1))(P, X), what="argnums")
 
 
-@pytest.mark.xfail(strict=True, reason=_AUX_LEAK)
 def test_grad_has_aux_and_value_and_grad_match_jax():
     def f(np_):
         return lambda p, x: (loss(np_, p, x), {"pred": np_.tanh(x)})
@@ -208,8 +205,6 @@ def test_stop_gradient_matches_jax():
     assert_allclose(t, np.zeros(3), what="jvp of stop_gradient")
 
 
-@pytest.mark.xfail(strict=True, reason="fx.stop_gradient takes only arrays; jax.lax.stop_gradient "
-                   "maps over pytrees (TypeError: dict is not a valid array value)")
 def test_stop_gradient_on_pytree():
     out = fx.stop_gradient({"a": X, "b": X})
     assert_allclose(out, {"a": X, "b": X})
@@ -252,8 +247,6 @@ def test_has_aux_requires_a_pair():
         fx.grad(lambda x: x * 2, has_aux=True)(np.float64(1.0))
 
 
-@pytest.mark.xfail(strict=True, reason="the has_aux error names the internal wrapper "
-                   "'partial_f' and a tracer type instead of the user's function and its output")
 def test_has_aux_error_names_the_users_function():
     def my_fun(x):
         return x * 2
@@ -304,9 +297,6 @@ def test_jacfwd_with_scalar_leaf_in_dict():
     assert_allclose(fx.jacfwd(f(fnp))(p), jax.jacfwd(f(jnp))(p), what="jacfwd")
 
 
-@pytest.mark.xfail(strict=True, reason="jacfwd/jacrev/hessian with has_aux=True return the aux "
-                   "as a leaked tracer (jacfwd) or raise UnexpectedTracerError (jacrev, hessian); "
-                   "same root cause as " + _AUX_LEAK)
 @pytest.mark.parametrize("kind", ["jacfwd", "jacrev", "hessian"])
 def test_jacobian_has_aux(kind):
     def f(np_):
@@ -317,8 +307,6 @@ def test_jacobian_has_aux(kind):
     assert_allclose((jac, aux), (jacj, auxj), what=f"{kind} has_aux")
 
 
-@pytest.mark.xfail(strict=True, reason="jacfwd/jacrev accept integer inputs (returning 1 or 0); "
-                   "jax raises TypeError asking for real-valued inputs")
 @pytest.mark.parametrize("kind", ["jacfwd", "jacrev"])
 def test_jacobian_of_integer_input_is_an_error(kind):
     with pytest.raises(TypeError, match="int32"):

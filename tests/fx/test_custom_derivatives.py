@@ -345,9 +345,6 @@ def test_custom_vjp_forward_mode_is_a_clear_error():
         fx.jit(lambda x: fx.jvp(FX_ST, (x, Y), (x, Y)))(X)
 
 
-@pytest.mark.xfail(strict=True, reason="jacfwd (vmap of jvp) of a custom_vjp function raises "
-                   "NotImplementedError: batching rule for 'custom_lin', not the forward-mode "
-                   "TypeError; repro: fx.jacfwd(custom_vjp_fn)(x)")
 def test_custom_vjp_jacfwd_is_the_forward_mode_error():
     with pytest.raises(TypeError, match="forward-mode"):
         fx.jacfwd(FX_ST)(X, Y)
