@@ -1,0 +1,481 @@
+"""End-to-end tests of ``fx.jit`` on whole programs: hand-written ones with the patterns fusion
+looks for, and random ones drawn by hypothesis.
+
+Every program is written once against a namespace ``m`` (``m.np`` is fx.numpy or jax.numpy,
+``m.lax`` fx.lax or jax.lax) and run three ways: compiled by fx.jit, eagerly, and by jax.jit.
+Shapes, dtypes and NaN positions must match; floats agree within 10x the single-op tolerances of
+test_jit_ops.py (chains of ops accumulate rounding: rtol 2e-5 for float32 against eager) and
+within ``harness.TOL`` against jax.
+
+The hand-written programs cover elementwise chains with broadcasting (Python scalars, size-1
+dims, transposes, reshapes, slices, pads, concatenates and revs feeding elementwise ops),
+reductions with prologues and epilogues (softmax, logsumexp, mean/var, layernorm), matmuls with
+bias and activation epilogues, library steps between generated kernels, multiple outputs,
+outputs that are inputs or constants, and duplicated outputs.
+
+The random programs are DAGs of 1-30 ops over broadcast-compatible inputs: each op takes earlier
+values and is one of bounded unary functions, broadcasting binary functions, ``where`` on a bool
+input, reductions over random axes (keepdims or not), transpose, reshape, slice, pad, rev,
+concatenate, broadcast_to, cumsum and matmul with a fresh weight input. Every function in the
+table is Lipschitz with bounded growth, so values stay finite; the absolute tolerance scales
+with the largest intermediate value (cancellation in ``x - y`` loses digits of that size).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from harness import TOL, assert_allclose, to_fx
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fx
+import fx.lax as lax
+
+F16, BF16, F32, F64 = (np.dtype(d) for d in ("float16", "bfloat16", "float32", "float64"))
+I32, I64, BOOL = np.dtype("int32"), np.dtype("int64"), np.dtype("bool")
+FLOATS = (F32, F64)
+CHAIN_TOL = {F16: 1e-2, BF16: 8e-2, F32: 2e-5, F64: 1e-11}  # 10x test_jit_ops.JIT_TOL
+
+FX_NS = SimpleNamespace(np=fx.numpy, lax=lax)
+JAX_NS = SimpleNamespace(np=jnp, lax=jax.lax)
+MATMUL = (((1,), (0,)), ((), ()))
+
+
+def _jax_jit(fn, args):
+    # NumPy arguments (jnp.asarray compiles a staging program per shape); XLA at optimization
+    # level 0 compiles many small outputs faster.
+    return jax.jit(fn).lower(*args).compile(
+        compiler_options={"xla_backend_optimization_level": 0})(*args)
+
+
+def check_program(what: str, fx_fn: Callable, jax_fn: Callable, args: list,
+                  scale: float = 1.0) -> None:
+    """fx.jit(fx_fn)(*args) == fx_fn(*args) eagerly == jax.jit(jax_fn)(*args), leafwise; the
+    absolute tolerance is multiplied by ``scale``."""
+    eager = fx_fn(*to_fx(list(args)))
+    got = fx.jit(fx_fn)(*args)
+    want = _jax_jit(jax_fn, args)
+    g_leaves, e_leaves = fx.tree_util.tree_leaves(got), fx.tree_util.tree_leaves(eager)
+    w_leaves = jax.tree_util.tree_leaves(want)
+    assert len(g_leaves) == len(e_leaves) == len(w_leaves), what
+    for i, (g, e, w) in enumerate(zip(g_leaves, e_leaves, w_leaves)):
+        dt = np.asarray(e).dtype
+        t, tj = CHAIN_TOL.get(dt, 0), TOL.get(dt, 0)
+        assert_allclose(g, e, rtol=t, atol=t * scale, what=f"{what} output {i}: jit vs eager")
+        assert_allclose(g, w, rtol=tj, atol=tj * scale, what=f"{what} output {i}: jit vs jax")
+
+
+def draw_array(rng, shape, dtype, lo=-3.0, hi=3.0) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    if dtype == BOOL:
+        return np.asarray(rng.random(shape) < 0.5)
+    if dtype.kind == "i":
+        return np.asarray(rng.integers(int(lo), int(hi) + 1, shape), dtype)
+    return np.asarray(rng.uniform(lo, hi, shape)).astype(dtype)
+
+
+def shaped(*shape_sets, lo=-3.0, hi=3.0) -> Callable:
+    """Argument sets, one per entry of ``shape_sets`` (a tuple of shapes, or one shape)."""
+    def make(rng, dt):
+        sets = []
+        for shapes in shape_sets:
+            shapes = (shapes,) if not shapes or isinstance(shapes[0], int) else shapes
+            sets.append(tuple(draw_array(rng, s, dt, lo, hi) for s in shapes))
+        return sets
+
+    return make
+
+
+# --- hand-written programs -----------------------------------------------------------------------
+
+ROWS_IDX = np.array([1, 4, 0], np.int32)
+
+
+@dataclass(frozen=True)
+class Composition:
+    name: str
+    build: Callable  # m -> the function, for m in (FX_NS, JAX_NS)
+    make: Callable  # (rng, dtype) -> argument tuples
+    dtypes: tuple = FLOATS
+    xfail: str | None = None
+
+
+def comp(name, build, make, dtypes=FLOATS, **kw) -> Composition:
+    return Composition(name, build, make, dtypes, **kw)
+
+
+def _softmax(m, x, axis=-1):
+    e = m.np.exp(x - m.np.max(x, axis=axis, keepdims=True))
+    return e / m.np.sum(e, axis=axis, keepdims=True)
+
+
+def _layernorm(m, x, g, b):
+    mu = m.np.mean(x, axis=-1, keepdims=True)
+    var = m.np.mean(m.np.square(x - mu), axis=-1, keepdims=True)
+    return (x - mu) / m.np.sqrt(var + 1e-5) * g + b
+
+
+def _gelu(m, h):
+    return 0.5 * h * (1 + m.np.tanh(0.7978845608 * (h + 0.044715 * h ** 3)))
+
+
+def _dense(m, x, w, b):
+    return m.lax.dot_general(x, w, MATMUL) + b
+
+
+def _reuse_chain(m, x):
+    a = m.np.exp(x)
+    b = a * 2
+    c = m.np.sum(b, axis=0)
+    d = b - c
+    e = d * a
+    return e - m.np.sum(e, axis=1, keepdims=True), c
+
+
+COMPOSITIONS = [  # name, build(m) -> function, argument sets per dtype, [dtypes]
+    comp("chain-scalars", lambda m: lambda x: m.np.tanh(2 * x + 1) / (1 + m.np.exp(-x)) - 0.5,
+         shaped((), (3, 4), (0, 2))),
+    comp("chain-0d", lambda m: lambda x, y: (m.np.sin(x) * y + m.np.exp(y), m.np.maximum(x, y)),
+         shaped(((), ()))),
+    comp("broadcast-size1", lambda m: lambda a, b, c: m.np.exp(a + b) * c - m.np.sqrt(m.np.abs(a)),
+         shaped(((3, 1), (1, 4), (4,)), ((1, 1, 2), (3, 1, 1), ()), ((0, 1), (1, 4), (4,)))),
+    comp("transpose-feeds", lambda m: lambda x, y: (
+        m.np.transpose(x) * y + m.np.sin(m.np.transpose(m.np.cos(x))), m.np.transpose(x) + 1),
+         shaped(((3, 4), (4, 3)), ((2, 3, 4), (4, 3, 2)))),
+    comp("reshape-feeds", lambda m: lambda x, y: (
+        m.np.reshape(m.np.exp(x), y.shape) * y + m.np.reshape(x, y.shape),
+        m.np.reshape(x * 2, (-1,))), shaped(((3, 4), (2, 6)), ((2, 3, 4), (4, 6)))),
+    comp("slice-feeds", lambda m: lambda x: (
+        m.lax.slice(m.np.exp(x), (1, 0), x.shape, (1, 2)) +
+        m.lax.slice(x, (0, 0), (x.shape[0] - 1, x.shape[1]), (1, 2)),
+        m.lax.slice(m.np.tanh(x), (0, 1), (1, 3))), shaped((4, 5), (2, 3))),
+    comp("pad-feeds", lambda m: lambda x, v: (
+        m.lax.pad(m.np.exp(x), v, [(1, 2, 1), (0, -1, 0)]) * 2 + 1,
+        m.np.sum(m.lax.pad(x * x, v * 3, [(2, 0, 0), (1, 1, 2)]), axis=0)),
+         shaped(((3, 4), ()), ((1, 2), ()))),
+    comp("concatenate-feeds", lambda m: lambda x, y: (
+        m.np.concatenate([m.np.sin(x), y * 2, x + y[:1]], axis=0) + 1,
+        m.np.concatenate([x, x], axis=1) * m.np.concatenate([y, y], axis=1)[:2]),
+         shaped(((2, 3), (3, 3)), ((1, 2), (2, 2)))),
+    comp("rev-feeds", lambda m: lambda x: (m.lax.rev(m.np.exp(x), (0,)) * x +
+                                           m.lax.rev(x, (0, 1)), m.lax.rev(x, (1,)) - x),
+         shaped((3, 4), (1, 5), (0, 2))),
+    comp("iota-feeds", lambda m: lambda x: (
+        x * m.lax.broadcasted_iota(x.dtype, x.shape, 1) + m.np.arange(x.shape[-1], dtype=x.dtype),
+        m.lax.iota(np.int32, x.shape[0]) * 2), shaped((3, 4), (1, 1))),
+    comp("expand-squeeze", lambda m: lambda x: m.np.squeeze(
+        m.np.expand_dims(m.np.exp(x), 1) * m.np.expand_dims(x, 0), axis=None)[..., :2],
+         shaped((1, 3), (4, 1))),
+    comp("softmax", lambda m: lambda x: (_softmax(m, x), _softmax(m, x, 0) if x.size else x),
+         shaped((3, 5), (2, 3, 4), (0, 4), (4, 1), (7,), lo=-20, hi=20)),
+    comp("logsumexp", lambda m: lambda x: m.np.squeeze(m.np.max(x, 1, keepdims=True), 1) + m.np.log(
+        m.np.sum(m.np.exp(x - m.np.max(x, 1, keepdims=True)), axis=1)), shaped((3, 5), (2, 3, 4))),
+    comp("mean-var-std", lambda m: lambda x: (m.np.mean(x, 0), m.np.var(x, 1), m.np.std(
+        x, axis=(0, 2), keepdims=True), m.np.mean(x)), shaped((3, 4, 5), (1, 2, 1))),
+    comp("layernorm", lambda m: lambda x, g, b: _layernorm(m, x, g, b),
+         shaped(((4, 6), (6,), (6,)), ((2, 3, 5), (5,), ()))),
+    comp("broadcast-reduction", lambda m: lambda x: (x - m.np.mean(x, axis=0),
+                                                     x / m.np.max(m.np.abs(x), axis=(0, 2))),
+         shaped((4, 1, 3), (2, 3, 3))),
+    comp("reduction-of-reduction", lambda m: lambda x: (
+        m.np.max(m.np.sum(x, 1)), m.np.argmax(_softmax(m, x), axis=1).astype(np.int32),
+        m.np.sum(m.np.exp(x - m.np.max(x, axis=0)), axis=0) / m.np.min(x, axis=0)),
+         shaped((3, 5), (4, 1))),
+    comp("dense-relu", lambda m: lambda x, w, b: m.np.maximum(_dense(m, x, w, b), 0),
+         shaped(((3, 4), (4, 5), (5,)), ((1, 4), (4, 1), (1,)), ((0, 4), (4, 5), (5,)))),
+    comp("dense-gelu", lambda m: lambda x, w, b: _gelu(m, _dense(m, x, w, b)),
+         shaped(((3, 4), (4, 5), (5,)))),
+    comp("mlp-softmax", lambda m: lambda x, w1, b1, w2: _softmax(
+        m, m.lax.dot_general(m.np.tanh(_dense(m, x, w1, b1)), w2, MATMUL)),
+         shaped(((5, 4), (4, 8), (8,), (8, 3)))),
+    comp("matmul-transposed-operands", lambda m: lambda x, w: (
+        1 / (1 + m.np.exp(-m.lax.dot_general(m.np.transpose(x), w, MATMUL) * 2)),
+        m.lax.dot_general(m.np.reshape(w, (-1, 2)), m.np.reshape(x, (2, -1)), MATMUL)),
+         shaped(((4, 3), (4, 6)))),
+    comp("batched-matmul-epilogue", lambda m: lambda x, y, b: m.np.exp(m.lax.dot_general(
+        x, y, (((2,), (1,)), ((0,), (0,))))) + b, shaped(((2, 3, 4), (2, 4, 5), (5,)))),
+    comp("multiple-outputs", lambda m: lambda a, b: (a + b, a * b, m.np.sum(a * b),
+                                                     m.np.max(a, axis=0)),
+         shaped(((2, 3), (2, 3)), ((4,), ()))),
+    comp("outputs-are-inputs", lambda m: lambda x, y: (x, y + 1, x, y), shaped(((2, 3), ()))),
+    comp("outputs-are-constants", lambda m: lambda x: (
+        x * 2, m.np.zeros((2, 2), x.dtype), m.np.asarray(3.5, x.dtype),
+        m.np.asarray(np.arange(3), np.int32)), shaped((3,), ())),
+    comp("duplicated-outputs", lambda m: lambda x: (lambda y: (y, y, y * 2, y))(m.np.exp(x)),
+         shaped((2, 3), ())),
+    comp("closure-constant", lambda m: lambda x: x * m.np.asarray(
+        np.arange(12.0).reshape(3, 4), x.dtype) + float(np.arange(12.0).sum()), shaped((3, 4))),
+    comp("where-select", lambda m: lambda x, y: (m.np.where(x > 0, x, 0.1 * x),
+                                                 m.np.where(y < x, y, 1.0)),
+         shaped(((2, 3), (2, 3)), ((3, 1), (1, 4)))),
+    comp("integer-chain", lambda m: lambda i, j: (
+        m.np.remainder(m.np.floor_divide(i * 3 + j, 2), 5), (i & 6) | (j ^ 3), i > j),
+         shaped(((2, 3), (2, 3)), ((4,), ()), lo=-20, hi=20), (I32, I64)),
+    comp("mixed-dtypes", lambda m: lambda x, i, p: (
+        x + i.astype(x.dtype) * 0.5, m.np.where(p, x, -x) * p.astype(x.dtype)),
+         lambda rng, dt: [(draw_array(rng, (2, 3), dt), draw_array(rng, (2, 3), I32),
+                           draw_array(rng, (2, 3), BOOL))]),
+    comp("half-chain", lambda m: lambda x, y: (m.np.exp(x) * y + m.np.sum(x), _softmax(m, x)),
+         shaped(((2, 3), (2, 3)), ((4,), ())), (F16, BF16)),
+    comp("library-steps-between-kernels", lambda m: lambda x: m.np.tanh(m.lax.sort(
+        m.lax.cumsum(m.np.exp(x), 1) * 2, 1)) + m.lax.cummax(x, 0),
+         shaped((3, 4), (1, 2))),
+    comp("gather-scatter-feeds", lambda m: lambda x: (
+        m.np.sum(m.np.exp(x[ROWS_IDX]) * 2, axis=1),
+        x.at[np.array([0, 2, 0])].add(m.np.sin(x[:3])) - 1), shaped((5, 3))),
+    comp("buffer-reuse-chain", lambda m: lambda x: _reuse_chain(m, x), shaped((4, 5), (1, 1))),
+    comp("zero-size-composite", lambda m: lambda x, w: (
+        _softmax(m, m.lax.dot_general(x, w, MATMUL)), m.np.sum(x, axis=0) + 1),
+         shaped(((0, 4), (4, 3)), ((2, 0), (0, 3)))),
+]
+
+
+@pytest.mark.parametrize("c", [pytest.param(c, id=c.name, marks=[pytest.mark.xfail(
+    strict=True, reason=c.xfail)] if c.xfail else []) for c in COMPOSITIONS])
+def test_composition(c):
+    fx_fn, jax_fn = c.build(FX_NS), c.build(JAX_NS)
+    # All argument sets and dtypes in one program: one C and one XLA compilation per row.
+    sets = [s for dt in c.dtypes for s in c.make(
+        np.random.default_rng(zlib.crc32(f"{c.name}{dt}".encode())), np.dtype(dt))]
+    check_program(c.name, lambda *sets: [fx_fn(*s) for s in sets],
+                  lambda *sets: [jax_fn(*s) for s in sets], sets)
+
+
+def test_composition_names_are_unique():
+    names = [c.name for c in COMPOSITIONS]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+
+
+# --- random programs -----------------------------------------------------------------------------
+
+UNARY = {  # bounded growth and derivative: rounding differences stay small
+    "sin": lambda m, x: m.np.sin(x),
+    "cos": lambda m, x: m.np.cos(x),
+    "tanh": lambda m, x: m.np.tanh(x),
+    "neg": lambda m, x: -x,
+    "abs": lambda m, x: m.np.abs(x),
+    "half": lambda m, x: x * 0.5,  # a weakly typed Python scalar
+    "plus1": lambda m, x: x + 1.0,
+    "sqrt1p_abs": lambda m, x: m.np.sqrt(m.np.abs(x) + 1),
+    "log1p_abs": lambda m, x: m.np.log1p(m.np.abs(x)),
+    "gauss": lambda m, x: m.np.exp(-x * x),
+    "softsign": lambda m, x: x / (1 + m.np.abs(x)),
+    "logistic": lambda m, x: 1 / (1 + m.np.exp(-x)),
+}
+BINARY = {
+    "add": lambda m, x, y: x + y,
+    "sub": lambda m, x, y: x - y,
+    "mul_tanh": lambda m, x, y: x * m.np.tanh(y),
+    "maximum": lambda m, x, y: m.np.maximum(x, y),
+    "minimum": lambda m, x, y: m.np.minimum(x, y),
+    "div_1p_square": lambda m, x, y: x / (1 + y * y),
+    "mean": lambda m, x, y: (x + y) * 0.5,
+}
+REDUCTIONS = ("sum", "max", "min", "mean")
+
+
+def _pad(m, x, config):
+    return m.lax.pad(x, np.asarray(0.5, x.dtype), config)
+
+
+def _matmul(m, x, w):
+    return m.np.matmul(x, w) * (1.0 / max(w.shape[0], 1))
+
+
+OPS = {
+    "unary": lambda m, p, x: UNARY[p[0]](m, x),
+    "binary": lambda m, p, x, y: BINARY[p[0]](m, x, y),
+    "where": lambda m, p, c, x, y: m.np.where(c, x, y),
+    "reduce": lambda m, p, x: getattr(m.np, p[0])(x, axis=p[1], keepdims=p[2]),
+    "transpose": lambda m, p, x: m.np.transpose(x, p),
+    "reshape": lambda m, p, x: m.np.reshape(x, p),
+    "slice": lambda m, p, x: m.lax.slice_in_dim(x, *p),
+    "pad": lambda m, p, x: _pad(m, x, p),
+    "rev": lambda m, p, x: m.lax.rev(x, p),
+    "concatenate": lambda m, p, x, y: m.np.concatenate([x, y], axis=p[0]),
+    "broadcast_to": lambda m, p, x: m.np.broadcast_to(x, p),
+    "cumsum": lambda m, p, x: m.np.cumsum(x, axis=p[0]),
+    "matmul": lambda m, p, x, w: _matmul(m, x, w),
+}
+
+
+@dataclass(frozen=True)
+class Program:
+    """Nodes in order: ``("in", shape, kind)`` (kind "f": the program dtype, "b": bool) or
+    ``(op, argument node indices, params)``; ``outputs`` are node indices."""
+
+    dtype: str
+    nodes: tuple
+    outputs: tuple[int, ...]
+    seed: int
+
+    def __repr__(self) -> str:
+        lines = [f"Program({self.dtype}, seed={self.seed}, outputs={self.outputs}):"]
+        lines += [f"  %{i} = {n}" for i, n in enumerate(self.nodes)]
+        return "\n".join(lines)
+
+    def arguments(self) -> list[np.ndarray]:
+        rng = np.random.default_rng(self.seed)
+        return [draw_array(rng, n[1], self.dtype if n[2] == "f" else BOOL, -2, 2)
+                for n in self.nodes if n[0] == "in"]
+
+    def run(self, m, args, record: list | None = None):
+        it, env = iter(args), []
+        for node in self.nodes:
+            if node[0] == "in":
+                env.append(next(it))
+                continue
+            op, ids, params = node
+            env.append(OPS[op](m, params, *[env[i] for i in ids]))
+            if record is not None:
+                record.append(env[-1])
+        return tuple(env[i] for i in self.outputs)
+
+
+MIN_RANK = {"reduce": 1, "transpose": 2, "slice": 1, "rev": 1, "concatenate": 1, "cumsum": 1,
+            "matmul": 1}
+# One dimension in 16 is zero-size; dims shrink towards 2.
+DIM = st.sampled_from([2, 3, 1, 4, 2, 3, 1, 5, 2, 3, 1, 4, 2, 3, 1, 0])
+
+
+@st.composite
+def programs(draw, max_ops: int = 30):
+    dtype = draw(st.sampled_from(["float32", "float64"]))
+    base = tuple(draw(DIM) for _ in range(draw(st.sampled_from([2, 3, 1, 0]))))
+    nodes, shapes = [], []
+
+    def add(node, shape) -> int:
+        nodes.append(node)
+        shapes.append(tuple(shape))
+        return len(nodes) - 1
+
+    def some_ones(shape):
+        return tuple(d if draw(st.booleans()) else 1 for d in shape)
+
+    def pick(ok=lambda s: True) -> int | None:
+        cands = [i for i, n in enumerate(nodes) if not (n[0] == "in" and n[2] == "b")
+                 and ok(shapes[i])]
+        return draw(st.sampled_from(cands)) if cands else None
+
+    def broadcastable(s):
+        def ok(t):
+            try:
+                np.broadcast_shapes(s, t)
+                return True
+            except ValueError:
+                return False
+        return ok
+
+    for _ in range(draw(st.integers(1, 3))):
+        add(("in", some_ones(base[draw(st.integers(0, len(base))):]), "f"), ())
+        shapes[-1] = nodes[-1][1]
+    for _ in range(draw(st.integers(1, max_ops))):
+        kind = draw(st.sampled_from(sorted(OPS)))
+        a = pick(lambda t, kind=kind: len(t) >= MIN_RANK.get(kind, 0))
+        if a is None:  # only scalars so far: make a vector
+            kind, a = "broadcast_to", pick()
+        s, nd = shapes[a], len(shapes[a])
+        if kind in ("binary", "where"):
+            b = pick(broadcastable(s))
+            out = np.broadcast_shapes(s, shapes[b])
+            if kind == "binary":
+                add(("binary", (a, b), (draw(st.sampled_from(sorted(BINARY))),)), out)
+            else:
+                mask = add(("in", some_ones(out), "b"), ())
+                shapes[mask] = nodes[mask][1]
+                add(("where", (mask, a, b), ()), out)
+        elif kind == "reduce" and nd:
+            name = draw(st.sampled_from(REDUCTIONS))
+            axes = tuple(sorted(draw(st.lists(st.integers(0, nd - 1), min_size=1, unique=True))))
+            if name in ("max", "min") and any(s[i] == 0 for i in axes):
+                name = "sum"  # no identity for an empty max
+            keep = draw(st.booleans())
+            out = [1 if i in axes else d for i, d in enumerate(s) if keep or i not in axes]
+            add(("reduce", (a,), (name, axes, keep)), out)
+        elif kind == "transpose" and nd >= 2:
+            perm = tuple(draw(st.permutations(range(nd))))
+            add(("transpose", (a,), perm), [s[p] for p in perm])
+        elif kind == "reshape":
+            how = draw(st.sampled_from(["flatten", "insert1", "merge"]))
+            if how == "merge" and nd >= 2:
+                i = draw(st.integers(0, nd - 2))
+                out = s[:i] + (s[i] * s[i + 1],) + s[i + 2:]
+            elif how == "insert1":
+                i = draw(st.integers(0, nd))
+                out = s[:i] + (1,) + s[i:]
+            else:
+                out = (int(np.prod(s)),)
+            add(("reshape", (a,), out), out)
+        elif kind == "slice" and nd:
+            axis = draw(st.integers(0, nd - 1))
+            start = draw(st.integers(0, s[axis]))
+            stop = draw(st.integers(start, s[axis]))
+            stride = draw(st.integers(1, 2))
+            out = list(s)
+            out[axis] = len(range(start, stop, stride))
+            add(("slice", (a,), (start, stop, stride, axis)), out)
+        elif kind == "pad":
+            config = []
+            for d in s:
+                lo, hi = draw(st.integers(-1, 2)), draw(st.integers(-1, 2))
+                if d < 2:
+                    lo, hi = max(lo, 0), max(hi, 0)
+                config.append((lo, hi, draw(st.integers(0, 1))))
+            out = [lo + hi + d + max(d - 1, 0) * interior for d, (lo, hi, interior)
+                   in zip(s, config)]
+            add(("pad", (a,), tuple(config)), out)
+        elif kind == "rev" and nd:
+            dims = tuple(sorted(draw(st.lists(st.integers(0, nd - 1), unique=True))))
+            add(("rev", (a,), dims), s)
+        elif kind == "concatenate" and nd:
+            axis = draw(st.integers(0, nd - 1))
+            b = pick(lambda t, s=s, axis=axis: len(t) == len(s) and all(
+                x == y for i, (x, y) in enumerate(zip(s, t)) if i != axis))
+            out = list(s)
+            out[axis] += shapes[b][axis]
+            add(("concatenate", (a, b), (axis,)), out)
+        elif kind == "broadcast_to":
+            out = (draw(st.integers(1, 3)),) + tuple(
+                draw(st.integers(2, 3)) if d == 1 and draw(st.booleans()) else d for d in s)
+            add(("broadcast_to", (a,), out), out)
+        elif kind == "cumsum" and nd:
+            axis = draw(st.integers(0, nd - 1))
+            add(("cumsum", (a,), (axis,)), s)
+        elif kind == "matmul" and nd:
+            w = add(("in", (s[-1], draw(st.integers(1, 4))), "f"), ())
+            shapes[w] = nodes[w][1]
+            add(("matmul", (a, w), ()), s[:-1] + (nodes[w][1][1],))
+        else:
+            add(("unary", (a,), (draw(st.sampled_from(sorted(UNARY))),)), s)
+    # Every unused value is an output (so no op is dead), plus maybe an input or a duplicate.
+    used = {i for n in nodes if n[0] != "in" for i in n[1]}
+    sinks = [i for i, n in enumerate(nodes) if n[0] != "in" and i not in used]
+    extra = draw(st.lists(st.integers(0, len(nodes) - 1), max_size=2))
+    return Program(dtype, tuple(nodes), (*sinks, *extra), draw(st.integers(0, 2**32 - 1)))
+
+
+def _scale(values) -> float:
+    """The largest finite magnitude among the program's values (at least 1)."""
+    m = 1.0
+    for v in values:
+        v = np.asarray(v, np.float64)
+        m = max(m, float(np.max(np.abs(v[np.isfinite(v)]), initial=0.0)))
+    return m
+
+
+@settings(max_examples=3 * settings().max_examples)
+@given(programs())
+def test_random_program(prog):
+    args = prog.arguments()
+    record: list = []
+    prog.run(FX_NS, to_fx(args), record)
+    check_program(repr(prog), lambda *a: prog.run(FX_NS, a), lambda *a: prog.run(JAX_NS, a),
+                  args, _scale(record))
