@@ -239,16 +239,20 @@ def promote_weak_carry(init: list, in_avals: Sequence[ShapedArray],
 
 
 def check_carry(what: str, tree_in, tree_out, avals_in, avals_out, fn: str = "body_fun",
-                ) -> None:
+                counted: bool = False) -> None:
     """Raise a ``TypeError`` naming the first carry leaf whose output type differs from its
-    input type."""
+    input type. ``counted``: the carry is ``fori_loop``'s ``(i, value)`` pair and errors are
+    about the value."""
+    def describe(tree):
+        return tree_util.treedef_children(tree)[1] if counted else tree
+
     if tree_in != tree_out:
         raise TypeError(
-            f"{what}: {fn} output carry structure {tree_out} does not match the input carry "
-            f"structure {tree_in}; {fn} must return a carry with the same pytree structure, "
-            "shapes and dtypes as the initial one"
+            f"{what}: {fn} output carry structure {describe(tree_out)} does not match the input "
+            f"carry structure {describe(tree_in)}; {fn} must return a carry with the same "
+            "pytree structure, shapes and dtypes as the initial one"
         )
-    paths = [p for p, _ in tree_util.tree_flatten_with_path(
+    paths = [p[1:] if counted else p for p, _ in tree_util.tree_flatten_with_path(
         tree_util.tree_unflatten(tree_in, list(range(len(avals_in)))))[0]]
     for path, a, b in zip(paths, avals_in, avals_out):
         if not same_type(a, b):

@@ -244,6 +244,12 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
         >>> fx.lax.while_loop(lambda x: x < 10, lambda x: x * 2, 1)
         Array(16, dtype=int32, weak_type=True)
     """
+    return _while_loop(cond_fun, body_fun, init_val, "while_loop")
+
+
+def _while_loop(cond_fun, body_fun, init_val, what: str, counted: bool = False):
+    """:func:`while_loop`, with errors worded for ``what`` (``fori_loop`` loops over
+    ``(i, value)`` pairs: ``counted``)."""
     if config.disable_jit:
         val = init_val
         try:
@@ -252,7 +258,6 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
             return val
         except ConcretizationTypeError:  # traced values (e.g. under vmap): stage the loop
             pass
-    what = "while_loop"
     init, tree = common.flatten_values(init_val, what)
     avals = [get_aval(x) for x in init]
     body, bconsts, out_tree = _trace_loop_fun(what, body_fun, "body_fun", tree, avals)
@@ -261,12 +266,12 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
         if changed:  # a weakly typed initial value took the body's type: trace again
             avals = [get_aval(x) for x in init]
             body, bconsts, out_tree = _trace_loop_fun(what, body_fun, "body_fun", tree, avals)
-    common.check_carry(what, tree, out_tree, avals, body.out_avals)
+    common.check_carry(what, tree, out_tree, avals, body.out_avals, "body_fun", counted)
     cond, cconsts, pred_tree = _trace_loop_fun(what, cond_fun, "cond_fun", tree, avals)
     pred = cond.out_avals
     if len(pred) != 1 or pred[0].shape != () or pred[0].dtype != dtypes.bool_:
         raise TypeError(
-            f"while_loop: cond_fun must return a boolean scalar, got "
+            f"{what}: cond_fun must return a boolean scalar, got "
             f"{', '.join(a.str_short() for a in pred) or 'nothing'}; compare explicitly, e.g. "
             "x < n, and reduce arrays with .any()/.all()")
     common.remember_origin(body, user_source_info())
@@ -287,7 +292,7 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
         >>> fx.lax.fori_loop(0, 5, lambda i, x: x + i, 0)
         Array(10, dtype=int32, weak_type=True)
     """
-    from fx.lax.control_flow.scans import scan
+    from fx.lax.control_flow.scans import _scan
 
     lower, upper = common.as_value(lower, "fori_loop"), common.as_value(upper, "fori_loop")
     la, ua = get_aval(lower), get_aval(upper)
@@ -312,8 +317,8 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
             i, x = carry
             return (add(i, 1), body_fun(i, x)), None
 
-        (_, out), _ = scan(step, (lower, init_val), None, length=max(hi - lo, 0),
-                           unroll=1 if unroll is None else unroll)
+        (_, out), _ = _scan(step, (lower, init_val), None, max(hi - lo, 0), False,
+                            1 if unroll is None else unroll, "fori_loop", "body_fun", True)
         return out
 
     def cond_fun(carry):
@@ -323,4 +328,4 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
         i, x = carry
         return add(i, 1), body_fun(i, x)
 
-    return while_loop(cond_fun, body, (lower, init_val))[1]
+    return _while_loop(cond_fun, body, (lower, init_val), "fori_loop", True)[1]

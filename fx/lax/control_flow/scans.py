@@ -25,7 +25,7 @@ import numpy as np
 from fx import tree_util
 from fx.array import Array
 from fx.config import config
-from fx.core import EVAL_TRACE, Primitive, get_aval, set_current_trace
+from fx.core import EVAL_TRACE, Primitive, get_aval, is_array_like, set_current_trace
 from fx.interpreters import batching, jvp, partial_eval, transpose
 from fx.interpreters.batching import matchaxis, moveaxis
 from fx.interpreters.jvp import Zero, instantiate
@@ -278,8 +278,10 @@ def _trace_scan_body(f: Callable, carry_tree, x_tree, avals, n_carry: int):
         x = tree_util.tree_unflatten(x_tree, list(leaves[n_carry:]))
         out = f(carry, x)
         if not (isinstance(out, (tuple, list)) and len(out) == 2):
-            raise TypeError(f"scan: the body function must return a pair (carry, y), got "
-                            f"{type(out).__name__}")
+            got = (f"a single array {get_aval(out).str_short()}" if is_array_like(out)
+                   else f"a {type(out).__name__}" + (f" of length {len(out)}" if isinstance(
+                       out, (tuple, list)) else ""))
+            raise TypeError(f"scan: the body function must return a pair (carry, y), got {got}")
         c_leaves, store["carry"] = common.flatten_values(out[0], "scan: body carry output")
         y_leaves, store["y"] = common.flatten_values(out[1], "scan: body y output")
         return [*c_leaves, *y_leaves]
@@ -310,7 +312,12 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
         >>> fx.lax.scan(lambda c, x: (c + x, c * x), 0.0, fnp.arange(4.0))
         (Array(6., dtype=float32), Array([0., 0., 2., 9.], dtype=float32))
     """
-    what = "scan"
+    return _scan(f, init, xs, length, reverse, unroll, "scan", "f")
+
+
+def _scan(f, init, xs, length, reverse, unroll, what: str, fn: str, counted: bool = False):
+    """:func:`scan`, with errors worded for ``what`` (``fori_loop`` scans ``(i, value)``
+    pairs: ``counted``)."""
     init_leaves, carry_tree = common.flatten_values(init, what)
     x_leaves, x_tree = common.flatten_values(xs, what)
     lengths = []
@@ -346,7 +353,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
             avals = [get_aval(x) for x in init_leaves]
             body, consts, c_tree, y_tree = _trace_scan_body(f, carry_tree, x_tree,
                                                             avals + x_avals, n)
-    common.check_carry(what, carry_tree, c_tree, avals, body.out_avals[:n], fn="f")
+    common.check_carry(what, carry_tree, c_tree, avals, body.out_avals[:n], fn, counted)
     outs = scan_p.bind(*consts, *init_leaves, *x_leaves, jaxpr=body, num_consts=len(consts),
                        num_carry=n, length=length, reverse=bool(reverse), unroll=unroll)
     return (tree_util.tree_unflatten(carry_tree, outs[:n]),
