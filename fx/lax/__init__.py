@@ -155,3 +155,15 @@ from fx.lax.control_flow import (  # noqa: A004
     switch,
     while_loop,
 )
+from fx.lax.windowed import (
+    padtype_to_pads,
+    reduce_window,
+)
+from fx.lax.convolution import (
+    ConvDimensionNumbers,
+    conv,
+    conv_dimension_numbers,
+    conv_general_dilated,
+    conv_transpose,
+    conv_with_general_padding,
+)
