@@ -232,9 +232,12 @@ def test_jit(name):
     want = JX[name](*to_jax(args))
     assert_allclose(fx.jit(FX[name])(*to_fx(args)), want, what=f"{name} jit")
     if SPECS[name][1]:
-        g = fx.jit(fx.grad(lambda *a: FX[name](*a).sum(), argnums=(0, 1)))(*to_fx(args))
+        loss = lambda *a: FX[name](*a).sum()  # noqa: E731
         gj = jax.grad(lambda *a: JX[name](*a).sum(), argnums=(0, 1))(*to_jax(args))
+        g = fx.jit(fx.grad(loss, argnums=(0, 1)))(*to_fx(args))
         assert_allclose(g, gj, what=f"{name} jit(grad)")
+        g = fx.grad(fx.jit(loss), argnums=(0, 1))(*to_fx(args))
+        assert_allclose(g, gj, what=f"{name} grad(jit)")
 
 
 @pytest.mark.parametrize("name", NAMES)
