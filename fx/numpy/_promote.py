@@ -44,12 +44,13 @@ def asarray(x, dtype=None):
         return _stack_nested(x, dt)
     if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic) and dt is None:
         return to_array(x)
-    if dt is None:
-        dt = dtypes.python_data_dtype(x) if isinstance(x, (list, tuple)) else None
     try:
         host = np.asarray(x)
     except (ValueError, TypeError) as e:
-        raise TypeError(f"fx.numpy.asarray: cannot convert {type(x).__name__}: {e}") from None
+        raise TypeError(f"fx.numpy.asarray: cannot convert ragged or non-numeric data "
+                        f"{type(x).__name__}: {e}") from None
+    if dt is None and isinstance(x, (list, tuple)) and host.dtype != object:
+        dt = dtypes.python_data_dtype(x)
     if host.dtype == object:
         raise TypeError(f"fx.numpy.asarray: cannot convert ragged or non-numeric data {x!r}")
     dt = dt or dtypes.canonicalize(host.dtype)

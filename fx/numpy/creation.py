@@ -15,7 +15,7 @@ import numpy as np
 from fx import dtypes, lax
 from fx.core import get_aval
 from fx.numpy._promote import asarray as _asarray
-from fx.numpy._promote import broadcast_to_shape, to_array
+from fx.numpy._promote import broadcast_shapes, broadcast_to_shape, canonical_axis, to_array
 
 __all__ = [
     "arange", "array", "asarray", "empty", "empty_like", "eye", "full", "full_like",
@@ -50,10 +50,13 @@ def _shape_tuple(shape, name) -> tuple[int, ...]:
 
 
 def full(shape, fill_value, dtype=None):
+    """An array of ``shape`` filled with ``fill_value`` (a scalar or an array broadcastable to
+    ``shape``). Without ``dtype`` a Python scalar fill stays weakly typed, as in JAX."""
     shape = _shape_tuple(shape, "full")
     fill = to_array(fill_value)
+    weak = dtype is None and get_aval(fill).weak_type
     dt = dtypes.canonicalize(dtype) if dtype is not None else get_aval(fill).dtype
-    fill = lax.convert_element_type(fill, dt)
+    fill = lax.convert_element_type(fill, dt, weak)
     fshape = get_aval(fill).shape
     if fshape:
         return broadcast_to_shape(fill, shape, "fx.numpy.full")
@@ -73,21 +76,24 @@ def empty(shape, dtype=None):
 
 
 def _like(a, dtype, shape):
+    """Shape, dtype and weak type of a ``*_like`` result (weak only if ``a`` is and no dtype
+    is given, as in JAX)."""
     aval = get_aval(to_array(a))
     return (
         aval.shape if shape is None else _shape_tuple(shape, "*_like"),
         aval.dtype if dtype is None else dtypes.canonicalize(dtype),
+        aval.weak_type and dtype is None,
     )
 
 
 def zeros_like(a, dtype=None, shape=None):
-    shape, dt = _like(a, dtype, shape)
-    return lax.full(shape, 0, dt)
+    shape, dt, weak = _like(a, dtype, shape)
+    return lax.full(shape, 0, dt, weak)
 
 
 def ones_like(a, dtype=None, shape=None):
-    shape, dt = _like(a, dtype, shape)
-    return lax.full(shape, 1, dt)
+    shape, dt, weak = _like(a, dtype, shape)
+    return lax.full(shape, 1, dt, weak)
 
 
 def empty_like(a, dtype=None, shape=None):
@@ -95,8 +101,9 @@ def empty_like(a, dtype=None, shape=None):
 
 
 def full_like(a, fill_value, dtype=None, shape=None):
-    shape, dt = _like(a, dtype, shape)
-    return full(shape, fill_value, dt)
+    shape, dt, weak = _like(a, dtype, shape)
+    out = full(shape, fill_value, dt)
+    return lax.convert_element_type(out, dt, weak) if weak else out
 
 
 def arange(start, stop=None, step=None, dtype=None):
@@ -123,10 +130,13 @@ def arange(start, stop=None, step=None, dtype=None):
     else:
         dt = dtypes.canonicalize(dtype)
     if dtypes.is_int(dt) or dt == dtypes.bool_:
-        ramp = lax.iota(dt, size)
+        # In int64, so negative steps and starts work for unsigned results too.
+        ramp = lax.iota(dtypes.int64, size)
         if step != 1:
-            ramp = lax.mul(ramp, step)
-        return lax.add(ramp, start) if start else ramp
+            ramp = lax.mul(ramp, int(step))
+        if start:
+            ramp = lax.add(ramp, int(start))
+        return lax.convert_element_type(ramp, dt)
     # Floats: compute in float64 like numpy, then round once.
     ramp = lax.convert_element_type(lax.iota(dtypes.int64, size), dtypes.float64)
     vals = lax.add(lax.mul(ramp, float(step)), float(start))
@@ -135,33 +145,70 @@ def arange(start, stop=None, step=None, dtype=None):
 
 def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False,
              dtype=None, axis: int = 0):
-    """``num`` evenly spaced samples over ``[start, stop]``."""
-    if axis != 0:
-        raise NotImplementedError("fx.numpy.linspace: only axis=0 is supported")
-    num = int(num)
+    """``num`` evenly spaced samples over ``[start, stop]`` (or ``[start, stop)`` without
+    ``endpoint``), computed in float64. Integer dtypes round down, as numpy 2 and JAX do.
+
+    ``start`` and ``stop`` may be arrays (broadcast together); the samples then run along a new
+    axis ``axis`` of the result. ``retstep=True`` also returns the spacing (NaN when there are
+    no gaps to space); for integer dtypes the spacing is float64 for int64 and else float32.
+
+    Example::
+
+        >>> fnp.linspace(0.0, 1.0, 5)
+        Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
+    """
+    try:
+        num = operator.index(num)
+    except TypeError:
+        raise TypeError(f"fx.numpy.linspace: num must be an integer, got {num!r}") from None
     if num < 0:
         raise ValueError(f"fx.numpy.linspace: num must be non-negative, got {num}")
     dt = dtypes.canonicalize(dtype) if dtype is not None else dtypes.default_float
     div = (num - 1) if endpoint else num
     start_a, stop_a = (lax.convert_element_type(to_array(v), dtypes.float64) for v in (start, stop))
+    bshape = broadcast_shapes(get_aval(start_a).shape, get_aval(stop_a).shape,
+                              name="fx.numpy.linspace")
+    start_a, stop_a = (broadcast_to_shape(v, bshape, "fx.numpy.linspace")
+                       for v in (start_a, stop_a))
+    out_shape = (num,) + bshape
+    axis = canonical_axis(axis, len(out_shape), "fx.numpy.linspace")
     step = lax.div(lax.sub(stop_a, start_a), float(max(div, 1)))
-    ramp = lax.convert_element_type(lax.iota(dtypes.int64, num), dtypes.float64)
-    vals = lax.add(lax.mul(ramp, step), start_a)
+    along = tuple(range(1, len(out_shape)))  # where start/stop/step dims go in the output
+    ramp = lax.convert_element_type(
+        lax.broadcasted_iota(dtypes.int64, out_shape, 0), dtypes.float64)
+    vals = lax.add(lax.mul(ramp, lax.broadcast_in_dim(step, out_shape, along)),
+                   lax.broadcast_in_dim(start_a, out_shape, along))
     if endpoint and num > 1:
-        last = lax.broadcasted_iota(dtypes.int32, (num,), 0)
-        vals = lax.select(lax.eq(last, num - 1), lax.broadcast_in_dim(stop_a, (num,), ()), vals)
+        # The last sample is exactly stop, whatever the rounding of start + (num - 1) * step.
+        is_last = lax.eq(lax.broadcasted_iota(dtypes.int32, out_shape, 0), num - 1)
+        vals = lax.select(is_last, lax.broadcast_in_dim(stop_a, out_shape, along), vals)
+    if not dtypes.is_float(dt):
+        vals = lax.floor(vals)
     out = lax.convert_element_type(vals, dt)
+    if axis != 0:
+        perm = list(range(1, len(out_shape)))
+        perm.insert(axis, 0)
+        out = lax.transpose(out, perm)
     if retstep:
-        return out, lax.convert_element_type(step, dt)
+        if div <= 0:
+            step = lax.full(bshape, np.nan, dtypes.float64)
+        step_dt = dt if dtypes.is_float(dt) else (
+            dtypes.float64 if dt == dtypes.int64 else dtypes.float32)
+        return out, lax.convert_element_type(step, step_dt)
     return out
 
 
+def _matrix_shape(N, M, name) -> tuple[int, int]:
+    return _shape_tuple((N, N if M is None else M), name)
+
+
 def eye(N: int, M: int | None = None, k: int = 0, dtype=None):
-    M = N if M is None else M
+    """An ``N x M`` array with ones on the ``k``-th diagonal (float32 by default)."""
+    N, M = _matrix_shape(N, M, "eye")
     dt = dtypes.canonicalize(dtype or float)
-    rows = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
-    cols = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
-    on = lax.eq(lax.add(rows, k), cols) if k else lax.eq(rows, cols)
+    rows = lax.broadcasted_iota(dtypes.int64, (N, M), 0)
+    cols = lax.broadcasted_iota(dtypes.int64, (N, M), 1)
+    on = lax.eq(lax.add(rows, int(k)), cols) if k else lax.eq(rows, cols)
     return lax.convert_element_type(on, dt)
 
 
@@ -170,8 +217,9 @@ def identity(n: int, dtype=None):
 
 
 def tri(N: int, M: int | None = None, k: int = 0, dtype=None):
-    M = N if M is None else M
+    """An ``N x M`` array with ones at and below the ``k``-th diagonal."""
+    N, M = _matrix_shape(N, M, "tri")
     dt = dtypes.canonicalize(dtype or float)
-    rows = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
-    cols = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
-    return lax.convert_element_type(lax.ge(lax.add(rows, k), cols), dt)
+    rows = lax.broadcasted_iota(dtypes.int64, (N, M), 0)
+    cols = lax.broadcasted_iota(dtypes.int64, (N, M), 1)
+    return lax.convert_element_type(lax.ge(lax.add(rows, int(k)), cols), dt)
