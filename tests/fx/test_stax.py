@@ -173,7 +173,7 @@ LAYERS = [  # (name, fx layer, jax layer, input shape)
         strict=True, reason="fx/lax/windowed.py: eager select_and_scatter_add returns zeros for "
         "a non-C-contiguous operand (np.zeros_like keeps its layout, reshape(-1) copies)")),
 ]
-LAYERS = [pytest.param(*c, id=c[0]) if isinstance(c, tuple) else c for c in LAYERS]
+LAYERS = [c if hasattr(c, "marks") else pytest.param(*c, id=c[0]) for c in LAYERS]
 
 
 def jax_reference(jax_layer, shape, x):

@@ -34,7 +34,7 @@ from fx.jaxpr import Var
 from fx.lax.base import add_any, reshape, shape_error, zeros_like_aval
 from fx.lax.control_flow import common
 from fx.lax.control_flow.common import call, same_type
-from fx.lax.structural import concatenate, slice_in_dim, squeeze
+from fx.lax.structural import concatenate, expand_dims, slice_in_dim, squeeze
 
 scan_p = Primitive("scan", multiple_results=True)
 # operands: *consts, *init, *xs; params: jaxpr, num_consts, num_carry, length, reverse, unroll
@@ -163,8 +163,8 @@ def _scan_partial_eval(trace, args, params):
     with set_current_trace(trace.parent):
         known_outs = scan_p.bind(*k_consts, *k_init, *k_xs, jaxpr=known,
                                  num_consts=len(k_consts), num_carry=n_kcarry, **rest)
-    if not any(out_uk):
-        return known_outs
+    if not any(out_uk):  # unknown inputs feed only dead code
+        return known_outs[:n_known_out]
     stacked = known_outs[n_known_out:]
     uj = unknown.jaxpr
     res_in, uk_in = uj.invars[:n_res], uj.invars[n_res:]
@@ -362,8 +362,6 @@ def _scan(f, init, xs, length, reverse, unroll, what: str, fn: str, counted: boo
 
 def _scan_in_python(f, init, x_leaves, x_tree, length: int, reverse: bool):
     """``fx.disable_jit()``: call ``f`` once per step in Python (prints show values)."""
-    from fx.lax.structural import expand_dims
-
     if length == 0:
         raise ValueError("scan: a zero-length scan is not supported under fx.disable_jit(), "
                          "since the type of its outputs is unknown without tracing")

@@ -386,3 +386,22 @@ def test_training_loop_with_fori_loop_in_jit_matches_python_loop_and_jax():
 def test_errors_inside_bodies_name_the_transformation():
     with pytest.raises(fx.ConcretizationTypeError, match=re.escape("scan(<lambda>) tracing")):
         lax.scan(lambda c, x: (c + (1.0 if x > 0 else 0.0), x), F32(0), np.ones(3, F32))
+
+
+def test_partial_eval_of_scan_whose_unknown_inputs_feed_only_dead_code():
+    from fx.core import new_trace
+    from fx.interpreters.partial_eval import PartialEvalTrace
+    from fx.tracing import JaxprTrace
+
+    def body(c, x):
+        fnp.sin(x) * c  # dead, but staged: the known carry c becomes a residual
+        return c * 2.0, c
+
+    (eqn,) = fx.make_jaxpr(lambda c, xs: lax.scan(body, c, xs))(F32(1), np.ones(3, F32)).eqns
+    known = JaxprTrace(None, "known")
+    with new_trace(known):
+        pe = PartialEvalTrace(known, "unknown")
+        with new_trace(pe):
+            c, xs = known.new_arg(eqn.invars[0].aval), pe.new_arg(eqn.invars[1].aval)
+            outs = eqn.primitive.bind(c, xs, **eqn.params)
+    assert len(outs) == 2 and not any(pe.is_unknown(o) for o in outs)
