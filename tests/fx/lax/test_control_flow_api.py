@@ -14,6 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from harness import assert_allclose, to_fx, to_jax
+from hypothesis import given
+from hypothesis import strategies as st
 
 import fx
 import fx.debug
@@ -251,6 +253,32 @@ def test_map_matches_jax(batch_size):
     want = jax.lax.map(lambda r: (jnp.sin(r) * r.sum(), r[0]), to_jax(xs),
                        batch_size=batch_size)
     assert_allclose(got, want)
+
+
+@given(length=st.integers(0, 5), shape=st.lists(st.integers(0, 3), max_size=2),
+       reverse=st.booleans(), seed=st.integers(0, 2**16))
+def test_scan_matches_a_python_loop(length, shape, reverse, seed):
+    rng = np.random.default_rng(seed)
+    xs = rng.standard_normal((length, *shape))
+    init = rng.standard_normal(shape)
+
+    def step(c, x):
+        return c * 0.5 + x, (c * x, x.sum())
+
+    carry, ys = lax.scan(step, init, xs, reverse=reverse)
+    c, want_ys = init, []
+    for i in (reversed(range(length)) if reverse else range(length)):
+        c, y = step(c, xs[i])
+        want_ys.append(y)
+    if reverse:
+        want_ys.reverse()
+    assert_allclose(carry, c)
+    assert_allclose(ys[0], np.stack([y[0] for y in want_ys]) if length else np.zeros((0, *shape)))
+    assert_allclose(ys[1], np.array([y[1] for y in want_ys]))
+    # vmap over a batch of initial carries equals one scan per carry
+    inits = np.stack([init, -init])
+    batched = fx.vmap(lambda c: lax.scan(step, c, xs, reverse=reverse)[0])(inits)
+    assert_allclose(batched[1], lax.scan(step, -init, xs, reverse=reverse)[0])
 
 
 def test_scan_pytrees_and_reverse_match_jax():
