@@ -17,6 +17,7 @@ import numpy as np
 from fx import dtypes
 from fx.lax import linalg
 from fx.lowering import cuda_gemm
+from fx.lowering.control_flow import control_flow_prims
 from fx.lowering.cost import group_flops
 from fx.lowering.fusion import FusionGroup, GroupKind
 
@@ -102,6 +103,13 @@ register(OpImpl("cuda.tiled_gemm", "cuda", GroupKind.GEMM,
 register(OpImpl("cpu.numpy_gemm", "cpu", GroupKind.GEMM, ANY, {}, False,
                 lambda g: 3000.0 + _flops(g) / 2.0, "numpy matmul for dtypes BLAS lacks",
                 applies=_is_dot))
+def _is_control_flow(g: FusionGroup) -> bool:
+    return len(g.eqns) == 1 and g.eqns[0].primitive in control_flow_prims
+
+
+register(OpImpl("compiled_control_flow", "any", GroupKind.OPAQUE, ANY, {}, False,
+                lambda g: 100.0, "each body lowered and compiled as a program of its own",
+                applies=_is_control_flow))
 for _kind in GroupKind:
     register(OpImpl(f"numpy.{_kind.value}", "any", _kind, ANY, {}, False,
                     lambda g: 5000.0 * len(g.eqns) + 3.0 * _touched(g) * len(g.eqns)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from fx.avals import ShapedArray
 from fx.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var, check_jaxpr
-from fx.lowering import cuda_gemm
+from fx.lowering import control_flow, cuda_gemm
 from fx.lowering import kernel_ir as ir
 from fx.lowering.codegen import KERNEL_BUILDERS, is_flat
 from fx.lowering.cost import group_bytes, group_flops
@@ -72,6 +72,7 @@ class Step:
     outputs: list[Var]
     kernel: ir.Kernel | None = None
     placement: str = "device"  # "host": a CUDA program runs this step on the CPU
+    loop: control_flow.LoopPlan | None = None  # for scan / while / cond steps
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,8 @@ def lower(closed: ClosedJaxpr, backend: str = "cpu", name: str = "f",
     low = Lowered(name, backend, jaxpr, list(closed.consts), steps, buffers, plan, out_sources,
                   have_compiler=have_compiler)
     low.kernels = [s.kernel for s in steps if s.kernel is not None]
+    low.kernels += [k for s in steps if s.loop is not None and s.loop.c_function
+                    for k in s.loop.kernels]
     entry_code, low.run_steps = _entry_points(steps, buffers)
     if low.kernels:
         low.source = render_module(low.kernels, C if backend == "cpu" else CUDA,
@@ -158,6 +161,9 @@ def _entry_points(steps: list[Step], buffers) -> tuple[str, list[RunStep]]:
             name = f"fx_seg{len(run)}"
             body = []
             for t in segment:
+                if steps[t].loop is not None:
+                    body.append(f"  {steps[t].loop.c_function}(p);")
+                    continue
                 k = steps[t].kernel
                 args = [f"({'' if p.is_output else 'const '}{storage_type(p.dtype)}*)"
                         f"p[{buffers[v].slot}]"
@@ -171,6 +177,14 @@ def _entry_points(steps: list[Step], buffers) -> tuple[str, list[RunStep]]:
         if st.kernel is not None:
             segment.append(t)
             continue
+        if st.loop is not None and st.loop.c_function:
+            eqn = st.group.eqns[0]
+            lines.insert(0, control_flow.bind_slots(
+                st.loop.c_source, [buffers[v].slot if isinstance(v, Var) else None
+                                   for v in eqn.invars],
+                [buffers[v].slot for v in eqn.outvars], buffers[st.loop.scratch].slot))
+            segment.append(t)
+            continue
         close()
         run.append(RunStep("py", f"step{t}", _library_fn(st), (t,)))
     close()
@@ -178,6 +192,8 @@ def _entry_points(steps: list[Step], buffers) -> tuple[str, list[RunStep]]:
 
 
 def _library_fn(st: Step):
+    if st.loop is not None:
+        return st.loop.python
     if st.placement == "host":
         return host_step(eqns_step(st.group.eqns, st.outputs), st.inputs, st.outputs)
     if st.choice.impl.library is not None:
@@ -208,6 +224,12 @@ def _steps(groups: list[FusionGroup], backend: str, have_compiler: bool) -> list
             steps.append(Step(head, choice, head.inputs, [prod]))
             steps.append(Step(tail, select(tail, backend, have_compiler), tail.inputs,
                               tail.outputs))
+        elif choice.impl.name == "compiled_control_flow":
+            loop = control_flow.plan(g.eqns[0], g.id, lower, backend, have_compiler)
+            # Every result gets a buffer (the loop writes them all, read later or not).
+            outs = list(g.eqns[0].outvars) + (
+                [loop.scratch] if loop.scratch is not None else [])
+            steps.append(Step(g, choice, list(g.inputs), outs, loop=loop))
         else:
             placement = "device"
             if backend == "cuda" and choice.impl.name.startswith("numpy.") and any(

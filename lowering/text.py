@@ -61,6 +61,11 @@ def lowered_as_text(low) -> str:
             lines.append(f"      on host (no GPU implementation): copy_to_host[{ins}] -> "
                          f"numpy -> copy_to_device[{outs}]")
         lines.append(f"      impl: {s.choice.impl.name}{k} ({s.choice.reason})")
+        if s.loop is not None:
+            lines.append(f"      loop: {s.loop.note}")
+            for sub in s.loop.subs:
+                kinds = [st.choice.impl.name for st in sub.steps]
+                lines.append(f"        {sub.name}: {len(sub.steps)} steps ({', '.join(kinds)})")
         lines.append(f"      in:   {', '.join(where(v) for v in s.inputs) or '-'}")
         lines.append(f"      out:  {', '.join(where(v) for v in s.outputs) or '-'}")
     lines.append(
