@@ -103,7 +103,7 @@ def dilate_and_pad(x, dilation: Sequence[int], padding: Sequence[tuple[int, int]
         shape.append(builtins.max(size, 0))
         src.append(slice(first, builtins.max(stop, first)))
         dst.append(slice(lo + first * d, lo + (stop - 1) * d + 1, d) if stop > first else None)
-    out = np.full_like(x, fill, shape=shape)
+    out = np.full_like(x, fill, shape=shape, order="C")
     if all(s is not None for s in dst):
         out[tuple(dst)] = x[tuple(src)]
     return out
@@ -121,7 +121,7 @@ def window_view(x, window: Sequence[int], strides: Sequence[int], dilation: Sequ
         shape = list(x.shape)
         for a, c in zip(axes, counts):
             shape[a] = c
-        return np.empty_like(x, shape=tuple(shape) + tuple(window))
+        return np.empty_like(x, shape=tuple(shape) + tuple(window), order="C")
     view = np.lib.stride_tricks.sliding_window_view(x, extent, axis=axes)
     index = [slice(None)] * x.ndim
     for a, s in zip(axes, strides):
@@ -278,7 +278,7 @@ def _scatter_abstract_eval(source, operand, *, select, **params):
 @select_and_scatter_add_p.def_impl
 def _scatter_impl(source, operand, *, select, **params):
     _, pick = _first_choice(operand, select, params)
-    out = np.zeros_like(operand, dtype=source.dtype)
+    out = np.zeros_like(operand, dtype=source.dtype, order="C")
     if pick.size == 0 or out.size == 0:
         return out
     offsets = np.unravel_index(pick, params["window_dimensions"])
@@ -453,7 +453,7 @@ def reduce_window(operand, init_value, computation: Callable, window_dimensions:
     out = prim.bind(operand, **params)
     if _is_identity(init_value, kind, aval.dtype):
         return out
-    if isinstance(init_value, (bool, int, float)):
+    if isinstance(init_value, (bool, int, float)) and not isinstance(init_value, np.generic):
         init_value = Array(np.asarray(init_value, aval.dtype), weak_type=True)
     init_aval = get_aval(init_value)
     if init_aval.shape != ():
