@@ -26,6 +26,8 @@ from fx.autodiff import (
 from fx.config import config
 from fx.core import ConcretizationTypeError, UnexpectedTracerError
 from fx.custom_derivatives import checkpoint, custom_jvp, custom_vjp, remat
+from fx import debug
+from fx.debug import disable_jit
 from fx.devices import default_backend, devices
 from fx.jit_function import jit
 from fx.tracing import make_jaxpr

@@ -3,6 +3,8 @@ variable.
 
 - ``log_compiles`` (``FX_LOG_COMPILES=1``): print each jit compilation and why it happened.
 - ``disable_jit`` (``FX_DISABLE_JIT=1``): run jitted functions op by op.
+- ``debug_nans`` (``FX_DEBUG_NANS=1``): when a jitted function returns a NaN, re-run it op by op
+  and raise ``FloatingPointError`` naming the first primitive that produced one, with its line.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ class Config:
         self._values = {
             "log_compiles": _env_flag("FX_LOG_COMPILES"),
             "disable_jit": _env_flag("FX_DISABLE_JIT"),
+            "debug_nans": _env_flag("FX_DEBUG_NANS"),
         }
 
     def update(self, name: str, value) -> None:

@@ -138,6 +138,18 @@ class ClosedJaxpr:
 effectful_primitives: set[Primitive] = set()
 
 
+def has_effects(eqn: JaxprEqn) -> bool:
+    """Whether ``eqn`` is effectful or runs a jaxpr that contains an effect (a print inside a
+    loop body keeps the loop alive)."""
+    if eqn.primitive in effectful_primitives:
+        return True
+    for sub in subjaxprs(eqn):
+        inner = sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub
+        if any(has_effects(e) for e in inner.eqns):
+            return True
+    return False
+
+
 # --- pretty printing ----------------------------------------------------------------------------
 
 
@@ -309,9 +321,10 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None) -> tuple
     live: set[Var] = {v for v in outvars if isinstance(v, Var)}
     kept: list[JaxprEqn] = []
     for eqn in reversed(jaxpr.eqns):
-        if eqn.primitive in effectful_primitives or any(v in live for v in eqn.outvars):
+        effects = has_effects(eqn)
+        if effects or any(v in live for v in eqn.outvars):
             outs = [v if v in live else DropVar(v.aval) for v in eqn.outvars]
-            if eqn.primitive in effectful_primitives:
+            if effects:
                 outs = eqn.outvars
             kept.append(eqn.replace(outvars=outs) if outs != eqn.outvars else eqn)
             live.update(v for v in eqn.invars if isinstance(v, Var))

@@ -23,6 +23,7 @@ from fx.array import Array
 from fx.avals import ShapedArray
 from fx.config import config
 from fx.core import EVAL_TRACE, Tracer, current_trace
+from fx.debug import check_nans
 from fx.devices import default_backend
 from fx.interpreters.call import eval_call_impl, jit_p
 from fx.jaxpr import ClosedJaxpr, Jaxpr
@@ -67,7 +68,10 @@ def _jit_impl(*bufs, jaxpr, name, donated, backend):
     if config.disable_jit:
         return eval_call_impl(*bufs, jaxpr=jaxpr)
     exe = compiled_executable(jaxpr, _backend(backend), name)
-    return exe(list(bufs))
+    outs = exe(list(bufs))
+    if config.debug_nans:
+        check_nans(jaxpr, bufs, outs, f"jit({name})")
+    return outs
 
 
 jit_p.def_impl(_jit_impl)
@@ -165,7 +169,10 @@ class JitFunction:
 
     # -- calling --------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if self._fast_ok and not kwargs and current_trace() is EVAL_TRACE:
+        if config.disable_jit and current_trace() is EVAL_TRACE:
+            return self._fun(*args, **kwargs)  # op by op, on values (as jax.disable_jit)
+        if self._fast_ok and not kwargs and current_trace() is EVAL_TRACE and \
+                not config.debug_nans:
             avals = tuple([a.aval for a in args if type(a) is Array])
             hit = self._fast.get(avals) if len(avals) == len(args) else None
             if hit is not None and not config.disable_jit:
@@ -186,8 +193,11 @@ class JitFunction:
             bufs = const_bufs + [
                 x._buf if isinstance(x, Array) else np.asarray(x) for x in leaves
             ]
+            raw = entry.executable(bufs)
+            if config.debug_nans:  # before donated inputs are deleted: the re-run reads them
+                check_nans(entry.jaxpr, bufs, raw, f"jit({name})")
             outs = [Array._wrap(b, ShapedArray(b.shape, b.dtype, w))
-                    for b, w in zip(entry.executable(bufs), entry.out_weak)]
+                    for b, w in zip(raw, entry.out_weak)]
             for i in self._donate:
                 for leaf in tree_util.tree_leaves(args[i]):
                     if isinstance(leaf, Array):

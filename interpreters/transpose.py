@@ -103,7 +103,12 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Seque
             ct_arg = [Zero(v.aval) if ct is None else ct for v, ct in zip(eqn.outvars, cts)]
         else:
             ct_arg = cts[0]
-        cts_in = rule(ct_arg, *eqn_args, **eqn.params)
+        try:
+            cts_in = rule(ct_arg, *eqn_args, **eqn.params)
+        except Exception as e:  # point at the user's line the equation came from
+            if eqn.source_info is not None:
+                e.add_note(f"(transposing '{eqn.primitive.name}' from {eqn.source_info})")
+            raise
         for v, ct in zip(eqn.invars, cts_in):
             write_ct(v, ct)
 

@@ -38,8 +38,10 @@ class LoopPlan:
     """How a control-flow step runs: C source (functions + body kernels) or a Python fn."""
 
     c_function: str = ""  # the name of the C function taking the parent's pointer table
-    c_source: str = ""
-    kernels: list = field(default_factory=list)
+    c_source: str = ""  # its source, with the parent's slots still symbolic (see bind_slots)
+    nested_sources: list = field(default_factory=list)  # loops inside the bodies (bound)
+    bound_source: str = ""  # c_source with the parent's slots filled in (set by the pipeline)
+    kernels: list = field(default_factory=list)  # the bodies' kernels, nested ones included
     python: Callable | None = None
     scratch: Var | None = None  # parent temporary holding the bodies' arenas and carries
     subs: list = field(default_factory=list)  # the bodies' Lowered programs
@@ -55,13 +57,15 @@ def sub_jaxprs(eqn) -> list[ClosedJaxpr]:
     return list(p["branches"])
 
 
-def plan(eqn, t: int, lower: Callable, backend: str, have_compiler: bool) -> LoopPlan:
-    subs = [lower(j, backend, f"{eqn.primitive.name}{t}_{i}", have_compiler=have_compiler)
+def plan(eqn, tag: str, lower: Callable, backend: str, have_compiler: bool) -> LoopPlan:
+    """How to run control-flow equation ``eqn``; ``tag`` (a C identifier, unique within the
+    whole program: the enclosing program's name plus the group) names its generated code."""
+    subs = [lower(j, backend, f"{tag}_{i}", have_compiler=have_compiler)
             for i, j in enumerate(sub_jaxprs(eqn))]
     all_c = backend == "cpu" and have_compiler and all(
         not s.consts and all(rs.kind == "c" for rs in s.run_steps) for s in subs)
     if all_c:
-        return _c_plan(eqn, t, subs)
+        return _c_plan(eqn, tag, subs)
     return LoopPlan(python=_python_loop(eqn, subs), subs=subs,
                     note="a host loop over the compiled body (one dispatch per iteration)")
 
@@ -81,6 +85,9 @@ def _renamed(low, prefix: str):
 def _body_calls(low, kernels: dict, table: str) -> list[str]:
     lines = []
     for s in low.steps:
+        if s.loop is not None:  # a nested loop: its function reads the body's own table
+            lines.append(f"    {s.loop.c_function}({table});")
+            continue
         k = kernels[id(s)]
         args = [f"({'' if p.is_output else 'const '}{storage_type(p.dtype)}*)"
                 f"{table}[{low.buffers[v].slot}]"
@@ -89,8 +96,8 @@ def _body_calls(low, kernels: dict, table: str) -> list[str]:
     return lines
 
 
-def _c_plan(eqn, t: int, subs) -> LoopPlan:
-    fn = f"fx_loop{t}"
+def _c_plan(eqn, tag: str, subs) -> LoopPlan:
+    fn = f"fx_loop_{tag}"
     # Scratch: each body's arena, then two copies of the carry (scan/while ping-pong).
     offsets, cursor = [], 0
     for s in subs:
@@ -105,11 +112,15 @@ def _c_plan(eqn, t: int, subs) -> LoopPlan:
             cursor += _align(max(a.nbytes, 1))
         carry_off.append(row)
     scratch = Var(ShapedArray((max(cursor, 1),), np.uint8))
-    kernels, calls = [], []
+    kernels, calls, nested = [], [], []
     for i, s in enumerate(subs):
-        ks = _renamed(s, f"L{t}_{i}_")
+        ks = _renamed(s, f"L_{tag}_{i}_")
         kernels += list(ks.values())
         calls.append(_body_calls(s, ks, f"b{i}"))
+        for st in s.steps:
+            if st.loop is not None:
+                nested += st.loop.nested_sources + [st.loop.bound_source]
+                kernels += st.loop.kernels
     lines = [f"void {fn}(void** p) {{", "  char* scratch = (char*)p[SCRATCH];"]
     for i, s in enumerate(subs):
         n = max(len(s.buffers), 1)
@@ -125,7 +136,8 @@ def _c_plan(eqn, t: int, subs) -> LoopPlan:
     lines += builder(eqn, subs, calls, carry_off)
     lines.append("}")
     source = "\n".join(lines)
-    return LoopPlan(c_function=fn, c_source=source, kernels=kernels, scratch=scratch, subs=subs,
+    return LoopPlan(c_function=fn, c_source=source, nested_sources=nested, kernels=kernels,
+                    scratch=scratch, subs=subs,
                     note="compiled loop: the body's kernels called from one C function")
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fx.jaxpr import Jaxpr, Literal, effectful_primitives
+from fx.jaxpr import Jaxpr, Literal, has_effects
 from fx.lowering.rewrite import Renamer
 
 
@@ -30,7 +30,7 @@ def eliminate_common_subexpressions(jaxpr: Jaxpr) -> Jaxpr:
     seen: dict = {}
     eqns = []
     for eqn in jaxpr.eqns:
-        key = None if eqn.primitive in effectful_primitives else _key(eqn, rename)
+        key = None if has_effects(eqn) else _key(eqn, rename)
         if key is not None and key in seen:
             for old, new in zip(eqn.outvars, seen[key]):
                 rename.bind(old, new)

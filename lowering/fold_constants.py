@@ -6,7 +6,7 @@ import numpy as np
 
 from fx.array import Array
 from fx.core import EVAL_TRACE, set_current_trace
-from fx.jaxpr import Jaxpr, Literal, effectful_primitives
+from fx.jaxpr import Jaxpr, Literal, has_effects
 from fx.lowering.rewrite import Renamer
 
 
@@ -22,7 +22,7 @@ def fold_constants(jaxpr: Jaxpr) -> Jaxpr:
             and all(isinstance(v, Literal) for v in eqn.invars)
             and all(not v.aval.shape for v in eqn.outvars)
             and not eqn.primitive.multiple_results
-            and eqn.primitive not in effectful_primitives
+            and not has_effects(eqn)
         )
         if foldable:
             args = [Array(v.value, v.aval.weak_type) for v in eqn.invars]

@@ -23,7 +23,7 @@ import itertools
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from fx.jaxpr import Jaxpr, JaxprEqn, Literal, Var, effectful_primitives
+from fx.jaxpr import Jaxpr, JaxprEqn, Literal, Var, has_effects
 from fx.lax import base
 from fx.lowering.scalar_ops import Pattern, cheap_prims, pattern_of, reduction_combine
 
@@ -378,7 +378,7 @@ def _joinable(g: FusionGroup, v: Var, eqn: JaxprEqn, out_shape) -> bool:
 
 
 def _effectful(eqn: JaxprEqn) -> bool:
-    return eqn.primitive in effectful_primitives
+    return has_effects(eqn)
 
 
 def _order(groups: list[FusionGroup], deps) -> list[FusionGroup]:

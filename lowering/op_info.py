@@ -131,7 +131,7 @@ class Choice:
 
 def _group_dtype(g: FusionGroup) -> np.dtype:
     main = g.anchor if g.kind is GroupKind.GEMM else g.eqns[0]
-    return main.outvars[0].aval.dtype
+    return main.outvars[0].aval.dtype if main.outvars else np.dtype(np.float32)
 
 
 def select(g: FusionGroup, backend: str, have_compiler: bool) -> Choice:

@@ -6,6 +6,7 @@ every intermediate result for ``as_text()``.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 from fx.avals import ShapedArray
@@ -128,7 +129,7 @@ def lower(closed: ClosedJaxpr, backend: str = "cpu", name: str = "f",
     jaxpr = optimize(Jaxpr([], list(j.constvars) + list(j.invars), j.outvars, j.eqns), check)
     n_consts = len(j.constvars)
     groups = fuse(jaxpr)
-    steps = _steps(groups, backend, have_compiler)
+    steps = _steps(groups, backend, have_compiler, name)
     buffers, plan = _plan(jaxpr, steps, n_consts, backend, donated)
     steps = _generate(steps, buffers, plan, have_compiler)
     out_sources = []
@@ -179,10 +180,11 @@ def _entry_points(steps: list[Step], buffers) -> tuple[str, list[RunStep]]:
             continue
         if st.loop is not None and st.loop.c_function:
             eqn = st.group.eqns[0]
-            lines.insert(0, control_flow.bind_slots(
+            st.loop.bound_source = control_flow.bind_slots(
                 st.loop.c_source, [buffers[v].slot if isinstance(v, Var) else None
                                    for v in eqn.invars],
-                [buffers[v].slot for v in eqn.outvars], buffers[st.loop.scratch].slot))
+                [buffers[v].slot for v in eqn.outvars], buffers[st.loop.scratch].slot)
+            lines[:0] = st.loop.nested_sources + [st.loop.bound_source]
             segment.append(t)
             continue
         close()
@@ -203,7 +205,8 @@ def _library_fn(st: Step):
     return eqns_step(st.group.eqns, st.outputs)
 
 
-def _steps(groups: list[FusionGroup], backend: str, have_compiler: bool) -> list[Step]:
+def _steps(groups: list[FusionGroup], backend: str, have_compiler: bool, name: str
+           ) -> list[Step]:
     steps = []
     for g in groups:
         choice = select(g, backend, have_compiler)
@@ -225,7 +228,8 @@ def _steps(groups: list[FusionGroup], backend: str, have_compiler: bool) -> list
             steps.append(Step(tail, select(tail, backend, have_compiler), tail.inputs,
                               tail.outputs))
         elif choice.impl.name == "compiled_control_flow":
-            loop = control_flow.plan(g.eqns[0], g.id, lower, backend, have_compiler)
+            tag = re.sub(r"\W", "_", f"{name}_{g.id}")
+            loop = control_flow.plan(g.eqns[0], tag, lower, backend, have_compiler)
             # Every result gets a buffer (the loop writes them all, read later or not).
             outs = list(g.eqns[0].outvars) + (
                 [loop.scratch] if loop.scratch is not None else [])

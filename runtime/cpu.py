@@ -69,7 +69,7 @@ class CpuExecutable:
         for slot, var, dtype, pos in self.inputs:
             a = args[pos]
             if type(a) is not np.ndarray or a.dtype != dtype or not a.flags.c_contiguous:
-                a = np.ascontiguousarray(a, dtype=dtype)
+                a = np.asarray(a, dtype=dtype, order="C")  # (keeps 0-d arrays 0-d)
                 args[pos] = a
             table[slot] = a.__array_interface__["data"][0]
             if views is not None:

@@ -81,15 +81,7 @@ def programs(api, L, np_, dbg):
 FX = programs(fx, fx.lax, fnp, fx.debug)
 JX = programs(jax, jax.lax, jnp, jax.debug)
 
-# The compiler cannot yet place an equation without outputs in a program of its own
-# (lowering/op_info.py _group_dtype reads outvars[0]); a print inside a loop body works.
-LOWERING_NO_OUTPUTS = pytest.mark.xfail(
-    strict=True, raises=IndexError,
-    reason="lowering: a top-level debug_print (no outputs) fails in op_info._group_dtype")
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=LOWERING_NO_OUTPUTS)
-                                  if n in ("jit", "jit grad") else n for n in FX])
+@pytest.mark.parametrize("name", list(FX))
 def test_prints_the_same_lines_as_jax(name, capsys):
     fn, args = FX[name]
     fn(*[fnp.asarray(a) for a in args])
@@ -98,7 +90,6 @@ def test_prints_the_same_lines_as_jax(name, capsys):
     assert got == want
 
 
-@LOWERING_NO_OUTPUTS
 def test_jitted_function_prints_on_every_call(capsys):
     @fx.jit
     def f(x):
@@ -123,7 +114,6 @@ def test_print_survives_dead_code_elimination():
     assert [e.primitive.name for e in pruned.eqns] == ["mul", "debug_print"]
 
 
-@LOWERING_NO_OUTPUTS
 def test_print_survives_the_compiler(capsys):
     fx.jit(_prints_unused_value)(F32(3))
     assert _lines(capsys) == ["unused 6.0"]
@@ -141,9 +131,6 @@ def test_print_argument_errors():
         fx.debug.print(3, 1.0)
 
 
-@pytest.mark.xfail(strict=True, reason="the lowering bug above, then runtime/cpu.py: "
-                   "np.ascontiguousarray turns a 0-d argument that needs a dtype conversion "
-                   "(a Python float) into shape (1,)")
 def test_print_in_jit_of_a_python_scalar(capsys):
     fx.jit(lambda x: fx.debug.print("{:.2f}", x))(1.5)
     assert _lines(capsys) == ["1.50"]
