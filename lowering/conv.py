@@ -174,10 +174,12 @@ def _read(views, v):
 
 def _library(kernel):
     """A library-step builder: ``build(step) -> fn(views)`` running ``kernel`` on the
-    canonical layouts and writing the result into the output buffer."""
+    canonical layouts and writing the result into the output buffer. Reshapes/transposes
+    fused in front of the convolution (the group's prologue) are applied to the operands as
+    NumPy views first."""
 
     def build(step):
-        eqn = step.group.eqns[0]
+        eqn, prologue = step.group.anchor, step.group.prologue
         lhs, rhs = eqn.invars
         out = eqn.outvars[0]
         p = eqn.params
@@ -186,6 +188,11 @@ def _library(kernel):
         back = tuple(int(i) for i in np.argsort(out_spec))
 
         def run(views):
+            if prologue:
+                views = dict(views)
+                for e in prologue:
+                    views[e.outvars[0]] = e.primitive.impl(
+                        *[_read(views, v) for v in e.invars], **e.params)
             a = np.transpose(_read(views, lhs), lhs_spec).astype(comp, copy=False)
             b = np.transpose(_read(views, rhs), rhs_spec).astype(comp, copy=False)
             res = kernel(a, b, p)
@@ -204,7 +211,7 @@ def _general(fn):
 
 
 def _conv_eqn(g: FusionGroup) -> JaxprEqn | None:
-    e = g.eqns[0]
+    e = g.anchor
     return e if e.primitive is conv_general_dilated_p else None
 
 
