@@ -205,8 +205,6 @@ def _standardize(x, axis, epsilon):
 
 
 # --- layers ----------------------------------------------------------------------------------
-# Convolution and pooling import their primitives when first applied, so the dense layers work
-# whatever else fx was built with.
 
 
 _GLOROT_NORMAL, _NORMAL, _NORMAL_TINY = glorot_normal(), normal(), normal(1e-6)
@@ -278,10 +276,8 @@ def GeneralConv(dimension_numbers: tuple[str, str, str], out_chan: int,  # noqa:
 
     def apply_fun(params, inputs, **kwargs):
         W, b = params  # noqa: N806
-        from fx.lax.convolution import conv_general_dilated
-
-        return conv_general_dilated(inputs, W, strides, padding, one, one,
-                                    dimension_numbers=dimension_numbers) + b
+        return lax.conv_general_dilated(inputs, W, strides, padding, one, one,
+                                        dimension_numbers=dimension_numbers) + b
 
     return init_fun, apply_fun
 
@@ -369,17 +365,15 @@ def _pooling(kind: str):
             return tuple(out), ()
 
         def apply_fun(params, inputs, **kwargs):
-            from fx.lax.windowed import reduce_window
-
             pad = padding if isinstance(padding, str) else full_pads
             init = -fnp.inf if kind == "max" else 0
-            out = reduce_window(inputs, fnp.asarray(init, inputs.dtype), reducer, window,
+            out = lax.reduce_window(inputs, fnp.asarray(init, inputs.dtype), reducer, window,
                                     steps, pad)
             if kind != "avg":
                 return out
             # Divide by the number of real (unpadded) elements in each window.
             sp_shape = tuple(d for i, d in enumerate(inputs.shape) if i not in (n_axis, c_axis))
-            counts = reduce_window(fnp.ones(sp_shape, inputs.dtype),
+            counts = lax.reduce_window(fnp.ones(sp_shape, inputs.dtype),
                                        fnp.asarray(0, inputs.dtype), lax.add, tuple(window_shape),
                                        strides, padding)
             for i in sorted((n_axis, c_axis)):
