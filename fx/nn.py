@@ -9,8 +9,8 @@ subtract a ``stop_gradient``-ed maximum before exponentiating, and branches use 
 safe inputs so an unused branch never produces NaN gradients.
 
 Differences from jax.nn: ``one_hot`` defaults to float32 (fx's default float; jax-x64 uses
-float64); activations of integer inputs other than ``relu``/``relu6``/``hard_tanh``/
-``leaky_relu`` compute in float (jax raises for some of them).
+float64), and integer inputs become float32 where jax-x64 gives float64 (``relu6``) or raises
+(``sigmoid``); ``relu`` and ``hard_tanh`` keep integers, as in jax.
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ def relu(x):
 def relu6(x):
     """``min(max(x, 0), 6)``, with derivative 0 at 0 and at 6 (as ``jax.nn.relu6``)."""
     x = to_array(x, "fx.nn.relu6")
-    return fnp.where(fnp.less_equal(x, 0), 0, fnp.where(fnp.greater_equal(x, 6), 6, x))
+    # 6.0 is a Python float, so integers become float as in jax.
+    return fnp.where(fnp.less_equal(x, 0), 0, fnp.where(fnp.greater_equal(x, 6), 6.0, x))
 
 
 def sigmoid(x):
@@ -271,6 +272,11 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, 
     ``mean(x**2) - mean(x)**2`` clipped at 0; ``"stable"`` uses ``mean((x - mean)**2)``.
     """
     x = _inexact(x, "standardize")
+    # Given statistics (and epsilon) compute in x's precision, even as Python floats.
+    dt = get_aval(x).dtype
+    mean, variance = (None if v is None else lax.convert_element_type(to_array(v), dt)
+                      for v in (mean, variance))
+    epsilon = lax.convert_element_type(to_array(epsilon), dt)
     if mean is None:
         mean = fnp.mean(x, axis, keepdims=True, where=where)
     if variance is None:
