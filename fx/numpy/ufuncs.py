@@ -250,11 +250,7 @@ def signbit(x, /):
     int_dt = {2: dtypes.int32, 4: dtypes.int32, 8: dtypes.int64}[dt.itemsize]
     if dt.itemsize == 2:
         x = lax.convert_element_type(x, dtypes.float32)
-    shape = get_aval(x).shape
-    if not shape:
-        # bitcast_convert_type's impl returns shape (1,) for 0-d operands; go through (1,).
-        x = lax.reshape(x, (1,))
-    return lax.reshape(lax.lt(lax.bitcast_convert_type(x, int_dt), 0), shape)
+    return lax.lt(lax.bitcast_convert_type(x, int_dt), 0)
 
 
 def floor_divide(x, y, /):

@@ -7,13 +7,14 @@ import textwrap
 
 import numpy as np
 import pytest
-from fx.interpreters.eval import jaxpr_as_fun
 
 import fx
 import fx.lax as lax
+import fx.nn
 import fx.numpy as fnp
 from fx.avals import ShapedArray
 from fx.core import Primitive
+from fx.interpreters.eval import jaxpr_as_fun
 from fx.jaxpr import (
     ClosedJaxpr,
     DropVar,
@@ -143,6 +144,35 @@ def test_print_mlp_loss():
     via_jaxpr = jaxpr_as_fun(closed)(params["b1"], params["w1"], params["w2"], x)
     for k, v in zip(["b1", "w1", "w2"], via_jaxpr):
         np.testing.assert_allclose(np.asarray(v), np.asarray(direct[k]), rtol=1e-6)
+
+
+def test_print_matmul_mlp_loss():
+    def loss(p, x, y):
+        h = fx.nn.relu(fnp.tanh(x @ p["w1"] + p["b1"]))
+        return fnp.mean((h @ p["w2"] - y) ** 2)
+
+    params = {"w1": fnp.ones((3, 4)), "b1": fnp.zeros(4), "w2": fnp.ones((4, 2))}
+    dot = "dot_general[dimension_numbers=(((1,), (0,)), ((), ())) precision=None " \
+          "preferred_element_type=None]"
+    assert traced(loss, params, fnp.ones((5, 3)), fnp.ones((5, 2))) == golden(f"""
+        {{ lambda ; a:f32[4] b:f32[3,4] c:f32[4,2] d:f32[5,3] e:f32[5,2]. let
+            f:f32[5,4] = {dot} d b
+            g:f32[5,4] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(5, 4)] a
+            h:f32[5,4] = add f g
+            i:f32[5,4] = tanh h
+            j:bool[5,4] = le i 0.0:f32[]
+            k:f32[5,4] = broadcast_in_dim[broadcast_dimensions=() shape=(5, 4)] 0.0:f32[]
+            l:f32[5,4] = select_n j i k
+            m:f32[5,2] = {dot} l c
+            n:f32[5,2] = sub m e
+            o:f32[5,2] = integer_pow[y=2] n
+            p:f32[] = reduce_sum[axes=(0, 1)] o
+            q:f32[] = div p 10.0:f32[]
+          in (q,) }}
+    """)
+    closed = fx.make_jaxpr(fx.grad(loss))(params, fnp.ones((5, 3)), fnp.ones((5, 2)))
+    check_jaxpr(closed)
+    assert [str(a) for a in closed.out_avals] == ["f32[4]", "f32[3,4]", "f32[4,2]"]
 
 
 def test_print_variable_names_past_z():
