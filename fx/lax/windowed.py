@@ -20,7 +20,9 @@ Primitives (params ``window_dimensions``, ``window_strides``, ``padding`` (pairs
 - ``select_and_scatter_add``: ``(source, operand) -> like operand``, its transpose: each
   window's source value added at that same position. This is the gradient of max pooling,
   which puts a window's whole cotangent on the first maximal element, as XLA and jax do.
-  Unlike jax, fx also differentiates max/min pooling with window dilation.
+  On ties jax's *jvp* may pick another maximal element (its reduction order); fx's jvp
+  picks the same one as the gradient, so the two stay transposes of each other. Unlike jax,
+  fx also differentiates max/min pooling with window dilation, negative padding and rank 0.
 
 The NumPy helpers :func:`dilate_and_pad` and :func:`window_view` build strided views of the
 windows; convolutions use them too.

@@ -81,6 +81,8 @@ CASES = [
          dict(O=2, I=2, D=2, H=2, W=3), window_strides=(1, 2, 1), padding="SAME"),
     _row("kernel_larger_than_input", NCHW, dict(N=1, C=1, H=2, W=2), dict(O=1, I=1, H=3, W=3),
          window_strides=(1, 1), padding="VALID"),
+    _row("no_spatial_dims", ("NC", "OI", "NC"), dict(N=3, C=4), dict(O=2, I=4),
+         window_strides=(), padding="VALID"),
     _row("empty_batch", NCHW, dict(N=0, C=2, H=4, W=4), dict(O=3, I=2, H=2, W=2),
          window_strides=(1, 1), padding="SAME"),
     _row("empty_spatial", NHWC, dict(N=2, C=2, H=0, W=4), dict(O=3, I=2, H=2, W=2),
