@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
+from fx.core import Primitive
 from fx.jaxpr import JaxprEqn
 from fx.lowering.fusion import FusionGroup
 from fx.lowering.scalar_ops import Pattern, pattern_of
 
 
+# Per-primitive flop counts for primitives the generic rules below do not cover (convolutions
+# register theirs from fx.lowering.conv).
+flops_rules: dict[Primitive, Callable[[JaxprEqn], float]] = {}
+
+
 def eqn_flops(eqn: JaxprEqn) -> float:
+    rule = flops_rules.get(eqn.primitive)
+    if rule is not None:
+        return rule(eqn)
     name = eqn.primitive.name
     if name == "dot_general":
         (lc, _), (lb, _) = eqn.params["dimension_numbers"]

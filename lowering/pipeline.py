@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from fx.avals import ShapedArray
 from fx.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var, check_jaxpr
 from fx.lowering import control_flow, cuda_gemm
+from fx.lowering import conv as _conv  # noqa: F401  (registers the convolution impls)
 from fx.lowering import kernel_ir as ir
 from fx.lowering.codegen import KERNEL_BUILDERS, is_flat
 from fx.lowering.cost import group_bytes, group_flops
