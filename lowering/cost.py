@@ -10,7 +10,6 @@ from fx.jaxpr import JaxprEqn
 from fx.lowering.fusion import FusionGroup
 from fx.lowering.scalar_ops import Pattern, pattern_of
 
-
 # Per-primitive flop counts for primitives the generic rules below do not cover (convolutions
 # register theirs from fx.lowering.conv).
 flops_rules: dict[Primitive, Callable[[JaxprEqn], float]] = {}
