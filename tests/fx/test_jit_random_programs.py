@@ -139,6 +139,12 @@ def _cyclic(x, s):
     return x + r, t
 
 
+def _cyclic_gemm(m, a, b):
+    d = m.np.matmul(a[None], b)
+    e = m.np.ones((1, 2), a.dtype)
+    return m.np.sum(e, axis=0) + m.np.sum(e * 3.0 * d, axis=0)
+
+
 def _reuse_chain(m, x):
     a = m.np.exp(x)
     b = a * 2
@@ -244,6 +250,10 @@ COMPOSITIONS = [  # name, build(m) -> function, argument sets per dtype, [dtypes
     # merge of t's producers with the scalar (s * s) broadcast leaves a cycle between groups.
     comp("cyclic-fusion", lambda m: _cyclic, shaped(((3,), ())),
          xfail="lowering: fusion produced a cyclic group graph"),
+    # Reduced from the gradient of a random program: a matmul whose operand is a broadcast,
+    # and a broadcast constant read by two reductions and the matmul's epilogue.
+    comp("cyclic-fusion-gemm", lambda m: lambda a, b: _cyclic_gemm(m, a, b),
+         shaped(((2,), (2, 2))), (F32,), xfail="lowering: fusion produced a cyclic group graph"),
     comp("zero-size-composite", lambda m: lambda x, w: (
         _softmax(m, m.lax.dot_general(x, w, MATMUL)), m.np.sum(x, axis=0) + 1),
          shaped(((0, 4), (4, 3)), ((2, 0), (0, 3)))),
@@ -491,3 +501,41 @@ def test_random_program(prog):
     prog.run(FX_NS, to_fx(args), record)
     check_program(repr(prog), lambda *a: prog.run(FX_NS, a), lambda *a: prog.run(JAX_NS, a),
                   args, _scale(record))
+
+
+def _loss(prog: Program, m, n_float: int):
+    """A scalar of the program's float outputs, as a function of its float inputs: what the
+    backward pass of a random program looks like (broadcast transposes, add_any, residuals)."""
+    def loss(float_args, bool_args):
+        fl, bl = iter(float_args), iter(bool_args)
+        args = [next(fl) if n[2] == "f" else next(bl) for n in prog.nodes if n[0] == "in"]
+        outs = prog.run(m, args)
+        return sum(m.np.sum(m.np.sin(o) * (i + 1)) for i, o in enumerate(outs)
+                   if o.dtype != np.bool_)
+    return loss
+
+
+@settings(max_examples=2 * settings().max_examples)
+@given(programs(max_ops=15), st.sampled_from(["jit(grad)", "vjp(jit)"]))
+def test_random_program_gradient(prog, how):
+    args = prog.arguments()
+    kinds = [n[2] for n in prog.nodes if n[0] == "in"]
+    fl = tuple(a for a, k in zip(args, kinds) if k == "f")
+    bl = tuple(a for a, k in zip(args, kinds) if k == "b")
+    record: list = []
+    prog.run(FX_NS, to_fx(args), record)
+    loss = _loss(prog, FX_NS, len(fl))
+    if how == "jit(grad)":
+        got = fx.jit(fx.grad(loss))(fl, bl)
+    else:
+        got = fx.vjp(fx.jit(loss), fl, bl)[1](np.asarray(1.0, prog.dtype))[0]
+    eager = fx.grad(loss)(to_fx(fl), to_fx(bl))
+    want = jax.grad(_loss(prog, JAX_NS, len(fl)))(fl, bl)
+    dt = np.dtype(prog.dtype)
+    # Gradients add up contributions of many paths: scale by the values and their count.
+    scale = _scale(record) * len(prog.nodes)
+    for g, e, w in zip(got, eager, want):
+        assert_allclose(g, e, rtol=CHAIN_TOL[dt], atol=CHAIN_TOL[dt] * scale,
+                        what=f"{how}: jit vs eager\n{prog!r}")
+        assert_allclose(g, w, rtol=TOL[dt], atol=TOL[dt] * scale, what=f"{how}: jit vs jax\n"
+                        f"{prog!r}")
