@@ -39,12 +39,9 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 
-import numpy as np
-
 import fx.numpy as fnp
 import fx.random as random
-from fx import dtypes, lax
-from fx.custom_derivatives import custom_jvp
+from fx import dtypes, lax, nn
 
 __all__ = [
     "AvgPool", "BatchNorm", "Conv", "Dense", "Dropout", "Elu", "Exp", "FanInConcat", "FanInSum",
@@ -156,54 +153,6 @@ lecun_normal = _scaling(1.0, "fan_in", "truncated_normal",
                         "LeCun: truncated normal with variance 1 / fan_in.")
 lecun_uniform = _scaling(1.0, "fan_in", "uniform", "LeCun: uniform with variance 1 / fan_in.")
 
-# --- activations (jax.nn's definitions) ------------------------------------------------------
-
-
-@custom_jvp
-def _relu(x):
-    return fnp.maximum(x, 0)
-
-
-# Derivative 0 at x == 0 (jax's convention), not the 1/2 that maximum's tie rule would give.
-_relu.defjvps(lambda g, ans, x: fnp.where(x > 0, g, fnp.zeros_like(g)))
-
-
-def _gelu(x):
-    # jax.nn.gelu's default (approximate=True) tanh form.
-    c = fnp.asarray(np.sqrt(2 / np.pi), fnp.result_type(x))
-    return x * (0.5 * (1.0 + fnp.tanh(c * (x + 0.044715 * (x**3)))))
-
-
-def _log_softmax(x, axis=-1):
-    shifted = x - lax.stop_gradient(fnp.max(x, axis, keepdims=True))
-    return shifted - fnp.log(fnp.sum(fnp.exp(shifted), axis, keepdims=True))
-
-
-def _softmax(x, axis=-1):
-    unnormalized = fnp.exp(x - lax.stop_gradient(fnp.max(x, axis, keepdims=True)))
-    return unnormalized / fnp.sum(unnormalized, axis, keepdims=True)
-
-
-def _elu(x, alpha=1.0):
-    safe = fnp.where(x > 0, 0.0, x)
-    return fnp.where(x > 0, x, alpha * fnp.expm1(safe))
-
-
-def _leaky_relu(x, negative_slope=1e-2):
-    return fnp.where(x >= 0, x, negative_slope * x)
-
-
-def _softplus(x):
-    return fnp.logaddexp(x, 0)
-
-
-def _standardize(x, axis, epsilon):
-    # jax.nn.standardize's default "fast" variance: E[x^2] - E[x]^2, clipped at 0.
-    mean = fnp.mean(x, axis, keepdims=True)
-    variance = fnp.maximum(fnp.mean(fnp.square(x), axis, keepdims=True) - fnp.square(mean), 0)
-    return (x - mean) * lax.rsqrt(variance + epsilon)
-
-
 # --- layers ----------------------------------------------------------------------------------
 
 
@@ -308,7 +257,7 @@ def BatchNorm(axis=(0, 1, 2), epsilon: float = 1e-5, center: bool = True,  # noq
         beta, gamma = params
         ax = tuple(a % x.ndim for a in axis)
         keep = tuple(1 if i in ax else d for i, d in enumerate(x.shape))
-        z = _standardize(x, ax, epsilon)
+        z = nn.standardize(x, ax, epsilon=epsilon)
         if scale:
             z = fnp.reshape(gamma, keep) * z
         if center:
@@ -326,15 +275,15 @@ def elementwise(fun: Callable, **fun_kwargs) -> Layer:
 
 
 Tanh = elementwise(fnp.tanh)
-Relu = elementwise(_relu)
+Relu = elementwise(nn.relu)
 Exp = elementwise(fnp.exp)
-LogSoftmax = elementwise(_log_softmax, axis=-1)
-Softmax = elementwise(_softmax, axis=-1)
-Softplus = elementwise(_softplus)
-Sigmoid = elementwise(lax.logistic)
-Elu = elementwise(_elu)
-LeakyRelu = elementwise(_leaky_relu)
-Gelu = elementwise(_gelu)
+LogSoftmax = elementwise(nn.log_softmax, axis=-1)
+Softmax = elementwise(nn.softmax, axis=-1)
+Softplus = elementwise(nn.softplus)
+Sigmoid = elementwise(nn.sigmoid)
+Elu = elementwise(nn.elu)
+LeakyRelu = elementwise(nn.leaky_relu)
+Gelu = elementwise(nn.gelu)
 
 
 def _pooling(kind: str):
