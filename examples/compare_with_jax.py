@@ -146,8 +146,7 @@ def main():
     fx_nets = {"mlp": mlp(), "cnn": lenet()}
     worst = {}
     for name in args.models.split(","):
-        data = load_digits(args.seed, standardize=True) if name == "mlp" else \
-            load_digits(args.seed, image=True)
+        data = load_digits(args.seed, image=name == "cnn", standardize=True)
         worst[name] = compare(name, fx_nets[name], jax_nets[name], data, args)
     bad = {k: v for k, v in worst.items() if not v <= args.rtol}
     if bad:
