@@ -95,12 +95,16 @@ def train(model, data, *, seed: int, epochs: int, batch_size: int, lr: float,
     init_fn, apply_fn = model
     key, init_key = fx.random.split(fx.random.key(seed))
     _, params = init_fn(init_key, (-1,) + x_train.shape[1:])
+    device = fx.devices(backend)[0] if backend else None
+    if device is not None:
+        params = fx.tree_util.tree_map(lambda a: fx.device_put(a, device), params)
     per_epoch = fx.data.num_batches(len(x_train), batch_size)
     total = per_epoch * epochs if steps is None else steps
     opt = fx.optim.adam(fx.optim.cosine_decay_schedule(lr, max(total, 1), alpha=0.05))
     opt_state = opt.init(params)
+    if device is not None:
+        opt_state = fx.tree_util.tree_map(lambda a: fx.device_put(a, device), opt_state)
     train_step, accuracy = make_train_step(apply_fn, opt, backend)
-    device = fx.devices(backend)[0] if backend else None
 
     def batch_stream():
         epoch = 0
