@@ -155,9 +155,10 @@ def test_softmax_family_matches_jax(name, axis):
     f = lambda v: getattr(fx.nn, name)(v, axis=axis)  # noqa: E731
     g = lambda v: getattr(jax.nn, name)(v, axis=axis)  # noqa: E731
     case = OpCase(name, f, g, None)
-    for dt in (np.float32, np.float64, np.float16):
-        assert_allclose(f(fnp.asarray(x.astype(dt))), g(jnp.asarray(x.astype(dt))),
-                        what=f"{name} {dt}")
+    inputs = [x.astype(dt) for dt in (np.float32, np.float64, np.float16)]
+    wants = jax.jit(lambda xs: [g(v) for v in xs])(inputs)  # one compile for all dtypes
+    for v, want in zip(inputs, wants):
+        assert_allclose(f(fnp.asarray(v)), want, what=f"{name} {v.dtype}")
     if axis == -1:  # jax compiles its derivatives per axis: compare one, self-check the rest
         check_jvp(case, [x], rng)
         check_vjp(case, [x], rng)
@@ -214,8 +215,8 @@ def test_softmax_family_gradients_at_special_values(name):
     assert np.isfinite(np.asarray(g)).all()
 
 
-@pytest.mark.parametrize("axis", AXES, ids=str)
-@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("axis,keepdims", [(-1, False), (0, False), (None, False),
+                                           ((0, 2), False), (1, True), (None, True)], ids=str)
 def test_logsumexp_matches_jax(axis, keepdims):
     rng = np.random.default_rng(3)
     x = rng.normal(0, 3, (2, 3, 4))
