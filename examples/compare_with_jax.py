@@ -76,8 +76,20 @@ def train_jax(model, data, seed, steps, batch_size, lr):
 
     x_train, y_train = data[:2]
     init_fn, apply_fn = model
-    key, init_key = jax.random.split(jax.random.PRNGKey(seed))
-    _, params = init_fn(init_key, (-1,) + x_train.shape[1:])
+    n, per_epoch = len(x_train), len(x_train) // batch_size
+
+    # Each jax operation run eagerly compiles on first use; jitting the set-up and the
+    # shuffling keeps that to a few compilations.
+    @jax.jit
+    def setup(seed):
+        key, init_key = jax.random.split(jax.random.PRNGKey(seed))
+        return key, init_fn(init_key, (-1,) + x_train.shape[1:])[1]
+
+    @jax.jit
+    def permutation(key, epoch):
+        return jax.random.permutation(jax.random.fold_in(key, epoch), n)
+
+    key, params = setup(seed)
     init_params = [np.asarray(p) for p in jax.tree_util.tree_leaves(params)]
     opt_init, opt_update, get_params = optimizers.adam(lr)
 
@@ -91,12 +103,11 @@ def train_jax(model, data, seed, steps, batch_size, lr):
         return opt_update(i, grads, opt_state), loss
 
     opt_state = opt_init(params)
-    n, per_epoch = len(x_train), len(x_train) // batch_size
     losses, orders = [], {}
     for i in range(steps):
         epoch, b = divmod(i, per_epoch)
         if epoch not in orders:
-            orders[epoch] = np.asarray(jax.random.permutation(jax.random.fold_in(key, epoch), n))
+            orders[epoch] = np.asarray(permutation(key, epoch))
         idx = orders[epoch][b * batch_size:(b + 1) * batch_size]
         opt_state, loss = train_step(i, opt_state, x_train[idx], y_train[idx])
         losses.append(float(loss))

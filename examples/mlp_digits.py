@@ -130,14 +130,19 @@ def train(model, data, *, seed: int, epochs: int, batch_size: int, lr: float,
     return params, losses, test_acc, train_acc
 
 
-def plot_losses(path: str, curves: dict[str, list[float]]) -> None:
+def _pyplot():
     try:
         import matplotlib
     except ImportError:
         raise SystemExit("--plot needs matplotlib: pip install matplotlib") from None
-
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_losses(path: str, curves: dict[str, list[float]]) -> None:
+    plt = _pyplot()
 
     fig, ax = plt.subplots(figsize=(6, 4))
     for label, losses in curves.items():
@@ -163,7 +168,10 @@ def parse_args(description: str, epochs: int, lr: float, batch_size: int = 64):
                    help="where to run (default: fx's default backend)")
     p.add_argument("--plot", metavar="PNG", default=None, help="save the loss curve here")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    return p.parse_args()
+    args = p.parse_args()
+    if args.plot:
+        _pyplot()  # fail before training, not after, when matplotlib is missing
+    return args
 
 
 def main():

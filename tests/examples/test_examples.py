@@ -41,10 +41,14 @@ def test_classifier_examples_train(name, steps, floor):
 
 
 def test_compare_with_jax_agrees():
-    out = run_example("compare_with_jax.py", "--steps", "12", "--batch-size", "32")
-    for model in ("mlp", "cnn"):
-        m = re.search(model + r": max relative difference ([0-9.e+-]+)", out)
-        assert m and float(m.group(1)) <= 1e-4, out
+    # The MLP only: jax's compilation of the CNN's initialisation alone takes several seconds.
+    # The full run (both models, 100 steps) is what the example's default does.
+    out = run_example("compare_with_jax.py", "--steps", "12", "--batch-size", "32",
+                      "--models", "mlp")
+    m = re.search(r"mlp: max relative difference ([0-9.e+-]+)", out)
+    assert m and float(m.group(1)) <= 1e-4, out
+    m = re.search(r"largest relative difference of the initial weights ([0-9.e+-]+)", out)
+    assert m and float(m.group(1)) <= 1e-5, out
     assert "agree to 0.0001 relative over 12 steps" in out
 
 
