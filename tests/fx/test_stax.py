@@ -7,7 +7,6 @@ to float32)."""
 from __future__ import annotations
 
 import doctest
-import functools
 
 import jax
 import jax.example_libraries.stax as jstax
@@ -45,49 +44,46 @@ def assert_trees_close(got, want, rtol=1e-5, atol=1e-6, what=""):
 
 # --- initializers ------------------------------------------------------------------------------
 
-INITS = [  # (name, fx constructor, jax constructor, kwargs, bit-exact)
-    ("glorot_normal", stax.glorot_normal, jinit.glorot_normal, {}, False),
-    ("glorot_uniform", stax.glorot_uniform, jinit.glorot_uniform, {}, True),
-    ("he_normal", stax.he_normal, jinit.he_normal, {}, False),
-    ("he_uniform", stax.he_uniform, jinit.he_uniform, {}, True),
-    ("lecun_normal", stax.lecun_normal, jinit.lecun_normal, {}, False),
-    ("lecun_uniform", stax.lecun_uniform, jinit.lecun_uniform, {}, True),
-    ("glorot_normal_conv_oihw", stax.glorot_normal, jinit.glorot_normal,
-     dict(in_axis=1, out_axis=0), False),
-    ("he_normal_batch_axis", stax.he_normal, jinit.he_normal, dict(batch_axis=0), False),
-    ("normal", stax.normal, jinit.normal, dict(stddev=0.3), False),
-    ("uniform", stax.uniform, jinit.uniform, dict(scale=0.5), True),
+F64 = np.float64
+DENSE, CONV = (5, 7), (3, 3, 2, 4)
+INIT_CASES = [  # (name, fx constructor, jax constructor, kwargs, shape, dtype, bit-exact)
+    ("glorot_normal", stax.glorot_normal, jinit.glorot_normal, {}, DENSE, F32, False),
+    ("glorot_normal", stax.glorot_normal, jinit.glorot_normal, {}, CONV, F32, False),
+    ("glorot_normal", stax.glorot_normal, jinit.glorot_normal, {}, DENSE, F64, False),
+    ("glorot_normal_oihw", stax.glorot_normal, jinit.glorot_normal,
+     dict(in_axis=1, out_axis=0), CONV, F32, False),
+    ("glorot_uniform", stax.glorot_uniform, jinit.glorot_uniform, {}, CONV, F32, True),
+    ("he_normal", stax.he_normal, jinit.he_normal, {}, CONV, F32, False),
+    ("he_normal_batch_axis", stax.he_normal, jinit.he_normal, dict(batch_axis=0), CONV, F32,
+     False),
+    ("he_uniform", stax.he_uniform, jinit.he_uniform, {}, DENSE, F64, True),
+    ("lecun_normal", stax.lecun_normal, jinit.lecun_normal, {}, DENSE, F32, False),
+    ("lecun_uniform", stax.lecun_uniform, jinit.lecun_uniform, {}, DENSE, F32, True),
+    ("normal", stax.normal, jinit.normal, dict(stddev=0.3), DENSE, F32, False),
+    ("normal", stax.normal, jinit.normal, dict(stddev=0.3), DENSE, F64, False),
+    ("uniform", stax.uniform, jinit.uniform, dict(scale=0.5), DENSE, F32, True),
 ]
-
-
-SHAPES = [(5, 7), (3, 3, 2, 4)]
-DTYPES = [np.float32, np.float64]
 SEED = 3
 
 
-@functools.cache
-def jax_initializer_values() -> dict:
-    """Every jax initializer case, computed in a single jax.jit (compiling each random program
-    separately dominated this file's runtime)."""
-
+def test_initializers_match_jax():
+    # One test and one jax.jit for every case: jax compiles each random program for a second
+    # or more, which dominated this file's runtime when every case compiled its own.
     def all_cases(key):
-        return {(name, shape, np.dtype(dtype).name): make(dtype=dtype, **kw)(key, shape)
-                for name, _, make, kw, _ in INITS for shape in SHAPES for dtype in DTYPES}
+        return [make(dtype=dtype, **kw)(key, shape)
+                for _, _, make, kw, shape, dtype, _ in INIT_CASES]
 
-    return jax.jit(all_cases)(jr.PRNGKey(SEED))
-
-
-@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
-@pytest.mark.parametrize("shape", SHAPES, ids=["dense", "conv"])
-@pytest.mark.parametrize("name,fx_make,jax_make,kwargs,exact", INITS, ids=[i[0] for i in INITS])
-def test_initializer_matches_jax(name, fx_make, jax_make, kwargs, exact, shape, dtype):
-    got = np.asarray(fx_make(dtype=dtype, **kwargs)(fr.key(SEED), shape))
-    want = np.asarray(jax_initializer_values()[name, shape, np.dtype(dtype).name])
-    assert got.dtype == want.dtype == dtype
-    if exact:
-        np.testing.assert_array_equal(got, want)
-    else:
-        np.testing.assert_allclose(got, want, rtol=64 * np.finfo(dtype).eps, atol=0)
+    wants = jax.jit(all_cases)(jr.PRNGKey(SEED))
+    for (name, fx_make, _, kwargs, shape, dtype, exact), want in zip(INIT_CASES, wants):
+        what = f"{name} {shape} {np.dtype(dtype).name}"
+        got, want = np.asarray(fx_make(dtype=dtype, **kwargs)(fr.key(SEED), shape)), \
+            np.asarray(want)
+        assert got.dtype == want.dtype == dtype, what
+        if exact:
+            np.testing.assert_array_equal(got, want, err_msg=what)
+        else:
+            np.testing.assert_allclose(got, want, rtol=64 * np.finfo(dtype).eps, atol=0,
+                                       err_msg=what)
 
 
 def test_initializer_defaults_and_call_time_dtype():
@@ -114,6 +110,8 @@ def test_initializer_errors():
 
 J_GLOROT, J_NORMAL, J_CONV_B = (jinit.glorot_normal(dtype=jnp.float32),
                                 jinit.normal(dtype=jnp.float32), jinit.normal(1e-6, jnp.float32))
+J_ZEROS = lambda key, shape: jinit.zeros(key, shape, jnp.float32)
+J_ONES = lambda key, shape: jinit.ones(key, shape, jnp.float32)
 
 
 def jconv(dn, *args, **kw):
@@ -174,32 +172,38 @@ LAYERS = [  # (name, fx layer, jax layer, input shape)
 LAYERS = [pytest.param(*c, id=c[0]) for c in LAYERS]
 
 
-def jax_reference(jax_layer, shape, x):
-    """jax's output shape, params (as float32), outputs and gradients of sum(sin(outputs)), from
-    one jax.jit (the output shape is a Python value captured while tracing)."""
+def jax_reference(jax_layer, shape, params, x):
+    """jax's output shape and parameter shapes (traced, not compiled), and its outputs and
+    gradients of sum(sin(outputs)) for the given (fx-initialised) params, from one jax.jit."""
     jax_init, jax_apply = jax_layer
     shapes = []
 
-    def run(key, x):
-        out_shape, params = jax_init(key, shape)
+    def init_shapes(key):
+        out_shape, p = jax_init(key, shape)
         shapes.append(out_shape)
-        params = jax.tree_util.tree_map(lambda a: a.astype(jnp.float32), params)
-        loss = lambda p, x: jnp.sum(jnp.sin(jax_apply(p, x)))
-        return params, jax_apply(params, x), jax.grad(loss, argnums=(0, 1))(params, x)
+        return p
 
-    params, out, grads = jax.jit(run)(jr.PRNGKey(42), jnp.asarray(x))
-    return shapes[0], params, out, grads
+    param_shapes = jax.eval_shape(init_shapes, jr.PRNGKey(0))
+
+    def run(params, x):
+        loss = lambda p, x: jnp.sum(jnp.sin(jax_apply(p, x)))
+        return jax_apply(params, x), jax.grad(loss, argnums=(0, 1))(params, x)
+
+    out, grads = jax.jit(run)(to_jax(params), jnp.asarray(x))
+    return shapes[0], param_shapes, out, grads
 
 
 @pytest.mark.parametrize("name,fx_layer,jax_layer,shape", LAYERS)
 def test_layer_matches_jax(name, fx_layer, jax_layer, shape):
     fx_init, fx_apply = fx_layer
     x = np.random.default_rng(0).standard_normal(shape).astype(F32)
-    j_out_shape, j_params, want, jg = jax_reference(jax_layer, shape, x)
     out_shape, params = fx_init(fr.key(42), shape)
+    j_out_shape, j_param_shapes, want, jg = jax_reference(jax_layer, shape, params, x)
     assert tuple(out_shape) == tuple(j_out_shape)
-    # jax's BatchNorm/zeros/ones default to float64 under x64; the reference casts to float32.
-    assert_trees_close(params, j_params, rtol=64 * np.finfo(F32).eps, atol=0, what="params")
+    p_leaves, p_def = jax.tree_util.tree_flatten(to_np(params))
+    j_leaves, j_def = jax.tree_util.tree_flatten(j_param_shapes)
+    assert p_def == j_def, f"parameter structure {p_def} != jax's {j_def}"
+    assert [p.shape for p in p_leaves] == [j.shape for j in j_leaves]
 
     got = fx_apply(params, fnp.asarray(x))
     assert tuple(got.shape) == tuple(out_shape)
@@ -212,28 +216,45 @@ def test_layer_matches_jax(name, fx_layer, jax_layer, shape):
     assert_trees_close(g, jg, rtol=2e-4, atol=2e-5, what="gradients")
 
 
-def test_jit_grad_of_networks_matches_jax():
-    # fx.jit(fx.grad) against jax for a conv net and a ReLU MLP (the compiled paths, where the
-    # layer tests above run op by op).
+def test_network_init_matches_jax():
+    # Every parameterised layer (with its default initializers) and combinator in two
+    # networks, initialised from one key: the same keys must reach the same initializers.
+    nets = [
+        (stax.serial(stax.Conv(3, (3, 3), padding="SAME"), stax.Relu, stax.MaxPool((2, 2)),
+                     stax.Flatten, stax.FanOut(2),
+                     stax.parallel(stax.Dense(4), stax.serial(stax.Dense(4), stax.BatchNorm(0))),
+                     stax.FanInSum),
+         jstax.serial(jconv(("NHWC", "HWIO", "NHWC"), 3, (3, 3), padding="SAME"), jstax.Relu,
+                      jstax.MaxPool((2, 2)), jstax.Flatten, jstax.FanOut(2),
+                      jstax.parallel(jstax.Dense(4, J_GLOROT, J_NORMAL),
+                                     jstax.serial(jstax.Dense(4, J_GLOROT, J_NORMAL),
+                                                  jstax.BatchNorm(0, beta_init=J_ZEROS,
+                                                                  gamma_init=J_ONES))),
+                      jstax.FanInSum), (2, 5, 5, 2)),
+        (stax.GeneralConv(("NCHW", "OIHW", "NCHW"), 4, (3, 2), (2, 1)),
+         jconv(("NCHW", "OIHW", "NCHW"), 4, (3, 2), (2, 1)), (2, 3, 7, 5)),
+    ]
+    wants = jax.jit(lambda k: [net[1][0](k, net[2])[1] for net in nets])(jr.PRNGKey(7))
+    for (layer, _, shape), want in zip(nets, wants):
+        _, params = layer[0](fr.key(7), shape)
+        assert_trees_close(params, want, rtol=64 * np.finfo(F32).eps, atol=0, what="params")
+
+
+def test_jit_grad_of_networks_equals_eager():
+    # The compiled path against the op-by-op one (checked against jax above) for a conv net
+    # and a ReLU MLP.
     nets = [
         (stax.serial(stax.Conv(3, (3, 3), padding="SAME"), stax.Tanh,
                      stax.AvgPool((2, 2), (2, 2)), stax.MaxPool((2, 2), (1, 1)), stax.Flatten,
-                     stax.Dense(8), stax.Gelu, stax.Dense(3), stax.LogSoftmax),
-         jstax.serial(jconv(("NHWC", "HWIO", "NHWC"), 3, (3, 3), padding="SAME"), jstax.Tanh,
-                      jstax.AvgPool((2, 2), (2, 2)), jstax.MaxPool((2, 2), (1, 1)),
-                      jstax.Flatten, jstax.Dense(8, J_GLOROT, J_NORMAL), jstax.Gelu,
-                      jstax.Dense(3, J_GLOROT, J_NORMAL), jstax.LogSoftmax), (4, 6, 6, 2)),
-        (stax.serial(stax.Dense(8), stax.Relu, stax.Dense(3)),
-         jstax.serial(jstax.Dense(8, J_GLOROT, J_NORMAL), jstax.Relu,
-                      jstax.Dense(3, J_GLOROT, J_NORMAL)), (6, 5)),
+                     stax.Dense(8), stax.Gelu, stax.Dense(3), stax.LogSoftmax), (4, 6, 6, 2)),
+        (stax.serial(stax.Dense(8), stax.Relu, stax.Dense(8), stax.Relu, stax.Dense(3)), (6, 5)),
     ]
-    for layer, jax_layer, shape in nets:
-        x = np.random.default_rng(2).standard_normal(shape).astype(F32)
-        _, j_params, want, jg = jax_reference(jax_layer, shape, x)
-        _, params = layer[0](fr.key(42), shape)
-        loss = lambda p, x, apply=layer[1]: fnp.sum(fnp.sin(apply(p, x)))
-        g = fx.jit(fx.grad(loss, argnums=(0, 1)))(params, fnp.asarray(x))
-        assert_trees_close(g, jg, rtol=2e-4, atol=2e-5, what="jit gradients")
+    for (init, apply), shape in nets:
+        x = fnp.asarray(np.random.default_rng(2).standard_normal(shape).astype(F32))
+        _, params = init(fr.key(42), shape)
+        loss = lambda p, x, apply=apply: fnp.sum(fnp.sin(apply(p, x)))
+        assert_trees_close(fx.jit(fx.grad(loss, argnums=(0, 1)))(params, x),
+                           fx.grad(loss, argnums=(0, 1))(params, x), what="jit gradients")
 
 
 def test_unknown_batch_dimension_in_shapes():
