@@ -247,7 +247,8 @@ def BatchNorm(axis=(0, 1, 2), epsilon: float = 1e-5, center: bool = True,  # noq
     axis = (axis,) if isinstance(axis, int) else tuple(axis)
 
     def init_fun(rng, input_shape):
-        shape = tuple(d for i, d in enumerate(input_shape) if i not in axis)
+        ax = tuple(a % len(input_shape) for a in axis)
+        shape = tuple(d for i, d in enumerate(input_shape) if i not in ax)
         k1, k2 = random.split(rng)
         beta = beta_init(k1, shape) if center else ()
         gamma = gamma_init(k2, shape) if scale else ()

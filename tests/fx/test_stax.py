@@ -324,6 +324,16 @@ def test_layer_errors():
         stax.Conv(2, (3, 3), padding="FULL")[0](fr.key(0), (1, 4, 4, 1))
 
 
+def test_batchnorm_negative_axes():
+    init, apply = stax.BatchNorm(axis=(-4, -3, -2))
+    shape, (beta, gamma) = init(fr.key(0), (4, 3, 3, 2))
+    assert shape == (4, 3, 3, 2) and beta.shape == gamma.shape == (2,)
+    x = np.random.default_rng(3).standard_normal((4, 3, 3, 2)).astype(F32)
+    z = np.asarray(apply((beta, gamma), fnp.asarray(x)))
+    np.testing.assert_allclose(z.mean(axis=(0, 1, 2)), 0, atol=1e-5)
+    np.testing.assert_allclose(z.std(axis=(0, 1, 2)), 1, rtol=1e-3)
+
+
 def test_shape_dependent():
     layer = stax.shape_dependent(lambda s: stax.Dense(s[-1] * 2))
     shape, params = layer[0](fr.key(0), (2, 3))
