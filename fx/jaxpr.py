@@ -48,10 +48,10 @@ class Literal:
         self.aval = aval
 
     def __repr__(self) -> str:
-        return f"Literal({self.value.item()!r}:{self.aval.str_short()})"
+        return f"Literal({self.pretty()})"
 
     def pretty(self) -> str:
-        v = self.value.item()
+        v = self.value.item() if self.value.size == 1 else self.value.tolist()
         return f"{v!r}:{self.aval.str_short()}"
 
 
@@ -195,28 +195,33 @@ def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, namer: _Namer | None = None) -> str:
         params = _pp_params(eqn.params, indent + 4, namer)
         rhs = " ".join(namer(v) for v in eqn.invars)
         lines.append(f"{pad}    {lhs} = {eqn.primitive.name}{params} {rhs}".rstrip())
-    outs = " ".join(namer(v) for v in jaxpr.outvars)
+    outs = ", ".join(namer(v) for v in jaxpr.outvars)
     trail = "," if len(jaxpr.outvars) == 1 else ""
     lines.append(f"{pad}  in ({outs}{trail}) }}")
     return "\n".join(lines)
 
 
 def _pp_params(params: dict, indent: int, namer: _Namer) -> str:
+    """``[k=v k=v]`` on one line; with a nested jaxpr, one param per line indented under the
+    equation and the closing bracket on a line of its own (JAX's layout)."""
     if not params:
         return ""
+    inner_indent = indent + 2
     items = []
     for k in sorted(params):
         v = params[k]
         if isinstance(v, (Jaxpr, ClosedJaxpr)):
             inner = v.jaxpr if isinstance(v, ClosedJaxpr) else v
-            items.append(f"{k}={pp_jaxpr(inner, indent + 2, namer)}")
+            items.append(f"{k}={pp_jaxpr(inner, inner_indent, namer)}")
         elif isinstance(v, tuple) and v and all(isinstance(j, ClosedJaxpr) for j in v):
-            sub = ", ".join(pp_jaxpr(j.jaxpr, indent + 2, namer) for j in v)
+            sub = ", ".join(pp_jaxpr(j.jaxpr, inner_indent, namer) for j in v)
             items.append(f"{k}=({sub})")
         else:
             items.append(f"{k}={_pp_value(v)}")
-    sep = "\n" + " " * indent if any("\n" in i for i in items) else " "
-    return "[" + sep.join(items) + "]"
+    if not any("\n" in i for i in items):
+        return "[" + " ".join(items) + "]"
+    body = "\n".join(" " * inner_indent + i for i in items)
+    return "[\n" + body + "\n" + " " * indent + "]"
 
 
 def _pp_value(v) -> str:
@@ -251,6 +256,7 @@ def check_jaxpr(jaxpr: Jaxpr | ClosedJaxpr) -> None:
             )
         jaxpr = jaxpr.jaxpr
     namer = _Namer()
+    pp_jaxpr(jaxpr, namer=namer)  # name variables as the printed jaxpr does
     defined: set[Var] = set()
 
     def bind(v: Var, where: str):

@@ -149,7 +149,7 @@ class JitFunction:
             return self._fun(*full, **kw)
 
         flat_f, store = flatten_fun(call_with_statics, in_tree, _fun_name(self._fun))
-        names = argument_names(self._fun, args, kwargs) if not statics else ()
+        names = argument_names(self._fun, args, kwargs, statics, self._static_argnames)
         closed = trace_to_jaxpr(flat_f, list(avals), names,
                                 f"jit({_fun_name(self._fun)}) tracing")
         jaxpr, consts = _hoist_consts(closed)

@@ -166,8 +166,24 @@ def flatten_fun(f: Callable, in_tree: tree_util.PyTreeDef, name: str = "function
     return flat_f, store
 
 
-def argument_names(f: Callable, args: tuple, kwargs: dict) -> list[str]:
-    """A readable name for each leaf of ``(args, kwargs)``: ``x``, ``params['w']``, ..."""
+def argument_names(f: Callable, args: tuple, kwargs: dict, static_argnums=(),
+                   static_argnames=()) -> list[str]:
+    """A readable name for each traced leaf of ``(args, kwargs)``: ``x``, ``params['w']``,
+    ... (leaves of static arguments are left out)."""
+    names = _all_argument_names(f, args, kwargs)
+    if not static_argnums and not static_argnames:
+        return names
+    keep = []
+    for i, a in enumerate(args):
+        keep += [i not in static_argnums] * len(tree_util.tree_leaves(a))
+    for k in sorted(kwargs):
+        keep += [k not in static_argnames] * len(tree_util.tree_leaves(kwargs[k]))
+    if len(keep) != len(names):
+        return names
+    return [n for n, k in zip(names, keep) if k]
+
+
+def _all_argument_names(f: Callable, args: tuple, kwargs: dict) -> list[str]:
     try:
         sig = inspect.signature(f)
         bound = sig.bind(*args, **kwargs)
@@ -244,7 +260,7 @@ def make_jaxpr(f: Callable, static_argnums: Sequence[int] = (), return_shape: bo
 
         leaves, in_tree = tree_util.tree_flatten((dyn_args, kwargs))
         avals = [abstractify(x) for x in leaves]
-        names = argument_names(f, args, kwargs) if not static_argnums else ()
+        names = argument_names(f, args, kwargs, static_argnums)
         flat_f, store = flatten_fun(g, in_tree, getattr(f, "__name__", "function"))
         closed = trace_to_jaxpr(flat_f, avals, names, "make_jaxpr")
         if return_shape:

@@ -259,7 +259,8 @@ def fuse(jaxpr: Jaxpr) -> list[FusionGroup]:
                         absorb(g, p)
 
     _prune_unread(alive, deps, jaxpr)
-    _merge_single_consumer_producers(alive, deps, group_of, jaxpr, absorb)
+    _recompute_deps(alive, deps, group_of)
+    _merge_single_consumer_producers(alive, deps, group_of, jaxpr, absorb, creates_cycle)
     position = {id(e): i for i, e in enumerate(jaxpr.eqns)}
     for g in alive:  # merges prepend and recomputation copies: program order, each once
         g.eqns = sorted({id(e): e for e in g.eqns}.values(), key=lambda e: position[id(e)])
@@ -289,22 +290,32 @@ def _prune_unread(alive, deps, jaxpr) -> None:
             d.difference_update(dead)
 
 
-def _merge_single_consumer_producers(alive, deps, group_of, jaxpr, absorb) -> None:
+def _recompute_deps(alive, deps, group_of) -> None:
+    """Group dependencies from what each group actually reads: a value computed outside a
+    group comes from its producing group (``group_of``; recomputed copies are local)."""
+    for g in alive:
+        local = g.produced()
+        deps[g] = {group_of[v] for e in g.eqns for v in e.invars
+                   if isinstance(v, Var) and v not in local and v in group_of
+                   and group_of[v] is not g}
+
+
+def _merge_single_consumer_producers(alive, deps, group_of, jaxpr, absorb,
+                                     creates_cycle) -> None:
     """Fuse an elementwise group into its consumer when that consumer is the only group that
-    reads it (its values may be read several times there). With a single consumer the merge
-    cannot create a cycle."""
+    reads it (its values may be read several times there), if the merged group is acyclic
+    (a recomputed copy can make two groups read each other's inputs)."""
     returned = {v for v in jaxpr.outvars if isinstance(v, Var)}
     changed = True
     while changed:
         changed = False
         readers: dict[FusionGroup, set] = defaultdict(set)
-        producer_of = {v: g for g in alive for v in g.produced()}
         for g in alive:
             local = g.produced()
             for e in g.eqns:
                 for v in e.invars:
-                    if isinstance(v, Var) and v not in local and v in producer_of:
-                        readers[producer_of[v]].add((g, e))
+                    if isinstance(v, Var) and v not in local and v in group_of:
+                        readers[group_of[v]].add((g, e))
         for p in list(alive):
             if p not in readers:
                 continue
@@ -312,6 +323,8 @@ def _merge_single_consumer_producers(alive, deps, group_of, jaxpr, absorb) -> No
             if len(consumers) != 1:
                 continue
             (c,) = consumers
+            if creates_cycle({c, p}, deps[c] | deps[p]):
+                continue
             if p.kind is GroupKind.REDUCTION:
                 # Row kernels over the same rows chain into one (the consumer's stages follow).
                 if c.kind is GroupKind.REDUCTION and (c.in_shape, c.axes) == (p.in_shape, p.axes):

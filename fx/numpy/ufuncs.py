@@ -387,12 +387,20 @@ def hypot(x, y, /):
 
 
 def logaddexp(x, y, /):
+    """``log(exp(x) + exp(y))``, stably. Written around a shift ``m`` held constant for
+    differentiation, so derivatives of every order are exact, ties (x == y) included."""
     x, y = promote_and_broadcast(x, y, name="fx.numpy.logaddexp", inexact=True)
-    big = lax.max(x, y)
-    delta = lax.sub(x, y)
-    out = lax.add(big, lax.log1p(lax.exp(lax.neg(lax.abs(delta)))))
-    # Equal infinities give inf - inf = nan above; the answer is the infinity itself.
-    return lax.select(lax.ne(delta, delta), lax.add(x, y), out)
+    x, y = _broadcast_all(x, y, name="fx.numpy.logaddexp")
+    m = lax.stop_gradient(lax.max(x, y))
+    finite = lax.is_finite(m)
+    zero = lax.full_like(m, 0)
+    # Where the maximum is not finite the other branch is taken; feed this one zeros there so
+    # its derivative is not inf * 0.
+    safe, xs, ys = (lax.select(finite, v, zero) for v in (m, x, y))
+    total = lax.add(lax.exp(lax.sub(xs, safe)), lax.exp(lax.sub(ys, safe)))
+    out = lax.add(lax.log(total), safe)
+    # An infinite (or NaN) maximum is the answer itself: -inf + -inf, inf + anything, NaN.
+    return lax.select(finite, out, lax.max(x, y))
 
 
 def copysign(x, y, /):

@@ -99,8 +99,6 @@ def test_print_identity_and_constant_outputs():
     assert traced(lambda x: 3.0, 1.0).endswith("in (3.0:f32[],) }")
 
 
-@pytest.mark.xfail(strict=True, reason="fx.jaxpr prints several outputs as '(a b c)'; JAX "
-                   "separates them with commas: '(a, b, c)' (fix requested in fx/jaxpr.py)")
 def test_print_multiple_outputs_like_jax():
     got = traced(lambda x: (x, x + 1, {"a": x * 2}), fnp.ones(3))
     assert got == golden("""
@@ -234,13 +232,11 @@ def test_print_nested_jaxpr():
     assert lines[-1] == "  in (e,) }"
 
 
-@pytest.mark.xfail(strict=True, reason="params after a nested jaxpr are printed at the "
-                   "equation's own indentation (fix requested in fx/jaxpr.py)")
 def test_print_nested_params_are_indented():
     lines = str(_nested()).splitlines()
     eqn_start = next(i for i, ln in enumerate(lines) if "my_call[" in ln)
     eqn_end = next(i for i, ln in enumerate(lines) if ln.rstrip().endswith("] a"))
-    for ln in lines[eqn_start + 1 : eqn_end + 1]:
+    for ln in lines[eqn_start + 1 : eqn_end]:  # the closing "] a" sits under the equation
         assert len(ln) - len(ln.lstrip()) > 4, ln
 
 
@@ -321,8 +317,6 @@ def test_check_rejects_wrong_literal():
         check_jaxpr(Jaxpr([], [a], [b], [_eqn(mul_p, [a, lit], [b])]))
 
 
-@pytest.mark.xfail(strict=True, reason="Literal.__repr__ calls .item(), so reporting a "
-                   "non-scalar literal raises ValueError (fix requested in fx/jaxpr.py)")
 def test_check_rejects_non_scalar_literal():
     a, b = Var(f32(3)), Var(f32(3))
     bad = Literal(np.ones(2), f32())  # a value of shape (2,) typed as a scalar
@@ -330,8 +324,6 @@ def test_check_rejects_non_scalar_literal():
         check_jaxpr(Jaxpr([], [a], [b], [_eqn(mul_p, [a, bad], [b])]))
 
 
-@pytest.mark.xfail(strict=True, reason="check_jaxpr names variables in the order it reports "
-                   "them, not as the printed jaxpr does (fix requested in fx/jaxpr.py)")
 def test_check_error_names_match_the_printed_jaxpr():
     a, b, c = Var(f32(3)), Var(f32(3)), Var(f32(3))
     jaxpr = Jaxpr([], [a], [c], [_eqn(add_p, [a, b], [c])])

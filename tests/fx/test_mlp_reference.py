@@ -101,10 +101,6 @@ def test_mlp_grad_matches_jax(name, dtype):
     assert all(g.dtype == dtype for g in jax.tree_util.tree_leaves(grads))
 
 
-@pytest.mark.xfail(strict=True, reason="lowering: a GEMM whose epilogue adds a computed "
-                   "elementwise value fails with KeyError in lowering/pipeline.py (_generate); "
-                   "repro: a = np.ones((2, 2)); "
-                   "fx.jit(lambda h, g, w: fnp.sin(h) + g @ w)(a, a, a)")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
 def test_mlp_jit_grad_matches_jax(dtype):
     params = init(1, dtype)

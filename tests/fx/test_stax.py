@@ -297,9 +297,6 @@ def test_serial_splits_rng_per_layer_like_jax():
     assert_trees_close(per_key[0], layer[1](params, fnp.asarray(x), rng=fr.split(fr.key(9), 3)[0]))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="lowering/fusion.py: 'fusion produced a cyclic group graph' for two "
-                   "dropout masks around matmuls under jit(grad)")
 def test_jit_grad_through_two_dropout_layers():
     init, apply = stax.serial(stax.Dense(8), stax.Dropout(0.8), stax.Dense(8), stax.Dropout(0.8),
                               stax.Dense(3))

@@ -186,10 +186,6 @@ def test_arrays_strategy_draws_shapes_by_default(a):
 
 # The property test from fx/test_util.py's docstring. It finds a real bug: hypothesis draws
 # x = 0 first, where fx.numpy.logaddexp's second derivative is 0 (jax: 0.25).
-@pytest.mark.xfail(strict=True, reason="fx.numpy.logaddexp has a wrong second derivative where "
-                   "x == y (it differentiates abs/sign of x - y): "
-                   "fx.grad(fx.grad(lambda v: fnp.logaddexp(v, 0.0)))(np.float64(0.0)) is -0.0, "
-                   "jax gives 0.25")
 @given(arrays(shape=(3,), dtype="float64", min_value=-2, max_value=2))
 def test_softplus_grads(x):
     check_grads(lambda v: fnp.logaddexp(v, 0.0), (x,), order=2)

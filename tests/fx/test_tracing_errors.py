@@ -118,9 +118,6 @@ def test_static_argnums_allows_python_control_flow():
     assert len(fx.make_jaxpr(f, static_argnums=(1,))(1.0, 1).eqns) == 2
 
 
-@pytest.mark.xfail(strict=True, reason="with static_argnums, make_jaxpr drops argument names and "
-                   "numbers the remaining ones among the traced arguments only, so this says "
-                   "'argument 0' for the second parameter (fix requested in fx/tracing.py)")
 def test_static_argnums_keeps_argument_names_in_errors():
     with pytest.raises(ConcretizationTypeError, match="argument 'y'"):
         fx.make_jaxpr(lambda n, y: y if y > n else n, static_argnums=(0,))(1, 2.0)

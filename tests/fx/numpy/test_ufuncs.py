@@ -340,8 +340,6 @@ def test_binary_derivative_conventions(name, x, y):
     check_vjp(case, args, rng)
 
 
-@pytest.mark.xfail(strict=True, reason="fx.lax.abs's jvp is sign(x) * t, 0 at x = 0; jax's "
-                   "derivative of abs at 0 is 1 (fix requested in fx/lax/elementwise.py)")
 @pytest.mark.parametrize("name,args", [("abs", [0.0]), ("hypot", [0.0, 0.0])])
 def test_derivative_of_abs_at_zero_is_one(name, args):
     args = [np.asarray(a, np.float64) for a in args]
