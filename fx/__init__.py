@@ -11,6 +11,7 @@ from fx import dtypes, tree_util
 from fx import lax
 from fx import numpy
 from fx import nn
+from fx import data, example_libraries, optim
 from fx import random
 from fx.array import Array, device_put
 from fx.autodiff import (

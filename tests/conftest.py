@@ -6,8 +6,13 @@ examples, for long local runs) or dev.
 
 import os
 
-import jax
-from hypothesis import HealthCheck, settings
+# Tests run two per core (pytest -n 2): one thread each for OpenMP kernels and BLAS avoids
+# oversubscribing the machine (set before NumPy and the kernels' OpenMP runtime load).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import jax  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_platforms", "cpu")

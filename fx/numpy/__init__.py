@@ -4,6 +4,8 @@ Functions follow NumPy's signatures and broadcasting, with JAX's dtype promotion
 scalars) and JAX's default dtypes (float32 / int32 for Python data).
 """
 
+import numpy as _np
+
 from fx import dtypes as _dtypes
 from fx.array import Array as ndarray  # noqa: F401
 from fx.numpy import array_methods as _array_methods
@@ -17,14 +19,39 @@ from fx.numpy.reductions import *  # noqa: F403
 from fx.numpy.sorting import *  # noqa: F403
 from fx.numpy.ufuncs import *  # noqa: F403
 
-bool_ = _dtypes.bool_
-int32 = _dtypes.int32
-int64 = _dtypes.int64
-uint32 = _dtypes.uint32
-float16 = _dtypes.float16
-bfloat16 = _dtypes.bfloat16
-float32 = _dtypes.float32
-float64 = _dtypes.float64
+
+class _ScalarType:
+    """``fnp.float32`` & co.: usable as a dtype (``x.astype(fnp.float32)``, ``np.dtype(...)``)
+    and callable like JAX's scalar types (``fnp.float32(2.0)`` is a 0-d array)."""
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+        self.__name__ = dtype.name
+
+    def __call__(self, value):
+        return asarray(value, dtype=self.dtype)  # noqa: F405
+
+    def __eq__(self, other):
+        try:
+            return self.dtype == _np.dtype(other)
+        except TypeError:
+            return NotImplemented
+
+    def __hash__(self):
+        return hash(self.dtype)
+
+    def __repr__(self):
+        return f"fx.numpy.{self.dtype.name}"
+
+
+bool_ = _ScalarType(_dtypes.bool_)
+int32 = _ScalarType(_dtypes.int32)
+int64 = _ScalarType(_dtypes.int64)
+uint32 = _ScalarType(_dtypes.uint32)
+float16 = _ScalarType(_dtypes.float16)
+bfloat16 = _ScalarType(_dtypes.bfloat16)
+float32 = _ScalarType(_dtypes.float32)
+float64 = _ScalarType(_dtypes.float64)
 pi = 3.141592653589793
 e = 2.718281828459045
 inf = float("inf")

@@ -53,7 +53,12 @@ def full(shape, fill_value, dtype=None):
     """An array of ``shape`` filled with ``fill_value`` (a scalar or an array broadcastable to
     ``shape``). Without ``dtype`` a Python scalar fill stays weakly typed, as in JAX."""
     shape = _shape_tuple(shape, "full")
-    fill = to_array(fill_value)
+    if dtype is not None and isinstance(fill_value, (bool, int, float)) and not isinstance(
+            fill_value, np.generic):
+        # A Python scalar goes straight to the requested dtype (0.1 in float64 is 0.1).
+        fill = to_array(np.asarray(fill_value, dtypes.canonicalize(dtype)))
+    else:
+        fill = to_array(fill_value)
     weak = dtype is None and get_aval(fill).weak_type
     dt = dtypes.canonicalize(dtype) if dtype is not None else get_aval(fill).dtype
     fill = lax.convert_element_type(fill, dt, weak)
