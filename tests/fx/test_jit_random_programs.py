@@ -260,8 +260,32 @@ COMPOSITIONS = [  # name, build(m) -> function, argument sets per dtype, [dtypes
 ]
 
 
+# Sizes at which kernels change shape: more than 32768 elements of work run under OpenMP, a
+# rank-3 space with >= 64 rows is not flattened, rows reduced along the innermost axis are
+# shared by cooperating lanes (vectorized sums), long 1-D reductions have a single output.
+# Means rather than sums keep float32 rounding (which depends on the summation order) small.
+LARGE = [
+    comp("large-elementwise", lambda m: lambda x, y: m.np.tanh(x * 2 + y) * m.np.exp(-x * x),
+         shaped(((300, 200), (300, 200)), ((70, 30, 20), (30, 1)), lo=-2, hi=2)),
+    comp("large-transpose-pad-concat", lambda m: lambda x: (
+        m.np.transpose(x) * 2 + 1,
+        m.np.concatenate([m.lax.pad(x, np.asarray(0, x.dtype), [(1, 2, 1), (0, 0, 0)]), x], 0),
+        m.lax.rev(x, (1,))[::3] - 1), shaped((300, 150))),
+    comp("large-reductions", lambda m: lambda x, v: (
+        m.np.mean(x, axis=1), m.np.max(x, axis=1), m.np.mean(x, axis=0), m.np.min(x, axis=0),
+        m.np.argmax(x, axis=1).astype(np.int32), m.np.mean(v), m.np.max(v), m.np.mean(
+            x.reshape(10, -1, 100), axis=(0, 2))), shaped(((120, 1000), (70000,)), lo=0, hi=1)),
+    comp("large-softmax-layernorm", lambda m: lambda x, g: (
+        _softmax(m, x), _layernorm(m, x, g, g * 0.5)), shaped(((64, 700), (700,)))),
+    comp("large-matmul-epilogue", lambda m: lambda x, w, b: m.np.maximum(
+        _dense(m, x, w, b), 0) * 0.5, shaped(((130, 70), (70, 90), (90,)), lo=-1, hi=1)),
+    comp("large-library-steps", lambda m: lambda x: m.np.sin(m.np.cumsum(x, axis=0) * 1e-4)
+         + m.lax.sort(x, 0), shaped((5000,), (300, 120), lo=0, hi=1)),
+]
+
+
 @pytest.mark.parametrize("c", [pytest.param(c, id=c.name, marks=[pytest.mark.xfail(
-    strict=True, reason=c.xfail)] if c.xfail else []) for c in COMPOSITIONS])
+    strict=True, reason=c.xfail)] if c.xfail else []) for c in COMPOSITIONS + LARGE])
 def test_composition(c):
     fx_fn, jax_fn = c.build(FX_NS), c.build(JAX_NS)
     # All argument sets and dtypes in one program: one C and one XLA compilation per row.
@@ -272,7 +296,7 @@ def test_composition(c):
 
 
 def test_composition_names_are_unique():
-    names = [c.name for c in COMPOSITIONS]
+    names = [c.name for c in COMPOSITIONS + LARGE]
     assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
 
 
@@ -364,8 +388,9 @@ class Program:
 
 MIN_RANK = {"reduce": 1, "transpose": 2, "slice": 1, "rev": 1, "concatenate": 1, "cumsum": 1,
             "matmul": 1}
-# One dimension in 16 is zero-size; dims shrink towards 2.
-DIM = st.sampled_from([2, 3, 1, 4, 2, 3, 1, 5, 2, 3, 1, 4, 2, 3, 1, 0])
+# One dimension in 18 is zero-size, one in 18 large (enough work for parallel loops and long
+# rows); dims shrink towards 2.
+DIM = st.sampled_from([2, 3, 1, 4, 2, 3, 1, 5, 2, 3, 1, 4, 2, 3, 1, 0, 40, 2])
 
 
 @st.composite
