@@ -27,6 +27,7 @@ from fx.core import Primitive
 from fx.lax import base, linalg
 from fx.lax import elementwise as ew
 from fx.lax import reductions as red
+from fx.lax import special as sp
 from fx.lax import structural as st
 from fx.lowering import kernel_ir as ir
 
@@ -66,8 +67,8 @@ for _prim, _op in [
     (ew.cbrt_p, "cbrt"), (ew.tanh_p, "tanh"), (ew.logistic_p, "logistic"), (ew.sin_p, "sin"),
     (ew.cos_p, "cos"), (ew.tan_p, "tan"), (ew.asin_p, "asin"), (ew.acos_p, "acos"),
     (ew.atan_p, "atan"), (ew.sinh_p, "sinh"), (ew.cosh_p, "cosh"), (ew.asinh_p, "asinh"),
-    (ew.acosh_p, "acosh"), (ew.atanh_p, "atanh"), (ew.erf_p, "erf"), (ew.erfc_p, "erfc"),
-    (ew.erf_inv_p, "erf_inv"), (ew.lgamma_p, "lgamma"), (ew.digamma_p, "digamma"),
+    (ew.acosh_p, "acosh"), (ew.atanh_p, "atanh"), (sp.erf_p, "erf"), (sp.erfc_p, "erfc"),
+    (sp.erf_inv_p, "erf_inv"), (sp.lgamma_p, "lgamma"), (sp.digamma_p, "digamma"),
     (ew.is_finite_p, "is_finite"), (ew.not_p, "not"),
     (ew.add_p, "add"), (ew.sub_p, "sub"), (ew.mul_p, "mul"), (ew.div_p, "div"),
     (ew.rem_p, "rem"), (ew.pow_p, "pow"), (ew.max_p, "max"), (ew.min_p, "min"),
@@ -88,11 +89,11 @@ def _via_double(op: str, args, dt, extra=()):
     return ir.Op("cast", (ir.Op(op, tuple(wide) + tuple(extra), dtypes.float64),), dt)
 
 
-for _prim, _op in [(ew.digamma_p, "digamma"), (ew.erf_inv_p, "erf_inv")]:
+for _prim, _op in [(sp.digamma_p, "digamma"), (sp.erf_inv_p, "erf_inv")]:
     scalar_rules[_prim] = lambda args, params, dt, op=_op: _via_double(op, args, dt)
 
-patterns[ew.polygamma_p] = Pattern.ELEMENTWISE
-scalar_rules[ew.polygamma_p] = lambda args, params, dt: _via_double(
+patterns[sp.polygamma_p] = Pattern.ELEMENTWISE
+scalar_rules[sp.polygamma_p] = lambda args, params, dt: _via_double(
     "polygamma", args, dt, (ir.Const(int(params["m"]), dtypes.int32),)
 )
 

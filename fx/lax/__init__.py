@@ -37,12 +37,8 @@ from fx.lax.elementwise import (  # noqa: A004
     convert_element_type,
     cos,
     cosh,
-    digamma,
     div,
     eq,
-    erf,
-    erf_inv,
-    erfc,
     exp,
     exp2,
     expm1,
@@ -53,7 +49,6 @@ from fx.lax.elementwise import (  # noqa: A004
     integer_pow,
     is_finite,
     le,
-    lgamma,
     log,
     log1p,
     logistic,
@@ -65,7 +60,6 @@ from fx.lax.elementwise import (  # noqa: A004
     neg,
     nextafter,
     or_,
-    polygamma,
     pow,
     rem,
     round,
@@ -85,6 +79,7 @@ from fx.lax.elementwise import (  # noqa: A004
     tanh,
     xor,
 )
+from fx.lax.special import digamma, erf, erf_inv, erfc, lgamma, polygamma
 from fx.lax.structural import (
     broadcasted_iota,
     concatenate,

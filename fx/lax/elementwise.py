@@ -16,12 +16,18 @@ import numpy as np
 from fx import dtypes
 from fx.array import Array
 from fx.avals import ShapedArray
-from fx.core import Primitive, Tracer, get_aval
+from fx.core import Primitive, get_aval
 from fx.interpreters import batching, jvp, transpose
 from fx.interpreters.jvp import Zero
 from fx.interpreters.transpose import is_undefined, unbroadcast
-from fx.lax import special
 from fx.lax.base import broadcast_in_dim, full, shape_error
+from fx.lax.convert import (  # noqa: F401  (re-exported: part of the elementwise family)
+    _convert_impl,
+    bitcast_convert_type,
+    bitcast_convert_type_p,
+    convert_element_type,
+    convert_element_type_p,
+)
 
 # Which dtypes each primitive accepts.
 FLOAT = frozenset(dtypes.FLOATING)
@@ -158,11 +164,6 @@ cosh_p = unop("cosh", np.cosh)
 asinh_p = unop("asinh", np.arcsinh)
 acosh_p = unop("acosh", np.arccosh)
 atanh_p = unop("atanh", np.arctanh)
-erf_p = unop("erf", _via_f64(special.erf))
-erfc_p = unop("erfc", _via_f64(special.erfc))
-erf_inv_p = unop("erf_inv", _via_f64(special.erf_inv))
-lgamma_p = unop("lgamma", _via_f64(special.lgamma))
-digamma_p = unop("digamma", _via_f64(special.digamma))
 is_finite_p = unop("is_finite", np.isfinite, FLOAT, out_dtype=dtypes.bool_)
 not_p = unop("not", np.invert, INT_OR_BOOL)
 stop_gradient_p = unop("stop_gradient", lambda x: x, ANY)
@@ -191,11 +192,6 @@ def _round_impl(x, *, rounding_method):
 
 
 batching.vectorized_batcher(round_p)
-
-polygamma_p = Primitive("polygamma")  # params: m (the derivative order of digamma)
-polygamma_p.def_abstract_eval(lambda x, *, m: (_check_kind("polygamma", FLOAT, x), x)[1])
-polygamma_p.def_impl(lambda x, *, m: special.polygamma(m, x).astype(x.dtype))
-batching.vectorized_batcher(polygamma_p)
 
 integer_pow_p = Primitive("integer_pow")  # params: y (a Python int)
 
@@ -320,50 +316,6 @@ def _select_n_impl(which, *cases):
 # The selector may stay a scalar; the cases must take the batched shape.
 batching.broadcasting_batcher(select_n_p, keep_scalar=lambda position: position == 0)
 
-# --- conversions ---------------------------------------------------------------------------------
-
-convert_element_type_p = Primitive("convert_element_type")  # params: new_dtype, weak_type
-
-
-@convert_element_type_p.def_abstract_eval
-def _convert_abstract_eval(x, *, new_dtype, weak_type):
-    dtypes.canonicalize(new_dtype)
-    return ShapedArray(x.shape, new_dtype, weak_type)
-
-
-@convert_element_type_p.def_impl
-def _convert_impl(x, *, new_dtype, weak_type):
-    with np.errstate(all="ignore"):
-        if dtypes.is_float(x.dtype) and dtypes.is_int(new_dtype):
-            # Float → int: NaN → 0 and saturate at the bounds (XLA's semantics).
-            info = np.iinfo(new_dtype)
-            x = np.nan_to_num(np.trunc(np.asarray(x, np.float64)), nan=0.0)
-            return np.clip(x, info.min, info.max).astype(new_dtype)
-        if new_dtype == dtypes.bool_:
-            return np.not_equal(x, 0)
-        return np.asarray(x).astype(new_dtype)
-
-
-batching.vectorized_batcher(convert_element_type_p)
-
-bitcast_convert_type_p = Primitive("bitcast_convert_type")  # params: new_dtype
-
-
-@bitcast_convert_type_p.def_abstract_eval
-def _bitcast_abstract_eval(x, *, new_dtype):
-    if np.dtype(new_dtype).itemsize != x.dtype.itemsize:
-        raise TypeError(
-            f"bitcast_convert_type: {x.dtype} and {new_dtype} differ in width; only "
-            "same-width bitcasts are supported"
-        )
-    return ShapedArray(x.shape, new_dtype)
-
-
-bitcast_convert_type_p.def_impl(
-    lambda x, *, new_dtype: np.ascontiguousarray(x).view(new_dtype).reshape(np.shape(x)))
-batching.vectorized_batcher(bitcast_convert_type_p)
-
-
 # === differentiation rules ======================================================================
 # Written with the fx.lax wrappers below, so that they are themselves differentiable.
 
@@ -403,18 +355,6 @@ jvp.defjvp(
     lambda t, ans, x: mul(t, rsqrt(mul(sub(x, _const(x, 1)), add(x, _const(x, 1))))),
 )
 jvp.defjvp(atanh_p, lambda t, ans, x: div(t, sub(_const(x, 1), mul(x, x))))
-jvp.defjvp(
-    erf_p, lambda t, ans, x: mul(t, mul(_const(x, 2 / np.sqrt(np.pi)), exp(neg(mul(x, x)))))
-)
-jvp.defjvp(
-    erfc_p, lambda t, ans, x: mul(t, mul(_const(x, -2 / np.sqrt(np.pi)), exp(neg(mul(x, x)))))
-)
-jvp.defjvp(
-    erf_inv_p, lambda t, ans, x: mul(t, mul(_const(x, np.sqrt(np.pi) / 2), exp(mul(ans, ans))))
-)
-jvp.defjvp(lgamma_p, lambda t, ans, x: mul(t, digamma(x)))
-jvp.defjvp(digamma_p, lambda t, ans, x: mul(t, polygamma(x, 1)))
-jvp.defjvp(polygamma_p, lambda t, ans, x, *, m: mul(t, polygamma(x, m + 1)))
 def _integer_pow_jvp(t, ans, x, *, y):
     if y == 0:
         return mul(t, _const(x, 0))
@@ -504,16 +444,6 @@ def _select_n_jvp(primals, tangents):
 jvp.jvp_rules[select_n_p] = _select_n_jvp
 
 
-def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
-    (x,), (t,) = primals, tangents
-    ans = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
-    if isinstance(t, Zero) or not dtypes.is_float(new_dtype) or not dtypes.is_float(x.dtype):
-        return ans, Zero.like(ans)
-    return ans, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
-
-
-jvp.jvp_rules[convert_element_type_p] = _convert_jvp
-
 # --- transposes of the linear ones ---------------------------------------------------------------
 
 
@@ -547,13 +477,6 @@ def _select_n_transpose(ct, which, *cases):
 
 
 transpose.deflinear(select_n_p, _select_n_transpose)
-
-
-def _convert_transpose(ct, x, *, new_dtype, weak_type):
-    return [convert_element_type_p.bind(ct, new_dtype=x.aval.dtype, weak_type=x.aval.weak_type)]
-
-
-transpose.deflinear(convert_element_type_p, _convert_transpose)
 
 
 # === the fx.lax functions =======================================================================
@@ -600,9 +523,8 @@ sqrt, rsqrt, cbrt, tanh, logistic, sin, cos, tan, asin, acos, atan = map(
     _unary, (sqrt_p, rsqrt_p, cbrt_p, tanh_p, logistic_p, sin_p, cos_p, tan_p, asin_p, acos_p,
              atan_p)
 )
-sinh, cosh, asinh, acosh, atanh, erf, erfc, erf_inv, lgamma, digamma, is_finite = map(
-    _unary, (sinh_p, cosh_p, asinh_p, acosh_p, atanh_p, erf_p, erfc_p, erf_inv_p, lgamma_p,
-             digamma_p, is_finite_p)
+sinh, cosh, asinh, acosh, atanh, is_finite = map(
+    _unary, (sinh_p, cosh_p, asinh_p, acosh_p, atanh_p, is_finite_p)
 )
 bitwise_not = _unary(not_p)
 stop_gradient = _unary(stop_gradient_p)
@@ -627,10 +549,6 @@ def integer_pow(x, y: int):
     return integer_pow_p.bind(x, y=int(y))
 
 
-def polygamma(x, m: int):
-    return polygamma_p.bind(x, m=int(m))
-
-
 def square(x):
     return integer_pow(x, 2)
 
@@ -647,22 +565,6 @@ def select_n(which, *cases):
 
 def select(pred, on_true, on_false):
     return select_n(pred, on_false, on_true)
-
-
-def convert_element_type(x, new_dtype, weak_type: bool = False):
-    new_dtype = dtypes.canonicalize(new_dtype)
-    aval = get_aval(x)
-    if aval.dtype == new_dtype and aval.weak_type == weak_type:
-        return x
-    if not aval.shape and not isinstance(x, Tracer):
-        # Constant-fold scalar constants (Python scalars meeting arrays) instead of staging.
-        buf = _convert_impl(np.asarray(x), new_dtype=new_dtype, weak_type=weak_type)
-        return Array(np.asarray(buf, dtype=new_dtype), weak_type)
-    return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
-
-
-def bitcast_convert_type(x, new_dtype):
-    return bitcast_convert_type_p.bind(x, new_dtype=dtypes.canonicalize(new_dtype))
 
 
 def full_like(x, fill_value, dtype=None, shape=None):
