@@ -23,6 +23,8 @@ with the largest intermediate value (cancellation in ``x - y`` loses digits of t
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -482,9 +484,11 @@ def programs(draw, max_ops: int = 30):
         elif kind == "rev" and nd:
             dims = tuple(sorted(draw(st.lists(st.integers(0, nd - 1), unique=True))))
             add(("rev", (a,), dims), s)
-        elif kind == "concatenate" and nd:
+        elif kind == "concatenate" and nd and 0 not in s:
             axis = draw(st.integers(0, nd - 1))
-            b = pick(lambda t, s=s, axis=axis: len(t) == len(s) and all(
+            # Zero-size operands segfault (test_concatenate_of_a_zero_size_temporary): drop
+            # this filter (and the one on ``s``) once that is fixed.
+            b = pick(lambda t, s=s, axis=axis: len(t) == len(s) and 0 not in t and all(
                 x == y for i, (x, y) in enumerate(zip(s, t)) if i != axis))
             out = list(s)
             out[axis] += shapes[b][axis]
@@ -562,3 +566,20 @@ def test_random_program_gradient(prog, how):
                         what=f"{how}: jit vs eager\n{prog!r}")
         assert_allclose(g, w, rtol=TOL[dt], atol=TOL[dt] * scale, what=f"{how}: jit vs jax\n"
                         f"{prog!r}")
+
+
+CONCAT_ZERO_SIZE = """
+import numpy as np, fx, fx.numpy as fnp
+f = fx.jit(lambda x, e: fnp.concatenate([x, fnp.sum(e, axis=1)]))
+np.testing.assert_array_equal(np.asarray(f(np.ones(3), np.ones((0, 2)))), np.ones(3))
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="lowering: concatenate reads element 0 of every operand "
+                   "(both sides of the select are evaluated); a zero-size temporary has a NULL "
+                   "pointer, so the kernel segfaults")
+def test_concatenate_of_a_zero_size_temporary():
+    # In a subprocess: the bug is a segmentation fault, which would end this test process.
+    proc = subprocess.run([sys.executable, "-c", CONCAT_ZERO_SIZE], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, f"exit status {proc.returncode}: {proc.stderr[-2000:]}"

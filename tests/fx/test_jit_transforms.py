@@ -304,6 +304,28 @@ def test_pytrees_in_and_out():
           "vmap with pytree in_axes")
 
 
+def test_degenerate_signatures_and_keyword_arguments():
+    def run(T, m):
+        return (T.jit(lambda x: ())(X), T.jit(lambda: m.np.ones(2) * 2)(),
+                T.jit(lambda x: None)(X), T.jit(lambda x, *, s: x * s)(X, s=np.float64(2.0)),
+                T.jit(lambda xs: xs[0] + xs[1] * 2)([X, -X]))
+
+    got, want = run(fx, FX), run(jax, JX)
+    assert got[0] == () and got[2] is None
+    close([got[1], got[3], got[4]], [want[1], want[3], want[4]], "degenerate signatures",
+          check_dtype=False)  # ones(2) is float32 in fx, float64 in jax with x64
+
+
+def test_vmap_of_jit_with_axes_and_aux():
+    def run(T, m):
+        f = T.jit(lambda r: (r * 2 + m.np.sum(r), m.np.float64(3.0)))
+        g = T.jit(T.grad(lambda x: (m.np.sum(m.np.sin(x)), {"x": x}), has_aux=True))
+        return (T.vmap(f, in_axes=1, out_axes=(1, None))(XS), T.vmap(g, in_axes=1)(XS),
+                T.grad(T.jit(lambda x: (m.np.sum(x ** 3), x * 2)), has_aux=True)(X))
+
+    close(run(fx, FX), run(jax, JX), "in_axes/out_axes and has_aux")
+
+
 def test_python_scalars_are_weakly_typed():
     x32 = rand(3, seed=23).astype(np.float32)
     f = fx.jit(lambda x, s: x * s + s)
