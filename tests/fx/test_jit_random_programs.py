@@ -147,6 +147,12 @@ def _cyclic_gemm(m, a, b):
     return m.np.sum(e, axis=0) + m.np.sum(e * 3.0 * d, axis=0)
 
 
+def _sibling_reductions(m, a):
+    e = m.np.sum(m.np.broadcast_to(a, (2, 1)), axis=0)
+    f = m.np.sum(m.np.zeros((2, 1), a.dtype), axis=0)
+    return e + m.lax.pad(f, np.float64(0.0), [(0, 0, 1)])
+
+
 def _reuse_chain(m, x):
     a = m.np.exp(x)
     b = a * 2
@@ -256,6 +262,11 @@ COMPOSITIONS = [  # name, build(m) -> function, argument sets per dtype, [dtypes
     # and a broadcast constant read by two reductions and the matmul's epilogue.
     comp("cyclic-fusion-gemm", lambda m: lambda a, b: _cyclic_gemm(m, a, b),
          shaped(((2,), (2, 2))), (F32,), xfail="lowering: fusion produced a cyclic group graph"),
+    # Reduced from the gradient of a random program: two reductions over one space, one of a
+    # broadcast constant and feeding a pad.
+    comp("sibling-reductions-into-pad", lambda m: lambda a: _sibling_reductions(m, a),
+         shaped((1,)), (F64,), xfail="lowering: codegen: 'reduce_sum' cannot be generated in a "
+         "kernel"),
     comp("zero-size-composite", lambda m: lambda x, w: (
         _softmax(m, m.lax.dot_general(x, w, MATMUL)), m.np.sum(x, axis=0) + 1),
          shaped(((0, 4), (4, 3)), ((2, 0), (0, 3)))),
@@ -391,8 +402,11 @@ class Program:
 MIN_RANK = {"reduce": 1, "transpose": 2, "slice": 1, "rev": 1, "concatenate": 1, "cumsum": 1,
             "matmul": 1}
 # One dimension in 18 is zero-size, one in 18 large (enough work for parallel loops and long
-# rows); dims shrink towards 2.
-DIM = st.sampled_from([2, 3, 1, 4, 2, 3, 1, 5, 2, 3, 1, 4, 2, 3, 1, 0, 40, 2])
+# rows); dims shrink towards 2. Zero-size temporaries can crash the process (see
+# test_reading_a_zero_size_temporary), so they are left out until that is fixed.
+ZERO_SIZE_CRASHES = True
+DIM = st.sampled_from([2, 3, 1, 4, 2, 3, 1, 5, 2, 3, 1, 4, 2, 3, 1,
+                       3 if ZERO_SIZE_CRASHES else 0, 40, 2])
 
 
 @st.composite
@@ -484,11 +498,9 @@ def programs(draw, max_ops: int = 30):
         elif kind == "rev" and nd:
             dims = tuple(sorted(draw(st.lists(st.integers(0, nd - 1), unique=True))))
             add(("rev", (a,), dims), s)
-        elif kind == "concatenate" and nd and 0 not in s:
+        elif kind == "concatenate" and nd:
             axis = draw(st.integers(0, nd - 1))
-            # Zero-size operands segfault (test_concatenate_of_a_zero_size_temporary): drop
-            # this filter (and the one on ``s``) once that is fixed.
-            b = pick(lambda t, s=s, axis=axis: len(t) == len(s) and 0 not in t and all(
+            b = pick(lambda t, s=s, axis=axis: len(t) == len(s) and all(
                 x == y for i, (x, y) in enumerate(zip(s, t)) if i != axis))
             out = list(s)
             out[axis] += shapes[b][axis]
@@ -568,18 +580,32 @@ def test_random_program_gradient(prog, how):
                         f"{prog!r}")
 
 
-CONCAT_ZERO_SIZE = """
+ZERO_SIZE_TEMPORARIES = {
+    "concatenate": """
 import numpy as np, fx, fx.numpy as fnp
 f = fx.jit(lambda x, e: fnp.concatenate([x, fnp.sum(e, axis=1)]))
 np.testing.assert_array_equal(np.asarray(f(np.ones(3), np.ones((0, 2)))), np.ones(3))
-"""
+""",
+    # Reduced from the gradient of a random program (transposes of slice and pad).
+    "pad-of-pad": """
+import numpy as np, fx, fx.numpy as fnp, fx.lax as lax
+z = np.float64(0.0)
+def f(a):
+    u = lax.slice(a, (1, 0), (1, 1))
+    p = lax.pad(fnp.cos(u), z, ((1, 5, 0), (0, 0, 0)))
+    return lax.pad(p, z, ((-1, -2, 0), (0, 0, 0))) + a, u
+np.testing.assert_array_equal(np.asarray(fx.jit(f)(np.ones((3, 1)))[0]), np.ones((3, 1)))
+""",
+}
 
 
-@pytest.mark.xfail(strict=True, reason="lowering: concatenate reads element 0 of every operand "
-                   "(both sides of the select are evaluated); a zero-size temporary has a NULL "
-                   "pointer, so the kernel segfaults")
-def test_concatenate_of_a_zero_size_temporary():
+@pytest.mark.xfail(ZERO_SIZE_CRASHES, strict=True, reason="lowering/runtime: index maps "
+                   "(concatenate, pad) load from every operand before selecting; a zero-size "
+                   "temporary has a NULL pointer, so the kernel segfaults unless gcc proves the "
+                   "load dead")
+@pytest.mark.parametrize("name", sorted(ZERO_SIZE_TEMPORARIES))
+def test_reading_a_zero_size_temporary(name):
     # In a subprocess: the bug is a segmentation fault, which would end this test process.
-    proc = subprocess.run([sys.executable, "-c", CONCAT_ZERO_SIZE], capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", ZERO_SIZE_TEMPORARIES[name]],
+                          capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, f"exit status {proc.returncode}: {proc.stderr[-2000:]}"
