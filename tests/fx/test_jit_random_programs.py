@@ -11,7 +11,8 @@ The hand-written programs cover elementwise chains with broadcasting (Python sca
 dims, transposes, reshapes, slices, pads, concatenates and revs feeding elementwise ops),
 reductions with prologues and epilogues (softmax, logsumexp, mean/var, layernorm), matmuls with
 bias and activation epilogues, library steps between generated kernels, multiple outputs,
-outputs that are inputs or constants, and duplicated outputs.
+outputs that are inputs or constants, and duplicated outputs; ``LARGE`` runs some at sizes where
+the generated kernels change shape (parallel loops, shared rows).
 
 The random programs are DAGs of 1-30 ops over broadcast-compatible inputs: each op takes earlier
 values and is one of bounded unary functions, broadcasting binary functions, ``where`` on a bool
@@ -19,10 +20,17 @@ input, reductions over random axes (keepdims or not), transpose, reshape, slice,
 concatenate, broadcast_to, cumsum and matmul with a fresh weight input. Every function in the
 table is Lipschitz with bounded growth, so values stay finite; the absolute tolerance scales
 with the largest intermediate value (cancellation in ``x - y`` loses digits of that size).
+``test_random_program_gradient`` differentiates a scalar of a random program's outputs under
+``jit(grad)`` and ``vjp(jit)``, which compiles the transposed programs (broadcast transposes,
+``add_any``, residuals) the forward programs never show.
+
+Compiler bugs found here are strict xfails with minimal reproductions (``xfail=`` rows and
+``test_reading_a_zero_size_temporary``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import zlib
@@ -35,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from harness import TOL, assert_allclose, to_fx
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import fx
@@ -59,11 +67,12 @@ def _jax_jit(fn, args):
 
 
 def check_program(what: str, fx_fn: Callable, jax_fn: Callable, args: list,
-                  scale: float = 1.0) -> None:
+                  scale: float = 1.0, guard=contextlib.nullcontext) -> None:
     """fx.jit(fx_fn)(*args) == fx_fn(*args) eagerly == jax.jit(jax_fn)(*args), leafwise; the
-    absolute tolerance is multiplied by ``scale``."""
+    absolute tolerance is multiplied by ``scale``; ``guard()`` wraps the compiled call."""
     eager = fx_fn(*to_fx(list(args)))
-    got = fx.jit(fx_fn)(*args)
+    with guard():
+        got = fx.jit(fx_fn)(*args)
     want = _jax_jit(jax_fn, args)
     g_leaves, e_leaves = fx.tree_util.tree_leaves(got), fx.tree_util.tree_leaves(eager)
     w_leaves = jax.tree_util.tree_leaves(want)
@@ -151,6 +160,28 @@ def _sibling_reductions(m, a):
     e = m.np.sum(m.np.broadcast_to(a, (2, 1)), axis=0)
     f = m.np.sum(m.np.zeros((2, 1), a.dtype), axis=0)
     return e + m.lax.pad(f, np.float64(0.0), [(0, 0, 1)])
+
+
+def _scan_sum(m, x):
+    def body(c, r):
+        c = m.np.tanh(c * 0.5 + r)
+        return c, m.np.sum(c * r)
+
+    return m.np.sum(m.lax.scan(body, x, m.np.stack([x, x * 2, -x]))[1])
+
+
+def _pads_of_sums(m, a):  # reduced from grad of nested jits (test_jit_transforms.py)
+    b = a * a
+    s1 = m.lax.pad(m.np.reshape(m.np.sum(a), (1,)), np.float64(0.0), [(0, 2, 0)])
+    s2 = m.lax.pad(m.np.reshape(m.np.sum(b), (1,)), np.float64(0.0), [(0, 2, 0)])
+    return s1 + (s2 + b)
+
+
+def _matmul_sum_min(m, w, x):  # reduced from jvp(jit(mlp)) (test_jit_transforms.py)
+    e = m.np.matmul(x, w)
+    s = m.np.sum(e)
+    g = m.np.min(e)
+    return g + s * m.np.sum((e == g).astype(e.dtype))
 
 
 def _reuse_chain(m, x):
@@ -256,12 +287,22 @@ COMPOSITIONS = [  # name, build(m) -> function, argument sets per dtype, [dtypes
     comp("buffer-reuse-chain", lambda m: lambda x: _reuse_chain(m, x), shaped((4, 5), (1, 1))),
     # Reduced from the transposed body of vjp(jit(f)) (test_jit_transforms.py): the greedy
     # merge of t's producers with the scalar (s * s) broadcast leaves a cycle between groups.
-    comp("cyclic-fusion", lambda m: _cyclic, shaped(((3,), ())),
-         xfail="lowering: fusion produced a cyclic group graph"),
+    comp("cyclic-fusion", lambda m: _cyclic, shaped(((3,), ()))),
     # Reduced from the gradient of a random program: a matmul whose operand is a broadcast,
     # and a broadcast constant read by two reductions and the matmul's epilogue.
     comp("cyclic-fusion-gemm", lambda m: lambda a, b: _cyclic_gemm(m, a, b),
-         shaped(((2,), (2, 2))), (F32,), xfail="lowering: fusion produced a cyclic group graph"),
+         shaped(((2,), (2, 2))), (F32,)),
+    # A scalar and a vector output of one fused group: the vector is computed at index 0 only.
+    comp("mixed-rank-outputs", lambda m: lambda b, x: (m.np.sin(x) * (b + 1), b + 1),
+         shaped(((), (3,))),
+         xfail="lowering: WRONG RESULTS: a group with outputs of different shapes iterates "
+         "over the first output's (scalar) space"),
+    comp("scan-called-twice", lambda m: lambda x: _scan_sum(m, x) * 2 + _scan_sum(m, -x),
+         shaped((3,)), xfail="lowering: IndexError in codegen _broadcast_in_dim"),
+    comp("pads-of-sums", lambda m: lambda a: _pads_of_sums(m, a), shaped((3,)),
+         xfail="lowering: fusion produced a cyclic group graph"),
+    comp("matmul-sum-min-eq", lambda m: lambda w, x: _matmul_sum_min(m, w, x),
+         shaped(((3, 4), (3,))), xfail="lowering: fusion produced a cyclic group graph"),
     # Reduced from the gradient of a random program: two reductions over one space, one of a
     # broadcast constant and feeding a pad.
     comp("sibling-reductions-into-pad", lambda m: lambda a: _sibling_reductions(m, a),
@@ -401,9 +442,10 @@ class Program:
 
 MIN_RANK = {"reduce": 1, "transpose": 2, "slice": 1, "rev": 1, "concatenate": 1, "cumsum": 1,
             "matmul": 1}
-# One dimension in 18 is zero-size, one in 18 large (enough work for parallel loops and long
-# rows); dims shrink towards 2. Zero-size temporaries can crash the process (see
-# test_reading_a_zero_size_temporary), so they are left out until that is fixed.
+# One dimension in 18 is large (enough work for parallel loops and long rows) and one is
+# zero-size; dims shrink towards 2. Zero-size temporaries can crash the process (see
+# test_reading_a_zero_size_temporary): until that is fixed, no dim is zero and slices and pads
+# keep at least one element.
 ZERO_SIZE_CRASHES = True
 DIM = st.sampled_from([2, 3, 1, 4, 2, 3, 1, 5, 2, 3, 1, 4, 2, 3, 1,
                        3 if ZERO_SIZE_CRASHES else 0, 40, 2])
@@ -479,8 +521,9 @@ def programs(draw, max_ops: int = 30):
             add(("reshape", (a,), out), out)
         elif kind == "slice" and nd:
             axis = draw(st.integers(0, nd - 1))
-            start = draw(st.integers(0, s[axis]))
-            stop = draw(st.integers(start, s[axis]))
+            empty_ok = 0 if ZERO_SIZE_CRASHES else 1
+            start = draw(st.integers(0, max(s[axis] - 1 + empty_ok, 0)))
+            stop = draw(st.integers(min(start + 1 - empty_ok, s[axis]), s[axis]))
             stride = draw(st.integers(1, 2))
             out = list(s)
             out[axis] = len(range(start, stop, stride))
@@ -489,7 +532,7 @@ def programs(draw, max_ops: int = 30):
             config = []
             for d in s:
                 lo, hi = draw(st.integers(-1, 2)), draw(st.integers(-1, 2))
-                if d < 2:
+                if d < 2 or (ZERO_SIZE_CRASHES and d + lo + hi < 1):
                     lo, hi = max(lo, 0), max(hi, 0)
                 config.append((lo, hi, draw(st.integers(0, 1))))
             out = [lo + hi + d + max(d - 1, 0) * interior for d, (lo, hi, interior)
@@ -525,6 +568,21 @@ def programs(draw, max_ops: int = 30):
     return Program(dtype, tuple(nodes), (*sinks, *extra), draw(st.integers(0, 2**32 - 1)))
 
 
+# Compiler errors that have a strict-xfail reproduction in this file: a random program hitting
+# one is discarded (hypothesis.assume) rather than failed, so that the random tests keep
+# looking for other bugs. Remove an entry once its reproduction passes.
+KNOWN_BUGS = ("fusion produced a cyclic group graph", "cannot be generated in a kernel")
+
+
+@contextlib.contextmanager
+def discarding_known_bugs():
+    try:
+        yield
+    except (AssertionError, NotImplementedError) as e:
+        assume(not any(m in str(e) for m in KNOWN_BUGS))
+        raise
+
+
 def _scale(values) -> float:
     """The largest finite magnitude among the program's values (at least 1)."""
     m = 1.0
@@ -540,7 +598,7 @@ def test_random_program(prog):
     record: list = []
     prog.run(FX_NS, to_fx(args), record)
     check_program(repr(prog), lambda *a: prog.run(FX_NS, a), lambda *a: prog.run(JAX_NS, a),
-                  args, _scale(record))
+                  args, _scale(record), discarding_known_bugs)
 
 
 def _loss(prog: Program, m, n_float: int):
@@ -564,10 +622,11 @@ def test_random_program_gradient(prog, how):
     record: list = []
     prog.run(FX_NS, to_fx(args), record)
     loss = _loss(prog, FX_NS, len(fl))
-    if how == "jit(grad)":
-        got = fx.jit(fx.grad(loss))(fl, bl)
-    else:
-        got = fx.vjp(fx.jit(loss), fl, bl)[1](np.asarray(1.0, prog.dtype))[0]
+    with discarding_known_bugs():
+        if how == "jit(grad)":
+            got = fx.jit(fx.grad(loss))(fl, bl)
+        else:
+            got = fx.vjp(fx.jit(loss), fl, bl)[1](np.asarray(1.0, prog.dtype))[0]
     eager = fx.grad(loss)(to_fx(fl), to_fx(bl))
     want = jax.grad(_loss(prog, JAX_NS, len(fl)))(fl, bl)
     dt = np.dtype(prog.dtype)

@@ -151,11 +151,17 @@ COMPOSITIONS = {
         lambda p, x: T.jit(f)(p, x) * 2 + T.jit(f)(p, -x))(p, x), lambda o: o.twice),
 }
 
-# Compiler bugs these compositions expose (minimal reproductions: test_jit_random_programs.py).
-CYCLIC = "fusion produced a cyclic group graph (the transposed jit body; see cyclic-fusion row)"
+# Compiler bugs these compositions expose; the minimal reproductions are the rows of
+# test_jit_random_programs.py named in the reasons.
+CYCLIC = "fusion produced a cyclic group graph (row matmul-sum-min-eq)"
 KNOWN_BUGS = {
-    ("trig_poly", "value_and_grad(jit)"): CYCLIC,
-    ("trig_poly", "vjp(jit)"): CYCLIC,
+    ("mlp", "jvp(jit)"): CYCLIC,
+    ("mlp", "jit(jvp)"): CYCLIC,
+    ("mlp", "jvp(grad(jit))"): CYCLIC,
+    ("trig_poly", "linearize(jit)"): "wrong primal: a fused group with a scalar and a vector "
+    "output computes the vector at index 0 only (row mixed-rank-outputs)",
+    ("control_flow", "jit(jit)-twice"): "IndexError in codegen _broadcast_in_dim (row "
+    "scan-called-twice)",
 }
 
 
@@ -366,7 +372,7 @@ def test_returning_inputs_and_constants_under_transformations():
 # --- nesting -------------------------------------------------------------------------------------
 
 
-def test_nested_jits_retrace_per_signature():
+def _nested():
     traces = []
 
     @fx.jit
@@ -378,13 +384,25 @@ def test_nested_jits_retrace_per_signature():
     def middle(x):
         return inner(x) + inner(x[:2])[0]
 
-    outer = fx.jit(lambda x: middle(x) * middle(x))
-    want = (jnp.sin(X) * 2 + jnp.sin(X[0]) * 2) ** 2
-    close(outer(X), want, "three levels")
+    return inner, fx.jit(lambda x: middle(x) * middle(x)), traces
+
+
+def _nested_jax(x):
+    return (jnp.sin(x) * 2 + jnp.sin(x[0]) * 2) ** 2
+
+
+def test_nested_jits_retrace_per_signature():
+    inner, outer, traces = _nested()
+    close(outer(X), _nested_jax(X), "three levels")
     close(fx.jit(fx.jit(inner))(X), jnp.sin(X) * 2, "jit(jit(f))")
-    close(fx.grad(lambda x: fnp.sum(outer(x)))(X), jax.grad(
-        lambda x: jnp.sum((jnp.sin(x) * 2 + jnp.sin(x[0]) * 2) ** 2))(X), "grad through them")
     assert sorted(set(traces)) == [(2,), (3,)]
+
+
+@pytest.mark.xfail(strict=True, reason="fusion produced a cyclic group graph (row pads-of-sums)")
+def test_grad_through_nested_jits():
+    _, outer, _ = _nested()
+    close(fx.grad(lambda x: fnp.sum(outer(x)))(X),
+          jax.grad(lambda x: jnp.sum(_nested_jax(x)))(X), "grad through nested jits")
 
 
 def test_jit_of_a_method():
