@@ -93,6 +93,10 @@ class KernelBuilder:
     def value(self, v, index: tuple[ir.Expr, ...]) -> ir.Expr:
         if isinstance(v, Literal):
             return ir.Const(v.value.item(), compute_dtype(v.aval.dtype))
+        if v.aval.size == 0:
+            # Never observed: a zero-size value only feeds untaken select branches (concatenate,
+            # pad) or empty loops. Its buffer may be NULL, so it is not read.
+            return ir.Const(0, compute_dtype(v.aval.dtype))
         if not v.aval.shape:
             index = ()
         key = (v, index)
@@ -315,6 +319,9 @@ def elementwise_kernel(group: FusionGroup, name: str, inputs, outputs) -> ir.Ker
     """One pass over the group's iteration space storing every output."""
     b = KernelBuilder(group, name, inputs, outputs)
     space = outputs[0].aval.shape
+    if any(v.aval.shape != space for v in outputs):
+        raise AssertionError(f"codegen: {group.label()} stores outputs of different shapes "
+                             f"{[v.aval.shape for v in outputs]} from one iteration space")
     if is_flat(group, space):
         # Pure elementwise over same-shaped operands: one flat loop, contiguous and vectorizable.
         n = math.prod(space)

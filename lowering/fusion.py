@@ -145,7 +145,8 @@ def fuse(jaxpr: Jaxpr) -> list[FusionGroup]:
         target.eqns = src.eqns + target.eqns
         for e in src.eqns:
             for v in e.outvars:
-                group_of[v] = target
+                if group_of.get(v) is src:  # not recomputed copies: they stay with their owner
+                    group_of[v] = target
         deps[target] |= deps.pop(src) - {target}
         for d in deps.values():
             if src in d:
@@ -200,12 +201,16 @@ def fuse(jaxpr: Jaxpr) -> list[FusionGroup]:
             members: set[FusionGroup] = {host} if host is not None else set()
             reads: set[FusionGroup] = set(producers)
             for g in merge:
+                if g is not host and not _tied_reads_ok(host, g.eqns):
+                    continue
                 if g is host or not creates_cycle(members | {g}, reads | deps[g]):
                     members.add(g)
                     reads |= deps[g]
             dup = []
             for g in dup_groups:
                 g_reads = {q for e in g.eqns for q in read_groups(e)}
+                if host is not None and not _tied_reads_ok(host, g.eqns):
+                    continue
                 if not creates_cycle(members, reads | g_reads):
                     reads |= g_reads
                     dup.extend(e for e in g.eqns if e not in dup)
@@ -265,7 +270,7 @@ def fuse(jaxpr: Jaxpr) -> list[FusionGroup]:
     for g in alive:  # merges prepend and recomputation copies: program order, each once
         g.eqns = sorted({id(e): e for e in g.eqns}.values(), key=lambda e: position[id(e)])
     groups = _order(alive, deps)
-    _assign_io(groups, jaxpr)
+    _assign_io(groups, jaxpr, group_of)
     return [g for g in groups if g.outputs or any(_effectful(e) for e in g.eqns)]
 
 
@@ -327,7 +332,8 @@ def _merge_single_consumer_producers(alive, deps, group_of, jaxpr, absorb,
                 continue
             if p.kind is GroupKind.REDUCTION:
                 # Row kernels over the same rows chain into one (the consumer's stages follow).
-                if c.kind is GroupKind.REDUCTION and (c.in_shape, c.axes) == (p.in_shape, p.axes):
+                if (c.kind is GroupKind.REDUCTION and (c.in_shape, c.axes) == (p.in_shape, p.axes)
+                        and _tied_reads_ok(p, c.eqns)):
                     absorb(c, p)
                     changed = True
                     break
@@ -390,6 +396,42 @@ def _joinable(g: FusionGroup, v: Var, eqn: JaxprEqn, out_shape) -> bool:
     return False
 
 
+def _tied_reads_ok(host: FusionGroup, eqns: list[JaxprEqn]) -> bool:
+    """Can ``eqns`` join ``host``? A reduction's results (a GEMM's product) exist only at the
+    output index a kernel iteration computes, so everything computed from them may be read
+    only by elementwise work at that index (or a reduction's keepdims broadcast), never
+    through an index map such as pad or a slice that would ask for another element."""
+    if host.kind is GroupKind.REDUCTION:
+        tied = {v for e in host.eqns if e.primitive in reduction_prims for v in e.outvars}
+    elif host.kind is GroupKind.GEMM:
+        tied = set(host.anchor.outvars)
+    else:
+        return True
+    everything = host.eqns + [e for e in eqns if e not in host.eqns]
+    changed = True
+    while changed:
+        changed = False
+        for e in everything:
+            read = [v for v in e.invars if isinstance(v, Var) and v in tied]
+            if not read:
+                continue
+            if e in eqns and not (_same_rows(host, e) or all(
+                    _joinable(host, v, e, e.outvars[0].aval.shape) for v in read)):
+                return False
+            new = [v for v in e.outvars if v not in tied]
+            if new:
+                tied.update(new)
+                changed = True
+    return True
+
+
+def _same_rows(host: FusionGroup, eqn: JaxprEqn) -> bool:
+    """A further reduction over the host's rows (softmax's sum after its max)."""
+    return (host.kind is GroupKind.REDUCTION and eqn.primitive in reduction_prims
+            and eqn.invars[0].aval.shape == host.in_shape
+            and tuple(eqn.params["axes"]) == host.axes)
+
+
 def _effectful(eqn: JaxprEqn) -> bool:
     return has_effects(eqn)
 
@@ -410,7 +452,17 @@ def _order(groups: list[FusionGroup], deps) -> list[FusionGroup]:
     return order
 
 
-def _assign_io(groups: list[FusionGroup], jaxpr: Jaxpr) -> None:
+def _can_store(g: FusionGroup, v: Var) -> bool:
+    if g.kind is GroupKind.REDUCTION:
+        return v.aval.shape in (g.in_shape, g.out_shape)
+    if g.kind is GroupKind.GEMM:
+        return v.aval.shape == g.anchor.outvars[0].aval.shape
+    if g.kind is GroupKind.ELEMENTWISE:
+        return v.aval.shape == g.root.outvars[0].aval.shape
+    return True
+
+
+def _assign_io(groups: list[FusionGroup], jaxpr: Jaxpr, group_of) -> None:
     produced_by: dict[Var, list[FusionGroup]] = defaultdict(list)
     for g in groups:
         for v in g.produced():
@@ -431,5 +483,13 @@ def _assign_io(groups: list[FusionGroup], jaxpr: Jaxpr) -> None:
     for v in returned:
         if v in produced_by:
             needed_from.setdefault(v, produced_by[v][0])
+    for v, g in needed_from.items():
+        # A recomputed copy may come first: the value is stored by its own group, or by one
+        # whose iteration space it lives in.
+        owner = group_of.get(v)
+        if owner in produced_by[v]:
+            needed_from[v] = owner
+        elif not _can_store(g, v):
+            needed_from[v] = next((h for h in produced_by[v] if _can_store(h, v)), g)
     for g in groups:
         g.outputs = [v for e in g.eqns for v in e.outvars if needed_from.get(v) is g]

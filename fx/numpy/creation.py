@@ -53,9 +53,11 @@ def full(shape, fill_value, dtype=None):
     """An array of ``shape`` filled with ``fill_value`` (a scalar or an array broadcastable to
     ``shape``). Without ``dtype`` a Python scalar fill stays weakly typed, as in JAX."""
     shape = _shape_tuple(shape, "full")
-    if dtype is not None and isinstance(fill_value, (bool, int, float)) and not isinstance(
-            fill_value, np.generic):
-        # A Python scalar goes straight to the requested dtype (0.1 in float64 is 0.1).
+    if (dtype is not None and isinstance(fill_value, (bool, int, float))
+            and not isinstance(fill_value, np.generic)
+            and np.issubdtype(dtypes.canonicalize(dtype), np.inexact)):
+        # A Python scalar goes straight to a float dtype (0.1 in float64 is 0.1); conversions
+        # to integers (-1.5 to uint32) follow convert_element_type, as in JAX.
         fill = to_array(np.asarray(fill_value, dtypes.canonicalize(dtype)))
     else:
         fill = to_array(fill_value)

@@ -151,24 +151,8 @@ COMPOSITIONS = {
         lambda p, x: T.jit(f)(p, x) * 2 + T.jit(f)(p, -x))(p, x), lambda o: o.twice),
 }
 
-# Compiler bugs these compositions expose; the minimal reproductions are the rows of
-# test_jit_random_programs.py named in the reasons.
-CYCLIC = "fusion produced a cyclic group graph (row matmul-sum-min-eq)"
-KNOWN_BUGS = {
-    ("mlp", "jvp(jit)"): CYCLIC,
-    ("mlp", "jit(jvp)"): CYCLIC,
-    ("mlp", "jvp(grad(jit))"): CYCLIC,
-    ("trig_poly", "linearize(jit)"): "wrong primal: a fused group with a scalar and a vector "
-    "output computes the vector at index 0 only (row mixed-rank-outputs)",
-    ("control_flow", "jit(jit)-twice"): "IndexError in codegen _broadcast_in_dim (row "
-    "scan-called-twice)",
-}
-
-
 @pytest.mark.parametrize("fname,comp", [
-    pytest.param(f, c, id=f"{f}-{c}", marks=[pytest.mark.xfail(
-        strict=True, reason=KNOWN_BUGS[f, c])] if (f, c) in KNOWN_BUGS else [])
-    for f in sorted(FUNCS) for c in COMPOSITIONS])
+    pytest.param(f, c, id=f"{f}-{c}") for f in sorted(FUNCS) for c in COMPOSITIONS])
 def test_composition_matches_eager_and_jax(fname, comp):
     func, p, x, xs, tp, tx = inputs(fname)
     build, expected = COMPOSITIONS[comp]
@@ -398,7 +382,6 @@ def test_nested_jits_retrace_per_signature():
     assert sorted(set(traces)) == [(2,), (3,)]
 
 
-@pytest.mark.xfail(strict=True, reason="fusion produced a cyclic group graph (row pads-of-sums)")
 def test_grad_through_nested_jits():
     _, outer, _ = _nested()
     close(fx.grad(lambda x: fnp.sum(outer(x)))(X),

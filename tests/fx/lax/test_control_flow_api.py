@@ -39,11 +39,13 @@ def test_cond_prints_its_branches_nested():
     assert text == dedent("""\
         { lambda ; a:bool[] b:f32[]. let
             c:i32[] = convert_element_type[new_dtype=int32 weak_type=False] a
-            d:f32[] = cond[branches=({ lambda ; e:f32[]. let
+            d:f32[] = cond[
+              branches=({ lambda ; e:f32[]. let
                   f:f32[] = mul e 2.0:f32[]
                 in (f,) }, { lambda ; g:f32[]. let
                   h:f32[] = add g 1.0:f32[]
-                in (h,) })] c b
+                in (h,) })
+            ] c b
           in (d,) }""")
 
 
@@ -61,15 +63,17 @@ def test_while_prints_cond_and_body_with_hoisted_constants():
                    np.ones(3, F32))
     assert text == dedent("""\
         { lambda a:f32[3]; b:f32[3]. let
-            c:f32[3] = while[body_jaxpr={ lambda ; d:f32[3] e:f32[3]. let
+            c:f32[3] = while[
+              body_jaxpr={ lambda ; d:f32[3] e:f32[3]. let
                   f:f32[3] = mul e d
                 in (f,) }
-            body_nconsts=1
-            cond_jaxpr={ lambda ; g:f32[3]. let
+              body_nconsts=1
+              cond_jaxpr={ lambda ; g:f32[3]. let
                   h:f32[] = reduce_sum[axes=(0,)] g
                   i:bool[] = lt h 10.0:f32[]
                 in (i,) }
-            cond_nconsts=0] a b
+              cond_nconsts=0
+            ] a b
           in (c,) }""")
 
 
@@ -77,15 +81,17 @@ def test_static_fori_loop_is_a_scan_with_a_counter_carry():
     text = _golden(lambda x: lax.fori_loop(0, 3, lambda i, c: c * 2.0, x), F32(1))
     assert text == dedent("""\
         { lambda ; a:f32[]. let
-            b:i32[] c:f32[] = scan[jaxpr={ lambda ; d:i32[] e:f32[]. let
+            b:i32[] c:f32[] = scan[
+              jaxpr={ lambda ; d:i32[] e:f32[]. let
                   f:i32[] = add d 1:i32[]
                   g:f32[] = mul e 2.0:f32[]
-                in (f g) }
-            length=3
-            num_carry=2
-            num_consts=0
-            reverse=False
-            unroll=1] 0:i32[] a
+                in (f, g) }
+              length=3
+              num_carry=2
+              num_consts=0
+              reverse=False
+              unroll=1
+            ] 0:i32[] a
           in (c,) }""")
     traced = _golden(lambda n, x: lax.fori_loop(0, n, lambda i, c: c * 2.0, x), np.int32(3),
                      F32(1))
