@@ -31,6 +31,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # in an elementwise/reduction kernel fails the run. Skipped (with a note) without nvcc.
 
 import dataclasses  # noqa: E402
+import pickle  # noqa: E402
+import re  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
@@ -70,10 +72,22 @@ def compile_cuda_kernels(kernels) -> tuple[bool, str]:
     report = proc.stderr
     if proc.returncode != 0:
         return False, report[-6000:]
-    spills = [line for line in report.splitlines()
-              if "spill" in line and not line.strip().startswith("0 bytes stack frame, 0 bytes")]
+    spills, function = [], "?"
+    for line in report.splitlines():
+        if "Function properties for" in line:
+            function = line.split("for", 1)[1].strip()
+        elif "spill" in line and re.search(r"[1-9]\d* bytes spill (stores|loads)", line):
+            # A stack frame alone is fine (libdevice's sin/cos reduce huge arguments through
+            # a small local array); spilled registers are not.
+            spills.append(f"{function}: {line.strip()}")
     if spills:
-        return False, "register spills:\n" + "\n".join(spills[:20])
+        report = "register spills:\n" + "\n".join(spills[:20])
+        m = re.match(r"fx_test_k(\d+):", spills[0])
+        if m:
+            k = renamed[int(m.group(1))]
+            source = k.source if hasattr(k, "source") else Renderer(CUDA).kernel(k)
+            report += "\nthe first such kernel:\n" + source
+        return False, report
     return True, report
 
 
@@ -86,8 +100,35 @@ def compile_cuda_kernels_nvrtc(kernels) -> tuple[bool, str]:
     return ok, log[-6000:]
 
 
+def pytest_configure(config):
+    # The xdist controller gives its workers (spawned later, inheriting the environment) a
+    # folder where each leaves the kernels it generated; the controller compiles them all.
+    if not hasattr(config, "workerinput") and "FX_TEST_KERNEL_DIR" not in os.environ:
+        config.fx_kernel_dir = tempfile.mkdtemp(prefix="fx-test-kernels-")
+        os.environ["FX_TEST_KERNEL_DIR"] = config.fx_kernel_dir
+
+
 def pytest_sessionfinish(session, exitstatus):
-    if not _cuda_kernels:
+    config = session.config
+    if hasattr(config, "workerinput"):  # an xdist worker: hand the kernels to the controller
+        folder = os.environ.get("FX_TEST_KERNEL_DIR")
+        if folder and _cuda_kernels:
+            path = os.path.join(folder, f"{config.workerinput['workerid']}.pkl")
+            with open(path + ".tmp", "wb") as f:
+                pickle.dump(list(_cuda_kernels.items()), f)
+            os.replace(path + ".tmp", path)
+        return
+    kernels = dict(_cuda_kernels)
+    folder = getattr(config, "fx_kernel_dir", None)
+    if folder:
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".pkl"):
+                with open(os.path.join(folder, name), "rb") as f:
+                    for text, k in pickle.load(f):
+                        kernels.setdefault(text, k)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop("FX_TEST_KERNEL_DIR", None)
+    if not kernels:
         return
     from fx.runtime import nvrtc
 
@@ -99,8 +140,8 @@ def pytest_sessionfinish(session, exitstatus):
     if not checks:
         print("\nfx: neither nvcc nor NVRTC found; generated kernels were not compiled for CUDA")
     for tool, check in checks:
-        ok, report = check(list(_cuda_kernels.values()))
+        ok, report = check(list(kernels.values()))
         if not ok:
-            print(f"\nfx: {len(_cuda_kernels)} generated kernels FAILED to compile for sm_90 "
+            print(f"\nfx: {len(kernels)} generated kernels FAILED to compile for sm_90 "
                   f"with {tool}:\n{report}")
             session.exitstatus = 1
