@@ -315,6 +315,10 @@ def _inner_loops(shape, body_fn, b: KernelBuilder, start: int) -> list[ir.Stmt]:
     return [ir.Loop(var, shape[0], tuple(b.pop()))]
 
 
+VECTOR_WIDTH = 4
+VECTOR_MIN_EXTENT = 4096
+
+
 def elementwise_kernel(group: FusionGroup, name: str, inputs, outputs) -> ir.Kernel:
     """One pass over the group's iteration space storing every output."""
     b = KernelBuilder(group, name, inputs, outputs)
@@ -329,7 +333,9 @@ def elementwise_kernel(group: FusionGroup, name: str, inputs, outputs) -> ir.Ker
         b.push()
         for v in outputs:
             b.store(v, (ir.Sym("i0", ir.INDEX),), space)
-        body = [ir.Loop("i0", n, tuple(b.pop()), parallel=True)]
+        # Wide (e.g. float4) accesses pay off on large flat loops; tiny ones stay compact.
+        vector = VECTOR_WIDTH if n >= VECTOR_MIN_EXTENT else 1
+        body = [ir.Loop("i0", n, tuple(b.pop()), parallel=True, vector=vector)]
     else:
         body = _loops(space, lambda idx: [b.store(v, idx, space) for v in outputs], b)
     return ir.Kernel(name, b.params(), tuple(body), work=math.prod(space))

@@ -103,6 +103,11 @@ class Loop(Stmt):
     # For a cooperative loop: (accumulator, op) pairs it reduces, so a target may vectorize it
     # as a reduction (reassociating within the row, identically on every run).
     reductions: tuple[tuple[str, str], ...] = ()
+    # For a flat parallel loop: a target with vector memory access may run ``vector``
+    # consecutive iterations per lane, reading and writing the buffers indexed by exactly
+    # ``var`` with one wide access each (others stay scalar). It must keep a scalar path for
+    # misaligned pointers and for the tail of an extent that ``vector`` does not divide.
+    vector: int = 1
 
 
 @dataclass(frozen=True)

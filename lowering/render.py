@@ -8,6 +8,7 @@ asks which target it renders for.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -99,6 +100,14 @@ class Dialect:
     # A pragma vectorizing a cooperative loop that reduces with these ops ("" = none).
     simd_reduction: str = ""
     simd_reduction_ops: dict = field(default_factory=dict)
+    # Wide memory access for flat loops marked ``vector`` (see kernel_ir.Loop): (width,
+    # storage type) -> vector type, the test that pointers are aligned for it, and a wide
+    # load/store. Empty: loops run scalar (a C compiler vectorizes them itself).
+    vector_types: dict = field(default_factory=dict)
+    vector_aligned: str = ""  # format: ptrs (bitwise or of the pointers' addresses), bytes
+    vector_pointer: str = ""  # format: p (a pointer, as an integer)
+    vector_load: str = ""  # format: vt, name, buf, i
+    vector_store: str = ""  # format: vt, name, buf, i
 
 
 C = Dialect(
@@ -159,6 +168,11 @@ CUDA = Dialect(
                 "{itype} fx_oi = __shfl_xor_sync(0xffffffffu, {idx}, fx_off); "
                 "if ({better}) {{ {best} = fx_ob; {idx} = fx_oi; }} }}",
     leader_guard="if (fx_lane == 0) ",
+    vector_types={(4, "float"): "float4", (4, "int32_t"): "int4", (4, "uint32_t"): "uint4"},
+    vector_aligned="((({ptrs}) % {bytes}ull) == 0ull)",
+    vector_pointer="(unsigned long long){p}",
+    vector_load="const {vt} {name} = reinterpret_cast<const {vt}*>({buf})[{i}];",
+    vector_store="reinterpret_cast<{vt}*>({buf})[{i}] = {name};",
 )
 
 
@@ -200,6 +214,9 @@ class Renderer:
         self.d = dialect
         self.work = 0  # the kernel being rendered: elements it touches
         self.it = dialect.index_type  # its index type
+        self.params: dict[str, ir.Param] = {}  # its parameters by name
+        # Inside a vector loop: (the loop's index, the wide buffers, this lane's component).
+        self.lane_of: tuple[ir.Sym, dict, int] | None = None
 
     # -- expressions ----------------------------------------------------------------------------
     def expr(self, e: ir.Expr) -> str:
@@ -208,6 +225,8 @@ class Renderer:
         if isinstance(e, ir.Sym):
             return e.name
         if isinstance(e, ir.Load):
+            if self.lane_of is not None and e.buf in self.lane_of[1] and e.index == self.lane_of[0]:
+                return f"{e.buf}_v.{_COMPONENTS[self.lane_of[2]]}"
             return f"{e.buf}[{self.expr(e.index)}]"
         if isinstance(e, ir.Op):
             return self.op(e)
@@ -276,12 +295,21 @@ class Renderer:
                 out.append(f"{pad}{s.name} = {self.expr(s.value)};")
             elif isinstance(s, ir.Store):
                 guard = self.d.leader_guard if s.leader_only else ""
-                out.append(f"{pad}{guard}{s.buf}[{self.expr(s.index)}] = {self.expr(s.value)};")
+                lane = self.lane_of
+                if lane is not None and s.buf in lane[1] and s.index == lane[0]:
+                    target = f"{s.buf}_v.{_COMPONENTS[lane[2]]}"
+                else:
+                    target = f"{s.buf}[{self.expr(s.index)}]"
+                out.append(f"{pad}{guard}{target} = {self.expr(s.value)};")
             elif isinstance(s, ir.Combine):
                 line = self.combine(s)
                 if line:
                     out.append(pad + line)
             elif isinstance(s, ir.Loop):
+                wide = self.wide_buffers(s) if s.parallel and s.vector > 1 else {}
+                if wide:
+                    out.extend(self.vector_loop(s, wide, indent))
+                    continue
                 if s.parallel:
                     template = self.d.parallel_for_lanes if s.lanes > 1 else ""
                     head = (template or self.d.parallel_for).format(
@@ -306,6 +334,87 @@ class Renderer:
                 out.append(f"{pad}}}")
             else:
                 raise TypeError(f"cannot render statement {s!r}")
+        return out
+
+    def wide_buffers(self, loop: ir.Loop) -> dict[str, str]:
+        """The buffers a vector loop reads or writes with wide accesses: name -> vector type.
+        A buffer qualifies when the dialect has a vector type for it and every access to it
+        in the loop is at exactly the loop index."""
+        var = ir.Sym(loop.var, ir.INDEX)
+        seen: dict[str, bool] = {}
+
+        def visit(e):
+            if isinstance(e, ir.Load):
+                seen[e.buf] = seen.get(e.buf, True) and e.index == var
+                visit(e.index)
+            elif isinstance(e, ir.Op):
+                for a in e.args:
+                    visit(a)
+
+        def walk(body):
+            for st in body:
+                if isinstance(st, ir.Store):
+                    seen[st.buf] = seen.get(st.buf, True) and st.index == var
+                    visit(st.index)
+                for field_name in ("value", "init", "index"):
+                    if isinstance(getattr(st, field_name, None), ir.Expr):
+                        visit(getattr(st, field_name))
+                if isinstance(st, ir.Loop):
+                    walk(st.body)
+
+        walk(loop.body)
+        wide = {}
+        for buf, ok in seen.items():
+            vt = self.d.vector_types.get((loop.vector, storage_type(self.params[buf].dtype)))
+            if ok and vt:
+                wide[buf] = vt
+        return wide
+
+    def vector_loop(self, loop: ir.Loop, wide: dict[str, str], indent: int) -> list[str]:
+        """``loop`` with ``loop.vector`` iterations per lane and one wide access per buffer in
+        ``wide``, when every pointer is aligned for it; then the remaining iterations (the
+        tail, or all of them for misaligned pointers) one per lane."""
+        pad, inner = "  " * indent, "  " * (indent + 1)
+        w, var = loop.vector, loop.var
+        vec_iters = loop.extent // w
+        done = f"{var}_done"
+        ptrs = " | ".join(self.d.vector_pointer.format(p=b) for b in wide)
+        bytes_ = w * max(self.params[b].dtype.itemsize for b in wide)
+        out = [f"{pad}{self.it} {done} = 0;",
+               f"{pad}if ({self.d.vector_aligned.format(ptrs=ptrs, bytes=bytes_)}) {{"]
+        head = self.d.parallel_for.format(it=self.it, v=f"{var}_v", start=0, stop=vec_iters,
+                                          lanes=1, work=max(self.work, loop.extent))
+        out.extend(inner + line for line in head.split("\n"))
+        out[-1] += " {"
+        deep = "  " * (indent + 2)
+        reads = [b for b in wide if not self.params[b].is_output]
+        writes = [b for b in wide if self.params[b].is_output]
+        for b in reads:
+            out.append(deep + self.d.vector_load.format(vt=wide[b], name=f"{b}_v", buf=b,
+                                                        i=f"{var}_v"))
+        for b in writes:
+            out.append(f"{deep}{wide[b]} {b}_v;")
+        for c in range(w):
+            self.lane_of = (ir.Sym(var, ir.INDEX), wide, c)
+            try:
+                lane = self.stmts(loop.body, indent + 3)
+            finally:
+                self.lane_of = None
+            if re.search(rf"\b{var}\b", "\n".join(lane)):  # scalar accesses need the index
+                lane.insert(0, f"{deep}  const {self.it} {var} = {var}_v * {w} + {c};")
+            out += [f"{deep}{{", *lane, f"{deep}}}"]
+        for b in writes:
+            out.append(deep + self.d.vector_store.format(vt=wide[b], name=f"{b}_v", buf=b,
+                                                         i=f"{var}_v"))
+        out.append(f"{inner}}}")
+        out.append(f"{inner}{done} = {vec_iters * w};")
+        out.append(f"{pad}}}")
+        head = self.d.parallel_for.format(it=self.it, v=var, start=done, stop=loop.extent,
+                                          lanes=1, work=max(self.work, loop.extent))
+        out.extend(pad + line for line in head.split("\n"))
+        out[-1] += " {"
+        out.extend(self.stmts(loop.body, indent + 1))
+        out.append(f"{pad}}}")
         return out
 
     def combine(self, c: ir.Combine) -> str:
@@ -339,6 +448,7 @@ class Renderer:
             for p in k.params
         )
         self.work = k.work
+        self.params = {p.name: p for p in k.params}
         largest = max([k.work] + [p.size for p in k.params])
         small = self.d.small_index_type and largest < 2**31 - 1
         self.it = self.d.small_index_type if small else self.d.index_type
@@ -346,6 +456,9 @@ class Renderer:
         lines += self.stmts(k.body, 1)
         lines.append("}")
         return "\n".join(lines)
+
+
+_COMPONENTS = "xyzw"
 
 
 def _shfl_operand(name: str, dt) -> str:

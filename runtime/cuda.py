@@ -53,10 +53,11 @@ def launch_config(iterations: int, lanes: int = 1, sm_count: int = 132,
 
 
 def kernel_iterations(kernel) -> tuple[int, int]:
-    """The parallel loop's extent and lane count of a generated kernel."""
+    """The parallel loop's iterations (a vector loop runs ``vector`` of them per thread) and
+    lane count of a generated kernel."""
     for stmt in getattr(kernel, "body", ()):
         if getattr(stmt, "parallel", False):
-            return stmt.extent, stmt.lanes
+            return -(-stmt.extent // stmt.vector), stmt.lanes
     return 1, 1
 
 

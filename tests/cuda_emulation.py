@@ -23,7 +23,9 @@ SHIM = r"""
 #include <thread>
 #include <vector>
 struct dim3 { unsigned x, y, z; };
-struct float4 { float x, y, z, w; };
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(16) int4 { int x, y, z, w; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
 static thread_local dim3 threadIdx, blockIdx;
 static dim3 blockDim, gridDim;
 static std::barrier<>* fx_emu_barrier;
