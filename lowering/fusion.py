@@ -266,6 +266,7 @@ def fuse(jaxpr: Jaxpr) -> list[FusionGroup]:
     _prune_unread(alive, deps, jaxpr)
     _recompute_deps(alive, deps, group_of)
     _merge_single_consumer_producers(alive, deps, group_of, jaxpr, absorb, creates_cycle)
+    _merge_siblings(alive, deps, group_of, jaxpr, absorb, creates_cycle)
     position = {id(e): i for i, e in enumerate(jaxpr.eqns)}
     for g in alive:  # merges prepend and recomputation copies: program order, each once
         g.eqns = sorted({id(e): e for e in g.eqns}.values(), key=lambda e: position[id(e)])
@@ -356,6 +357,72 @@ def _merge_single_consumer_producers(alive, deps, group_of, jaxpr, absorb,
             if ok:
                 absorb(c, p)
                 changed = True
+                break
+
+
+def _merge_siblings(alive, deps, group_of, jaxpr, absorb, creates_cycle) -> None:
+    """Multi-output fusion of elementwise groups over one iteration space. A group whose
+    every needed value is only returned and also recomputed by another group is dropped:
+    that group stores the values. Groups that read a common input become one pass that reads
+    it once and stores both groups' outputs, if the merged group stays acyclic."""
+    returned = {v for v in jaxpr.outvars if isinstance(v, Var)}
+
+    def elementwise(g):
+        return g.kind is GroupKind.ELEMENTWISE and not any(_effectful(e) for e in g.eqns)
+
+    def external_reads(g) -> set[Var]:
+        local = g.produced()
+        return {v for e in g.eqns for v in e.invars if isinstance(v, Var) and v not in local}
+
+    def read_elsewhere() -> set[Var]:
+        out: set[Var] = set()
+        for g in alive:
+            out |= external_reads(g)
+        return out
+
+    def needed(g, elsewhere) -> set[Var]:
+        return {v for v in g.produced() if group_of.get(v) is g
+                and (v in returned or v in elsewhere)}
+
+    def space(g):
+        return g.root.outvars[0].aval.shape
+
+    elsewhere = read_elsewhere()
+    for p in [g for g in alive if elementwise(g)]:
+        values = needed(p, elsewhere)
+        if not values or values & elsewhere:
+            continue
+        c = next((c for c in alive if c is not p and elementwise(c)
+                  and values <= c.produced() and all(_can_store(c, v) for v in values)), None)
+        if c is not None:
+            for v in values:
+                group_of[v] = c
+            alive.remove(p)
+            deps.pop(p, None)
+            elsewhere = read_elsewhere()
+
+    changed = True
+    while changed:
+        changed = False
+        readers: dict[Var, list[FusionGroup]] = defaultdict(list)
+        for g in sorted((g for g in alive if elementwise(g)), key=lambda g: g.id):
+            for v in external_reads(g):
+                if v.aval.size > 1:  # sharing a scalar saves nothing
+                    readers[v].append(g)
+        for groups in readers.values():
+            for a, b in itertools.combinations(groups, 2):
+                shape = space(a)
+                if space(b) != shape:
+                    continue
+                if any(v.aval.shape != shape for g in (a, b) for v in needed(g, elsewhere)):
+                    continue
+                if creates_cycle({a, b}, deps[a] | deps[b]):
+                    continue
+                absorb(a, b)
+                elsewhere = read_elsewhere()
+                changed = True
+                break
+            if changed:
                 break
 
 
