@@ -105,6 +105,30 @@ def as_buffer(x, aval: ShapedArray | None = None):
 # --- traces -------------------------------------------------------------------------------------
 
 
+def to_value(x, name: str = "fx"):
+    """An fx value for one leaf: arrays and tracers pass through, NumPy data becomes an Array
+    with its canonical dtype (fx's own copy, as jax copies on ``device_put``), Python scalars
+    weakly typed 0-d arrays. Nested lists are ``fx.numpy.asarray``'s business."""
+    if isinstance(x, (Array, Tracer)):
+        return x
+    if isinstance(x, (np.ndarray, np.generic)):
+        return device_array(np.asarray(x, dtype=dtypes.canonicalize(x.dtype)))
+    if isinstance(x, (bool, int, float)):
+        dt, weak = dtypes.dtype_and_weak(x)
+        return Array(np.asarray(x, dtype=dt), weak)
+    raise TypeError(
+        f"{name}: expected an array, scalar or nested list, got {type(x).__name__}: {x!r}"
+    )
+
+
+def device_array(host: np.ndarray) -> Array:
+    """A copy of ``host`` on the default device: later writes to the NumPy array do not show
+    through, and the copy can be donated."""
+    dev = default_device()
+    buf = np.array(host, copy=True) if dev.platform == "cpu" else put_buffer(host, dev)
+    return Array._wrap(buf, ShapedArray(buf.shape, buf.dtype))
+
+
 class Trace:
     """An interpreter of primitives. Subclasses implement ``process_primitive``."""
 

@@ -6,9 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 from fx import tree_util
-from fx.core import get_aval
+from fx.core import get_aval, to_value
 from fx.interpreters.batching import BatchAxis, batch_flat
-from fx.numpy._promote import to_array
 
 
 def _fun_name(f) -> str:
@@ -49,7 +48,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
         except ValueError as e:
             raise ValueError(f"vmap: in_axes does not match the arguments: {e}") from None
         paths = [p for p, _ in tree_util.tree_flatten_with_path(args)[0]]
-        leaves = [to_array(x) for x in leaves]
+        leaves = [to_value(x, "vmap") for x in leaves]
         dims, size = [], axis_size
         sized_from = None
         for leaf, ax, path in zip(leaves, axes, paths):
@@ -85,7 +84,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
         def flat_f(*xs):
             out = fun(*tree_util.tree_unflatten(in_tree, xs))
             out_leaves, store["tree"] = tree_util.tree_flatten(out)
-            return [to_array(o) for o in out_leaves]
+            return [to_value(o, "vmap") for o in out_leaves]
 
         def out_dim(i):
             if "axes" not in store:

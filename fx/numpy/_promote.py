@@ -9,9 +9,7 @@ import numpy as np
 
 from fx import dtypes, lax
 from fx.array import Array
-from fx.avals import ShapedArray
-from fx.core import Tracer, get_aval
-from fx.devices import default_device, put_buffer
+from fx.core import Tracer, device_array, get_aval, to_value
 
 
 def is_fx_value(x) -> bool:
@@ -20,19 +18,11 @@ def is_fx_value(x) -> bool:
 
 def to_array(x, name: str = "fx.numpy"):
     """An fx value for ``x``: arrays pass through, Python scalars become weakly typed 0-d
-    arrays, numpy data becomes an Array with its (canonicalized) dtype."""
-    if is_fx_value(x):
-        return x
-    if isinstance(x, (np.ndarray, np.generic)):
-        return _device_array(np.asarray(x, dtype=dtypes.canonicalize(x.dtype)))
-    if isinstance(x, (bool, int, float)):
-        dt, weak = dtypes.dtype_and_weak(x)
-        return Array(np.asarray(x, dtype=dt), weak)
+    arrays, numpy data becomes an Array with its (canonicalized) dtype, nested lists are
+    stacked."""
     if isinstance(x, (list, tuple)):
         return asarray(x)
-    raise TypeError(
-        f"{name}: expected an array, scalar or nested list, got {type(x).__name__}: {x!r}"
-    )
+    return to_value(x, name)
 
 
 def asarray(x, dtype=None):
@@ -54,7 +44,7 @@ def asarray(x, dtype=None):
     if host.dtype == object:
         raise TypeError(f"fx.numpy.asarray: cannot convert ragged or non-numeric data {x!r}")
     dt = dt or dtypes.canonicalize(host.dtype)
-    return _device_array(np.asarray(host, dtype=dt))
+    return device_array(np.asarray(host, dtype=dt))
 
 
 def _holds_fx_value(x) -> bool:
@@ -72,14 +62,6 @@ def _stack_nested(x, dt):
     rows = [lax.reshape(e, (1,) + get_aval(e).shape) for e in elems]
     out = lax.concatenate(rows, 0)
     return out if dt is None else lax.convert_element_type(out, dt)
-
-
-def _device_array(host: np.ndarray) -> Array:
-    """fx's own copy of host data (as jax copies on device_put): later writes to the NumPy
-    array do not show through, and the copy can be donated."""
-    dev = default_device()
-    buf = np.array(host, copy=True) if dev.platform == "cpu" else put_buffer(host, dev)
-    return Array._wrap(buf, ShapedArray(buf.shape, buf.dtype))
 
 
 def promote_dtypes(*args, name: str = "fx.numpy") -> list:

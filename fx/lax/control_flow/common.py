@@ -20,7 +20,7 @@ import numpy as np
 from fx import dtypes, tree_util
 from fx.array import Array
 from fx.avals import ShapedArray
-from fx.core import Tracer, is_array_like, new_trace
+from fx.core import Tracer, is_array_like, new_trace, to_value
 from fx.interpreters.eval import eval_jaxpr
 from fx.interpreters.partial_eval import PartialEvalTrace
 from fx.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, SourceInfo, Var, dce_jaxpr
@@ -59,14 +59,12 @@ def origin_of(closed: ClosedJaxpr) -> SourceInfo | None:
 
 def as_value(x, what: str):
     """An fx value for a leaf of a user pytree (numpy data and Python scalars convert)."""
-    from fx.numpy._promote import to_array  # fx.numpy imports fx.lax: import late
-
     if not is_array_like(x):
         raise TypeError(
             f"{what}: a leaf of type {type(x).__name__} is not an array; control-flow operands "
             "and results must be pytrees of arrays or scalars"
         )
-    return to_array(x)
+    return to_value(x, what)
 
 
 def flatten_values(tree, what: str) -> tuple[list, tree_util.PyTreeDef]:

@@ -392,7 +392,22 @@ def map(f: Callable, xs, *, batch_size: int | None = None):  # noqa: A001  (lax'
     """
     if batch_size is None:
         return scan(lambda _, x: ((), f(x)), (), xs)[1]
-    from fx.vectorize import vmap
+
+    def vmap(f):  # fx.vmap over the leading axis, without importing the API layer
+        def batched(xs):
+            leaves, tree = tree_util.tree_flatten(xs)
+            store = {}
+
+            def flat_f(*ls):
+                out, store["tree"] = tree_util.tree_flatten(f(tree_util.tree_unflatten(tree, ls)))
+                return [common.as_value(o, "map") for o in out]
+
+            size = get_aval(leaves[0]).shape[0]
+            outs = batching.batch_flat(flat_f, leaves, [0] * len(leaves),
+                                       batching.BatchAxis(size, None), lambda i: 0)
+            return tree_util.tree_unflatten(store["tree"], outs)
+
+        return batched
 
     leaves, tree = common.flatten_values(xs, "map")
     if not leaves:
