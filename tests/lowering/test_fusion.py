@@ -103,3 +103,32 @@ def test_fusion_results_match_eager():
     got, want = fx.jit(f)(x), f(x)
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-6, atol=1e-7)
+
+
+def test_outputs_over_one_space_share_one_kernel():
+    """Multi-output fusion: a returned value that a consumer recomputes is stored by that
+    consumer, and siblings reading a common input make one pass over it."""
+    def f(x, i, d):
+        h = x * 2.0 + i.astype(np.float32)
+        return h, (d * 3.0).astype(np.float32) + h, i + 1, fnp.sin(x)
+
+    rng = np.random.default_rng(0)
+    args = (rng.standard_normal(64).astype(np.float32), np.arange(64, dtype=np.int32),
+            rng.standard_normal(64))
+    low = _program(f, *map(fnp.asarray, args))
+    assert len(low.steps) == 1 and len(low.steps[0].outputs) == 4
+    for g, w in zip(fx.jit(f)(*args), f(*args)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6)  # sinf: 1 ulp
+
+
+def test_siblings_of_different_spaces_or_joined_through_a_reduction_stay_apart():
+    def f(x, y):
+        s = lax.reduce_sum(x * 2.0, (1,))  # reads x, feeds the second elementwise pass
+        return fnp.exp(x), fnp.exp(y) + lax.broadcast_in_dim(s, y.shape, (0,)), s
+
+    low = _program(f, fnp.ones((8, 4)), fnp.ones((8, 4)))
+    kinds = _kinds(low)
+    assert kinds.count(GroupKind.REDUCTION) == 1
+    x, y = np.arange(32.0).reshape(8, 4) / 10, np.ones((8, 4))
+    for g, w in zip(fx.jit(f)(x, y), f(x, y)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12)
