@@ -20,6 +20,12 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+# OpenMP threads that spin between parallel regions steal the cores BLAS runs on (and the
+# reverse): a jitted train step alternates kernels and GEMMs, and on two cores spinning made
+# it 5x slower. Sleeping threads cost a wake-up per region instead. Read when the OpenMP
+# runtime loads with the first compiled library; the user's own setting wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-ffp-contract=off",
          "-fPIC", "-shared", "-std=gnu11", "-w")
 
