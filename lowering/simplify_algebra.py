@@ -3,15 +3,17 @@
 Rewrites (only when the replacement has exactly the equation's output type, weak type
 included, so the result still type-checks): ``x*1``, ``1*x``, ``x+0``, ``0+x``, ``x-0``,
 ``x/1``, ``neg(neg(x))``, a transpose of a transpose (composed, or dropped when the identity),
-a reshape of a reshape, a reshape or convert to the same type, ``select_n(c, x, x)``, and a
-broadcast whose operand already has the output shape. Nothing that changes NaN or signed-zero
+a reshape of a reshape, a reshape or convert to the same type, ``select_n(c, x, x)``, a
+broadcast whose operand already has the output shape, and the transpose of a matrix product
+(``(a @ b).T`` becomes ``b.T @ a.T``: the product is written in the layout that is read, as
+reverse mode asks for weight gradients). Nothing that changes NaN or signed-zero
 behaviour (``x*0``, ``x-x``) is rewritten.
 """
 
 from __future__ import annotations
 
 from fx.jaxpr import Jaxpr, JaxprEqn, Literal, Var
-from fx.lax import base
+from fx.lax import base, linalg
 from fx.lax import elementwise as ew
 from fx.lowering.rewrite import Renamer, literal_value
 
@@ -88,6 +90,9 @@ def _compose(eqn: JaxprEqn, producer: dict) -> JaxprEqn:
     one becomes dead if nothing else reads it)."""
     x = eqn.invars[0] if eqn.invars else None
     src = producer.get(x) if isinstance(x, Var) else None
+    if (src is not None and eqn.primitive is base.transpose_p
+            and src.primitive is linalg.dot_general_p):
+        return _transposed_product(eqn, src)
     if src is None or src.primitive is not eqn.primitive:
         return eqn
     if eqn.primitive is base.transpose_p:
@@ -97,3 +102,15 @@ def _compose(eqn: JaxprEqn, producer: dict) -> JaxprEqn:
     if eqn.primitive is base.reshape_p:
         return eqn.replace(invars=[src.invars[0]])
     return eqn
+
+
+def _transposed_product(eqn: JaxprEqn, dot: JaxprEqn) -> JaxprEqn:
+    """``transpose(dot_general(a, b), (1, 0))`` of matrices (no batch dimensions) as
+    ``dot_general(b, a)``, the operands swapped; anything else is left as it is."""
+    (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
+    a, b = dot.invars
+    if (eqn.params["permutation"] != (1, 0) or lb or rb or len(lc) != 1
+            or a.aval.ndim != 2 or b.aval.ndim != 2):
+        return eqn
+    params = dict(dot.params, dimension_numbers=((tuple(rc), tuple(lc)), ((), ())))
+    return eqn.replace(primitive=dot.primitive, invars=[b, a], params=params)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 import fx
 import fx.lax as lax
 import fx.numpy as fnp
@@ -68,3 +70,22 @@ def test_inline_calls_flattens_nested_jits_twice_called():
     check_jaxpr(flat)
     assert "jit" not in _prims(flat.jaxpr)
     assert _prims(flat.jaxpr).count("sin") == 2
+
+
+def test_simplify_writes_a_transposed_matrix_product_directly():
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((5, 3)), rng.standard_normal((5, 4))
+
+    def f(a, b):  # a weight gradient as reverse mode writes it: (a^T b)^T
+        return lax.transpose(lax.dot_general(a, b, (((0,), (0,)), ((), ()))), (1, 0))
+
+    j = eliminate_dead_code(simplify_algebra(_jaxpr(f, a, b)))
+    check_jaxpr(j)
+    assert _prims(j) == ["dot_general"]
+    (eqn,) = j.eqns
+    assert eqn.invars == j.invars[::-1]
+    np.testing.assert_allclose(np.asarray(fx.jit(f)(a, b)), (a.T @ b).T, rtol=1e-12)
+    # Batched products and other permutations keep their transpose.
+    c = rng.standard_normal((2, 5, 3))
+    g = lambda c: lax.transpose(lax.dot_general(c, c, (((1,), (1,)), ((0,), (0,)))), (0, 2, 1))
+    assert "transpose" in _prims(simplify_algebra(_jaxpr(g, c)))
