@@ -363,8 +363,9 @@ def _merge_single_consumer_producers(alive, deps, group_of, jaxpr, absorb,
 def _merge_siblings(alive, deps, group_of, jaxpr, absorb, creates_cycle) -> None:
     """Multi-output fusion of elementwise groups over one iteration space. A group whose
     every needed value is only returned and also recomputed by another group is dropped:
-    that group stores the values. Groups that read a common input become one pass that reads
-    it once and stores both groups' outputs, if the merged group stays acyclic."""
+    that group stores the values. Groups that read a common input, or one of which reads a
+    value the other stores, become one pass that reads it once and stores both groups'
+    outputs, if the merged group stays acyclic."""
     returned = {v for v in jaxpr.outvars if isinstance(v, Var)}
 
     def elementwise(g):
@@ -406,7 +407,9 @@ def _merge_siblings(alive, deps, group_of, jaxpr, absorb, creates_cycle) -> None
         changed = False
         readers: dict[Var, list[FusionGroup]] = defaultdict(list)
         for g in sorted((g for g in alive if elementwise(g)), key=lambda g: g.id):
-            for v in external_reads(g):
+            # A producer pairs with the readers of its stored values too: the merged pass
+            # stores the value and uses it without reading it back.
+            for v in external_reads(g) | needed(g, elsewhere):
                 if v.aval.size > 1:  # sharing a scalar saves nothing
                     readers[v].append(g)
         for groups in readers.values():
