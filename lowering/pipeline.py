@@ -14,6 +14,7 @@ from fx.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var, check_jaxpr
 from fx.lowering import control_flow, cuda_gemm
 from fx.lowering import conv as _conv  # noqa: F401  (registers the convolution impls)
 from fx.lowering import kernel_ir as ir
+from fx.lowering import window_maps as _window_maps  # noqa: F401  (pooling index maps)
 from fx.lowering.codegen import KERNEL_BUILDERS, is_flat
 from fx.lowering.cost import group_bytes, group_flops
 from fx.lowering.eliminate_common_subexpressions import eliminate_common_subexpressions

@@ -1,0 +1,94 @@
+"""Pooling in generated kernels (reduce_window and the max-pool gradient as index maps): jit
+against the NumPy implementations on random window geometries, with ties, NaN and padding."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+import fx
+import fx.lax as lax
+from fx.lax import windowed as win
+from fx.lowering.pipeline import lower
+
+
+@st.composite
+def geometries(draw):
+    nd = draw(st.integers(1, 3))
+    shape = tuple(draw(st.integers(1, 6)) for _ in range(nd))
+    window = tuple(draw(st.integers(1, 3)) for _ in range(nd))
+    strides = tuple(draw(st.integers(1, 3)) for _ in range(nd))
+    padding = tuple((draw(st.integers(0, 2)), draw(st.integers(0, 2))) for _ in range(nd))
+    base = tuple(draw(st.sampled_from([1, 1, 2])) for _ in range(nd))
+    wdil = tuple(draw(st.sampled_from([1, 1, 2])) for _ in range(nd))
+    params = dict(window_dimensions=window, window_strides=strides, padding=padding,
+                  base_dilation=base, window_dilation=wdil)
+    return shape, params
+
+
+def _values(draw, shape, dtype):
+    # Few distinct values: many ties, so the first-choice rule is exercised.
+    pool = [-1.0, 0.0, 0.5, 2.0] + ([np.nan] if np.dtype(dtype).kind == "f" else [])
+    vals = draw(st.lists(st.sampled_from(pool), min_size=int(np.prod(shape)),
+                         max_size=int(np.prod(shape))))
+    return np.array(vals, dtype=np.float64).reshape(shape).astype(dtype)
+
+
+def _assert_same(got, want):
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+@given(geometries(), st.sampled_from(["max", "min", "sum"]),
+       st.sampled_from([np.float32, np.float64, np.int32]), st.data())
+def test_reduce_window_in_a_kernel_matches_numpy(geometry, kind, dtype, data):
+    shape, params = geometry
+    x = _values(data.draw, shape, dtype)
+    prim = {"max": win.reduce_window_max_p, "min": win.reduce_window_min_p,
+            "sum": win.reduce_window_sum_p}[kind]
+
+    def f(x):
+        return prim.bind(x * 1, **params)  # a producer fused into the window's reads
+
+    want = prim.impl(x * 1, **params)
+    if want.size == 0:
+        return
+    low = lower(fx.make_jaxpr(f)(x), "cpu")
+    assert all(s.choice.impl.name == "cpu.fused_elementwise" for s in low.steps)
+    got = fx.jit(f)(x)
+    if kind == "sum" and np.dtype(dtype).kind == "f":
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+    else:
+        _assert_same(got, want)
+
+
+@given(geometries(), st.sampled_from(["max", "min"]), st.sampled_from([np.float32, np.float64]),
+       st.data())
+def test_select_and_scatter_add_in_a_kernel_matches_numpy(geometry, select, dtype, data):
+    shape, params = geometry
+    operand = _values(data.draw, shape, dtype)
+    out_shape = win.reduce_window_max_p.abstract_eval(
+        fx.core.get_aval(fx.numpy.asarray(operand)), **params).shape
+    if 0 in out_shape:
+        return
+    source = np.arange(1, int(np.prod(out_shape)) + 1, dtype=dtype).reshape(out_shape)
+
+    def f(source, operand):
+        return win.select_and_scatter_add(source, operand, select, **params)
+
+    want = win.select_and_scatter_add_p.impl(source, operand, select=select, **params)
+    _assert_same(fx.jit(f)(source, operand), want)
+
+
+def test_max_pool_gradient_is_one_kernel_with_the_relu_backward():
+    x = np.random.default_rng(0).standard_normal((2, 8, 8, 3)).astype(np.float32)
+
+    def loss(x):
+        y = lax.reduce_window(fx.nn.relu(x), -np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1),
+                              "VALID")
+        return (y * y).sum()
+
+    g = fx.jit(fx.grad(loss))
+    low = g.lower(x)
+    assert "numpy.opaque" not in low.as_text()
+    np.testing.assert_allclose(np.asarray(g(x)), np.asarray(fx.grad(loss)(x)), rtol=1e-6)
