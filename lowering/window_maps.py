@@ -52,26 +52,33 @@ def _each_tap(b: KernelBuilder, extents, body_fn, unroll: int = _UNROLL) -> None
         b.emit(st)
 
 
-def _tap(out_index, taps, params, shape):
-    """The operand index a window tap reads, and whether it reads a real element."""
+def _tap(out_index, taps, params, shape, out_shape):
+    """The operand index a window tap reads, and whether it reads a real element. Checks and
+    clamps that the geometry makes always true are left out (an index of extent ``m`` lies in
+    [0, m-1]), so trivial window dimensions stay affine and their loops vectorize."""
     valid, idx = None, []
-    for o, t, n, s, wd, bd, (lo, _) in zip(out_index, taps, shape, params["window_strides"],
-                                           params["window_dilation"], params["base_dilation"],
-                                           params["padding"]):
+    for o, t, n, m, k, s, wd, bd, (lo, _) in zip(
+            out_index, taps, shape, out_shape, params["window_dimensions"],
+            params["window_strides"], params["window_dilation"], params["base_dilation"],
+            params["padding"]):
         pos = ir.isub(ir.iadd(ir.imul(o, ir.const_index(s)), ir.imul(t, ir.const_index(wd))),
                       ir.const_index(lo))
-        valid = _and(valid, ir.Op("ge", (pos, ir.const_index(0)), _B))
-        valid = _and(valid, ir.Op("le", (pos, ir.const_index((n - 1) * bd)), _B))
-        nonneg = ir.Op("max", (pos, ir.const_index(0)), ir.INDEX)
+        low, high = -lo, (m - 1) * s + (k - 1) * wd - lo
+        if low < 0:
+            valid = _and(valid, ir.Op("ge", (pos, ir.const_index(0)), _B))
+            pos = ir.Op("max", (pos, ir.const_index(0)), ir.INDEX)
+        if high > (n - 1) * bd:
+            valid = _and(valid, ir.Op("le", (pos, ir.const_index((n - 1) * bd)), _B))
         if bd > 1:
-            valid = _and(valid, ir.Op("eq", (ir.imod(nonneg, bd), ir.const_index(0)), _B))
-        j = ir.idiv(nonneg, bd)
-        idx.append(ir.Op("min", (j, ir.const_index(max(n - 1, 0))), ir.INDEX))
+            valid = _and(valid, ir.Op("eq", (ir.imod(pos, bd), ir.const_index(0)), _B))
+        j = ir.idiv(pos, bd)
+        idx.append(ir.Op("min", (j, ir.const_index(max(n - 1, 0))), ir.INDEX)
+                   if high // bd > n - 1 else j)
     return valid, tuple(idx)
 
 
-def _read(b: KernelBuilder, x, out_index, taps, params, fill):
-    valid, idx = _tap(out_index, taps, params, x.aval.shape)
+def _read(b: KernelBuilder, x, out_index, out_shape, taps, params, fill):
+    valid, idx = _tap(out_index, taps, params, x.aval.shape, out_shape)
     val = b.value(x, idx)
     return val if valid is None else ir.Op("select", (valid, val, fill), val.dtype)
 
@@ -89,7 +96,7 @@ def _reduce_window(kind: str):
         cur = ir.Sym(acc, dt)
 
         def body(taps):
-            val = _read(b, x, index, taps, p, init)
+            val = _read(b, x, index, eqn.outvars[0].aval.shape, taps, p, init)
             b.emit(ir.Assign(acc, ir.Op(op, (cur, val), dt)))
 
         _each_tap(b, p["window_dimensions"], body)
@@ -127,23 +134,31 @@ def _select_and_scatter_add(b: KernelBuilder, eqn: JaxprEqn, index):
     def per_tap(loop_taps):
         # The window whose tap ``taps`` lands on this element: w = (i*bd + lo - t*wd) / s.
         ok, w_idx, taps = None, [], []
-        for i, t, s, wd, bd, (lo, _), m, k, one in zip(
+        for i, t, s, wd, bd, (lo, _), n, m, k, one in zip(
                 index, loop_taps, p["window_strides"], p["window_dilation"],
-                p["base_dilation"], p["padding"], out_shape, window, direct):
+                p["base_dilation"], p["padding"], operand.aval.shape, out_shape, window, direct):
+            base = ir.iadd(ir.imul(i, ir.const_index(bd)), ir.const_index(lo))
+            low, high = lo, (n - 1) * bd + lo  # the range of ``base``
             if one:
-                num = ir.iadd(ir.imul(i, ir.const_index(bd)), ir.const_index(lo))
-                t = ir.imod(ir.Op("max", (num, ir.const_index(0)), ir.INDEX), s)
-                ok = _and(ok, ir.Op("lt", (t, ir.const_index(k)), _B))
+                t = ir.imod(ir.Op("max", (base, ir.const_index(0)), ir.INDEX) if low < 0
+                            else base, s)
+                if k < s:
+                    ok = _and(ok, ir.Op("lt", (t, ir.const_index(k)), _B))
+                low = 0 if low >= 0 else low - (s - 1)  # base - base % s >= 0 when base >= 0
+            else:
+                low -= (k - 1) * wd
             taps.append(t)
-            num = ir.isub(ir.iadd(ir.imul(i, ir.const_index(bd)), ir.const_index(lo)),
-                          ir.imul(t, ir.const_index(wd)))
-            ok = _and(ok, ir.Op("ge", (num, ir.const_index(0)), _B))
-            nonneg = ir.Op("max", (num, ir.const_index(0)), ir.INDEX)
-            if s > 1:
-                ok = _and(ok, ir.Op("eq", (ir.imod(nonneg, s), ir.const_index(0)), _B))
-            w = ir.idiv(nonneg, s)
-            ok = _and(ok, ir.Op("lt", (w, ir.const_index(m)), _B))
-            w_idx.append(b.let(ir.Op("min", (w, ir.const_index(max(m - 1, 0))), ir.INDEX)))
+            num = ir.isub(base, ir.imul(t, ir.const_index(wd)))
+            if low < 0:
+                ok = _and(ok, ir.Op("ge", (num, ir.const_index(0)), _B))
+                num = ir.Op("max", (num, ir.const_index(0)), ir.INDEX)
+            if s > 1 and not one:
+                ok = _and(ok, ir.Op("eq", (ir.imod(num, s), ir.const_index(0)), _B))
+            w = ir.idiv(num, s)
+            if high // s > m - 1:
+                ok = _and(ok, ir.Op("lt", (w, ir.const_index(m)), _B))
+                w = ir.Op("min", (w, ir.const_index(max(m - 1, 0))), ir.INDEX)
+            w_idx.append(b.let(w))
         w_idx = tuple(w_idx)
         taps = [b.let(t) for t in taps]
         ok = ok if ok is None else b.let(ok)
@@ -154,7 +169,7 @@ def _select_and_scatter_add(b: KernelBuilder, eqn: JaxprEqn, index):
         best_sym, pick_sym = ir.Sym(best, odt), ir.Sym(pick, ir.INDEX)
 
         def scan_window(taps2):
-            v = _read(b, operand, w_idx, taps2, p, fill)
+            v = _read(b, operand, w_idx, out_shape, taps2, p, fill)
             number = ir.linearize(taps2, window)
             first = ir.Op("lt", (pick_sym, ir.const_index(0)), _B)
             take = b.let(ir.Op("or", (first, _better(select, v, best_sym, odt)), _B))
