@@ -85,6 +85,9 @@ class Dialect:
     kernel_prefix: str
     restrict: str
     parallel_for: str  # format: var, start, stop, (index type)
+    # Kernels touching at most this many elements run their parallel loop as a plain loop
+    # (starting threads costs more than they save; 0: always the parallel form).
+    parallel_min_work: int = 0
     math: dict = field(default_factory=dict)  # overrides of _COMMON
     index_type: str = "int64_t"
     # Index type for kernels whose every index fits in 31 bits ("" = always index_type):
@@ -120,9 +123,12 @@ C = Dialect(
                  "{ uint32_t b; memcpy(&b, &f, 4); return b; }\n",
     kernel_prefix="static void",
     restrict="restrict",
-    # Threads only pay off with enough total work (elements touched by the whole kernel).
-    parallel_for="#pragma omp parallel for schedule(static) if({work} > 32768)\n"
+    # Threads only pay off with enough total work (elements touched by the whole kernel); a
+    # small kernel gets no pragma at all, since even a parallel region its if() clause turns
+    # off costs a call into the OpenMP runtime (a loop of tiny kernels paid it every step).
+    parallel_for="#pragma omp parallel for schedule(static)\n"
                  "for ({it} {v} = {start}; {v} < {stop}; {v}++)",
+    parallel_min_work=32768,
     # OpenMP may reassociate a sum or product within a row (the same way every run); max/min
     # keep their NaN semantics and stay serial.
     simd_reduction="reduction({op}:{acc})",
@@ -311,11 +317,8 @@ class Renderer:
                     out.extend(self.vector_loop(s, wide, indent))
                     continue
                 if s.parallel:
-                    template = self.d.parallel_for_lanes if s.lanes > 1 else ""
-                    head = (template or self.d.parallel_for).format(
-                        it=self.it, v=s.var, start=0, stop=s.extent, lanes=s.lanes,
-                        work=max(self.work, s.extent),
-                    )
+                    head = self.parallel_head(s.var, 0, s.extent, s.lanes,
+                                              max(self.work, s.extent))
                     out.extend(pad + line for line in head.split("\n"))
                     out[-1] += " {"
                 elif s.cooperative:
@@ -335,6 +338,16 @@ class Renderer:
             else:
                 raise TypeError(f"cannot render statement {s!r}")
         return out
+
+    def parallel_head(self, var: str, start, stop, lanes: int, work: int) -> str:
+        """The head of a kernel's parallel loop (several lines where the dialect needs them)."""
+        if lanes > 1 and self.d.parallel_for_lanes:
+            template = self.d.parallel_for_lanes
+        elif work <= self.d.parallel_min_work:
+            template = "for ({it} {v} = {start}; {v} < {stop}; {v}++)"
+        else:
+            template = self.d.parallel_for
+        return template.format(it=self.it, v=var, start=start, stop=stop, lanes=lanes)
 
     def wide_buffers(self, loop: ir.Loop) -> dict[str, str]:
         """The buffers a vector loop reads or writes with wide accesses: name -> vector type.
@@ -382,8 +395,7 @@ class Renderer:
         bytes_ = w * max(self.params[b].dtype.itemsize for b in wide)
         out = [f"{pad}{self.it} {done} = 0;",
                f"{pad}if ({self.d.vector_aligned.format(ptrs=ptrs, bytes=bytes_)}) {{"]
-        head = self.d.parallel_for.format(it=self.it, v=f"{var}_v", start=0, stop=vec_iters,
-                                          lanes=1, work=max(self.work, loop.extent))
+        head = self.parallel_head(f"{var}_v", 0, vec_iters, 1, max(self.work, loop.extent))
         out.extend(inner + line for line in head.split("\n"))
         out[-1] += " {"
         deep = "  " * (indent + 2)
@@ -409,8 +421,7 @@ class Renderer:
         out.append(f"{inner}}}")
         out.append(f"{inner}{done} = {vec_iters * w};")
         out.append(f"{pad}}}")
-        head = self.d.parallel_for.format(it=self.it, v=var, start=done, stop=loop.extent,
-                                          lanes=1, work=max(self.work, loop.extent))
+        head = self.parallel_head(var, done, loop.extent, 1, max(self.work, loop.extent))
         out.extend(pad + line for line in head.split("\n"))
         out[-1] += " {"
         out.extend(self.stmts(loop.body, indent + 1))

@@ -26,7 +26,6 @@ def _fused(x, y):
 
 GOLDEN_C = """\
 static void k(const float* restrict in0, const float* restrict in1, float* restrict out0) {
-  #pragma omp parallel for schedule(static) if(16 > 32768)
   for (int64_t i0 = 0; i0 < 16; i0++) {
     const float t0 = in0[i0];
     const float t1 = fx_tanhf(t0);
@@ -57,6 +56,15 @@ def test_golden_c_and_cuda_for_a_fused_elementwise_kernel():
     k = dataclasses.replace(k, name="k")
     assert Renderer(C).kernel(k) == GOLDEN_C
     assert Renderer(CUDA).kernel(k) == GOLDEN_CUDA
+
+
+def test_only_kernels_with_enough_work_start_threads():
+    # A small kernel has no OpenMP pragma at all: even a region switched off by if() is a
+    # call into the runtime, paid by every step of a compiled loop.
+    small = Renderer(C).kernel(_kernels(_fused, fnp.ones(16), fnp.ones(16))[0])
+    (big,) = _kernels(_fused, fnp.ones(C.parallel_min_work + 1), fnp.ones(C.parallel_min_work + 1))
+    assert "omp" not in small
+    assert "#pragma omp parallel for schedule(static)\n" in Renderer(C).kernel(big)
 
 
 def test_golden_c_broadcast_becomes_index_arithmetic():
