@@ -61,7 +61,11 @@ class KernelBuilder:
             self.param_of.setdefault(v, f"out{i}")
         self.out_param = {v: f"out{i}" for i, v in enumerate(outputs)}
         self.names = (f"t{i}" for i in itertools.count())
-        self.scope = _Scope(None)
+        self.scope = self.top = _Scope(None)
+        # Loads of scalar buffers are loop invariant: bound once in front of the kernel's
+        # loops (``top``), where they cannot alias the loop's stores (a C compiler that must
+        # assume they might refuses to vectorize, as inside OpenMP's outlined loops).
+        self.hoist_scalars = False
         self.externals: dict[tuple, ir.Expr] = {}  # (var, index) -> value provided by a stage
         # Flat mode: every operand has the iteration shape or is a scalar, and the single
         # index is the linear position in all of them.
@@ -107,6 +111,13 @@ class KernelBuilder:
         if found is not None:
             return found
         eqn = self.producer.get(v)
+        if eqn is None and self.hoist_scalars and v.aval.size == 1:
+            name = next(self.names)
+            self.top.stmts.append(ir.Let(name, self.load(v, tuple(ir.const_index(0)
+                                                                  for _ in v.aval.shape))))
+            out = ir.Sym(name, compute_dtype(v.aval.dtype))
+            self.top.memo[key] = out
+            return out
         if eqn is None:
             out = self.load(v, index)
         else:
@@ -322,6 +333,7 @@ VECTOR_MIN_EXTENT = 4096
 def elementwise_kernel(group: FusionGroup, name: str, inputs, outputs) -> ir.Kernel:
     """One pass over the group's iteration space storing every output."""
     b = KernelBuilder(group, name, inputs, outputs)
+    b.hoist_scalars = True
     space = outputs[0].aval.shape
     if any(v.aval.shape != space for v in outputs):
         raise AssertionError(f"codegen: {group.label()} stores outputs of different shapes "
@@ -338,7 +350,7 @@ def elementwise_kernel(group: FusionGroup, name: str, inputs, outputs) -> ir.Ker
         body = [ir.Loop("i0", n, tuple(b.pop()), parallel=True, vector=vector)]
     else:
         body = _loops(space, lambda idx: [b.store(v, idx, space) for v in outputs], b)
-    return ir.Kernel(name, b.params(), tuple(body), work=math.prod(space))
+    return ir.Kernel(name, b.params(), tuple(b.top.stmts + body), work=math.prod(space))
 
 
 def is_flat(group: FusionGroup, space) -> bool:
@@ -355,6 +367,7 @@ def reduction_kernel(group: FusionGroup, name: str, inputs, outputs) -> ir.Kerne
     """Per output row: each reduction as a loop over the reduced axes, then the row's
     input-space outputs; output-space values are scalars of the row."""
     b = KernelBuilder(group, name, inputs, outputs)
+    b.hoist_scalars = True
     in_shape, axes, out_shape = group.in_shape, group.axes, group.out_shape
     red_shape = tuple(in_shape[a] for a in axes)
     n_out = math.prod(out_shape)
@@ -381,7 +394,7 @@ def reduction_kernel(group: FusionGroup, name: str, inputs, outputs) -> ir.Kerne
             b.emit(s)
     body = b.pop()
     loop = ir.Loop("o", n_out, tuple(body), parallel=True, lanes=32 if b.cooperative else 1)
-    return ir.Kernel(name, b.params(), (loop,), work=math.prod(in_shape))
+    return ir.Kernel(name, b.params(), (*b.top.stmts, loop), work=math.prod(in_shape))
 
 
 def _reduce_loops(b: KernelBuilder, red_shape, body_fn, reductions=()) -> list[ir.Stmt]:

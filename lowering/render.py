@@ -88,6 +88,11 @@ class Dialect:
     # Kernels touching at most this many elements run their parallel loop as a plain loop
     # (starting threads costs more than they save; 0: always the parallel form).
     parallel_min_work: int = 0
+    # The parallel loop, and a pragma for an inner loop, when iterations are straight-line
+    # code (lets and stores, no accumulator): independent, so they may run as SIMD lanes.
+    # (GCC does not vectorize loops OpenMP outlines into a thread function unless told.)
+    parallel_for_simd: str = ""  # "" = as parallel_for
+    simd_loop: str = ""
     math: dict = field(default_factory=dict)  # overrides of _COMMON
     index_type: str = "int64_t"
     # Index type for kernels whose every index fits in 31 bits ("" = always index_type):
@@ -129,6 +134,9 @@ C = Dialect(
     parallel_for="#pragma omp parallel for schedule(static)\n"
                  "for ({it} {v} = {start}; {v} < {stop}; {v}++)",
     parallel_min_work=32768,
+    parallel_for_simd="#pragma omp parallel for simd schedule(static)\n"
+                      "for ({it} {v} = {start}; {v} < {stop}; {v}++)",
+    simd_loop="#pragma omp simd",
     # OpenMP may reassociate a sum or product within a row (the same way every run); max/min
     # keep their NaN semantics and stay serial.
     simd_reduction="reduction({op}:{acc})",
@@ -318,7 +326,7 @@ class Renderer:
                     continue
                 if s.parallel:
                     head = self.parallel_head(s.var, 0, s.extent, s.lanes,
-                                              max(self.work, s.extent))
+                                              max(self.work, s.extent), _straight(s.body))
                     out.extend(pad + line for line in head.split("\n"))
                     out[-1] += " {"
                 elif s.cooperative:
@@ -331,6 +339,8 @@ class Renderer:
                                                          stop=s.extent)
                     out.append(f"{pad}{head} {{")
                 else:
+                    if self.d.simd_loop and _straight(s.body):
+                        out.append(pad + self.d.simd_loop)
                     out.append(f"{pad}for ({self.it} {s.var} = 0; {s.var} < "
                                f"{s.extent}; {s.var}++) {{")
                 out.extend(self.stmts(s.body, indent + 1))
@@ -339,12 +349,15 @@ class Renderer:
                 raise TypeError(f"cannot render statement {s!r}")
         return out
 
-    def parallel_head(self, var: str, start, stop, lanes: int, work: int) -> str:
+    def parallel_head(self, var: str, start, stop, lanes: int, work: int,
+                      straight: bool = False) -> str:
         """The head of a kernel's parallel loop (several lines where the dialect needs them)."""
         if lanes > 1 and self.d.parallel_for_lanes:
             template = self.d.parallel_for_lanes
         elif work <= self.d.parallel_min_work:
             template = "for ({it} {v} = {start}; {v} < {stop}; {v}++)"
+        elif straight and self.d.parallel_for_simd:
+            template = self.d.parallel_for_simd
         else:
             template = self.d.parallel_for
         return template.format(it=self.it, v=var, start=start, stop=stop, lanes=lanes)
@@ -470,6 +483,12 @@ class Renderer:
 
 
 _COMPONENTS = "xyzw"
+
+
+def _straight(body) -> bool:
+    """Straight-line code: lets and stores only (no accumulator carried between iterations,
+    no nested loop)."""
+    return all(isinstance(s, (ir.Let, ir.Store)) for s in body)
 
 
 def _shfl_operand(name: str, dt) -> str:
