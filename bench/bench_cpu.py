@@ -1,7 +1,8 @@
 """CPU benchmarks: fx vs jax.jit vs NumPy in one run, printing times and ratios.
 
 Run: ``python bench/bench_cpu.py`` (add ``--quick`` for fewer repetitions). Timings are the
-median of repeated runs after warm-up; ratios above 1 mean fx is faster.
+median of repeated runs after warm-up; ratios above 1 mean fx is faster. The machines here are
+shared and their speed drifts: run it twice before believing a ratio.
 """
 
 from __future__ import annotations
@@ -22,14 +23,24 @@ import fx.numpy as fnp
 
 
 def timeit(fn, repeat: int, number: int = 1) -> float:
-    fn()
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        samples.append((time.perf_counter() - start) / number)
-    return statistics.median(samples)
+    return timeit_each([fn], repeat, number)[0]
+
+
+def timeit_each(fns, repeat: int, number: int = 1) -> list[float]:
+    """Median seconds per call of each function, one function's runs after the other's. (Not
+    interleaved: XLA's worker threads keep spinning a while after a call and would slow
+    whatever runs next.)"""
+    out = []
+    for fn in fns:
+        fn()
+        samples = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            samples.append((time.perf_counter() - start) / number)
+        out.append(statistics.median(samples))
+    return out
 
 
 def fused_elementwise(np_):
@@ -69,6 +80,22 @@ def fx_log_softmax(z):
     return s - fnp.log(fnp.sum(fnp.exp(s), axis=1, keepdims=True))
 
 
+def cnn(stax_lib):
+    """The issue's CNN: conv 5x5x16 -> pool -> conv 5x5x32 -> pool -> dense 128 -> 10 (NHWC)."""
+    s = stax_lib
+    return s.serial(
+        s.Conv(16, (5, 5), padding="SAME"), s.Relu, s.MaxPool((2, 2), (2, 2)),
+        s.Conv(32, (5, 5), padding="SAME"), s.Relu, s.MaxPool((2, 2), (2, 2)),
+        s.Flatten, s.Dense(128), s.Relu, s.Dense(10), s.LogSoftmax)
+
+
+def cnn_value_and_grad(np_, value_and_grad, apply):
+    def loss(params, x, y):
+        return -np_.mean(np_.sum(apply(params, x) * y, axis=1))
+
+    return value_and_grad(loss)
+
+
 def row(name, fx_t, jax_t=None, np_t=None, unit="ms"):
     scale = 1e3 if unit == "ms" else 1e6
     cells = [f"{name:<44}", f"{fx_t * scale:9.3f} {unit}"]
@@ -92,14 +119,118 @@ def first_compile_seconds(cache_dir: str) -> float:
         y = fnp.asarray(np.eye(10, dtype=np.float32)[rng.integers(0, 10, 256)])
         step = fx.jit(mlp_step(fnp, fx.grad, fx_log_softmax))
         t = time.perf_counter()
-        jax_free = step(params, x, y)
-        jax_free[0][0].block_until_ready()
+        out = step(params, x, y)
+        out[0][0].block_until_ready()
         print(time.perf_counter() - t)
     """)
-    env = dict(os.environ, FX_CACHE_DIR=cache_dir)
+    return _run_timing_script(script, dict(os.environ, FX_CACHE_DIR=cache_dir))
+
+
+def jax_first_compile_seconds() -> float:
+    here = os.path.dirname(os.path.abspath(__file__))
+    script = textwrap.dedent(f"""
+        import time, sys, numpy as np
+        sys.path.insert(0, {here!r})
+        from bench_cpu import mlp_init, mlp_step
+        import jax, jax.numpy as jnp
+        rng = np.random.default_rng(0)
+        params = [tuple(jnp.asarray(a) for a in p) for p in mlp_init(rng)]
+        x = jnp.asarray(rng.standard_normal((256, 784)).astype(np.float32))
+        y = jnp.asarray(np.eye(10, dtype=np.float32)[rng.integers(0, 10, 256)])
+        step = jax.jit(mlp_step(jnp, jax.grad, jax.nn.log_softmax))
+        t = time.perf_counter()
+        jax.block_until_ready(step(params, x, y))
+        print(time.perf_counter() - t)
+    """)
+    return _run_timing_script(script, dict(os.environ))
+
+
+def _run_timing_script(script: str, env: dict) -> float:
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
                          check=True)
     return float(out.stdout.split()[-1])
+
+
+def digits_epoch(repeat: int):
+    """Seconds for one epoch of the examples' MLP on the digits (fx and jax, same batches)."""
+    import jax
+    import jax.example_libraries.stax as jstax
+    import jax.numpy as jnp
+    from sklearn.datasets import load_digits
+
+    from fx import optim
+    from fx.example_libraries import stax as fstax
+
+    data = load_digits()
+    x = (data.data / 16.0).astype(np.float32)
+    y = np.eye(10, dtype=np.float32)[data.target]
+    n = (len(x) // 64) * 64
+
+    def net(s):
+        return s.serial(s.Dense(256), s.Relu, s.Dense(256), s.Relu, s.Dense(10), s.LogSoftmax)
+
+    def make(lib_np, vg, apply, adam_init, adam_update):
+        def loss(p, xb, yb):
+            return -lib_np.mean(lib_np.sum(apply(p, xb) * yb, axis=1))
+
+        def step(p, state, xb, yb):
+            value, g = vg(loss)(p, xb, yb)
+            p, state = adam_update(g, state, p)
+            return p, state, value
+
+        return step
+
+    # fx: optax-style adam; jax: the same update written out (optax is not a dependency).
+    fopt = optim.adam(1e-3)
+
+    def fx_update(g, state, p):
+        updates, state = fopt.update(g, state, p)
+        return optim.apply_updates(p, updates), state
+
+    def jax_adam_init(p):
+        z = jax.tree_util.tree_map(jnp.zeros_like, p)
+        return (z, z, jnp.zeros((), jnp.int32))
+
+    def jax_update(g, state, p):
+        m, v, t = state
+        t = t + 1
+        m = jax.tree_util.tree_map(lambda m, g: 0.9 * m + 0.1 * g, m, g)
+        v = jax.tree_util.tree_map(lambda v, g: 0.999 * v + 0.001 * g * g, v, g)
+        mh, vh = 1 - 0.9 ** t, 1 - 0.999 ** t
+        p = jax.tree_util.tree_map(
+            lambda p, m, v: p - 1e-3 * (m / mh) / (jnp.sqrt(v / vh) + 1e-8), p, m, v)
+        return p, (m, v, t)
+
+    f_init, f_apply = net(fstax)
+    j_init, j_apply = net(jstax)
+    _, pj = j_init(jax.random.PRNGKey(0), (64, 64))
+    pf = fx.tree_util.tree_map(lambda a: fnp.asarray(np.asarray(a)), pj)
+    fstep = fx.jit(make(fnp, fx.value_and_grad, f_apply, None, fx_update))
+    jstep = jax.jit(make(jnp, jax.value_and_grad, j_apply, None, jax_update))
+    fb = [(fnp.asarray(x[i:i + 64]), fnp.asarray(y[i:i + 64])) for i in range(0, n, 64)]
+    jb = [(jnp.asarray(x[i:i + 64]), jnp.asarray(y[i:i + 64])) for i in range(0, n, 64)]
+
+    def fx_epoch():
+        p, st = pf, fopt.init(pf)
+        for xb, yb in fb:
+            p, st, _ = fstep(p, st, xb, yb)
+        return p
+
+    def jax_epoch():
+        p, st = pj, jax_adam_init(pj)
+        for xb, yb in jb:
+            p, st, _ = jstep(p, st, xb, yb)
+        return jax.block_until_ready(p)
+
+    return timeit_each([fx_epoch, jax_epoch], repeat)
+
+
+def fori_loop_body(np_):
+    """A small loop body: one step of a damped rotation on a 64-vector."""
+    def body(i, x):
+        return np_.tanh(0.9 * x + 0.01 * np_.roll(x, 1)) + 0.001 * i
+
+    return body
 
 
 def main():
@@ -120,8 +251,8 @@ def main():
     xf, xj = fnp.asarray(x), jnp.asarray(x)
     f_fx = fx.jit(fused_elementwise(fnp))
     f_jax = jax.jit(fused_elementwise(jnp))
-    row("fused elementwise (4M f32)", timeit(lambda: f_fx(xf), repeat),
-        timeit(lambda: f_jax(xj).block_until_ready(), repeat),
+    row("fused elementwise (4M f32)",
+        *timeit_each([lambda: f_fx(xf), lambda: f_jax(xj).block_until_ready()], repeat),
         timeit(lambda: fused_elementwise(np)(x), max(repeat // 4, 3)))
 
     # 2. MLP SGD step 784-512-512-10, batch 256
@@ -133,21 +264,59 @@ def main():
     step_fx = fx.jit(mlp_step(fnp, fx.grad, fx_log_softmax))
     step_jax = jax.jit(mlp_step(jnp, jax.grad, jax.nn.log_softmax))
     xbf, ybf, xbj, ybj = fnp.asarray(xb), fnp.asarray(yb), jnp.asarray(xb), jnp.asarray(yb)
-    row("MLP SGD step (784-512-512-10, batch 256)", timeit(lambda: step_fx(p_fx, xbf, ybf),
-                                                           repeat),
-        timeit(lambda: jax.block_until_ready(step_jax(p_jax, xbj, ybj)), repeat))
+    row("MLP SGD step (784-512-512-10, batch 256)",
+        *timeit_each([lambda: step_fx(p_fx, xbf, ybf),
+                      lambda: jax.block_until_ready(step_jax(p_jax, xbj, ybj))], repeat))
+
+    # 2b. CNN value-and-grad, batch 64 of 28x28x1 (the same initial weights in both)
+    import jax.example_libraries.stax as jstax
+
+    from fx.example_libraries import stax as fstax
+    init_fx, apply_fx = cnn(fstax)
+    init_jax, apply_jax = cnn(jstax)
+    _, params_j = init_jax(jax.random.PRNGKey(0), (64, 28, 28, 1))
+    params_f = fx.tree_util.tree_map(lambda a: fnp.asarray(np.asarray(a)), params_j)
+    xc = rng.standard_normal((64, 28, 28, 1)).astype(np.float32)
+    yc = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 64)]
+    vg_fx = fx.jit(cnn_value_and_grad(fnp, fx.value_and_grad, apply_fx))
+    vg_jax = jax.jit(cnn_value_and_grad(jnp, jax.value_and_grad, apply_jax))
+    xcf, ycf, xcj, ycj = fnp.asarray(xc), fnp.asarray(yc), jnp.asarray(xc), jnp.asarray(yc)
+    row("CNN value_and_grad (batch 64, 28x28x1)",
+        *timeit_each([lambda: vg_fx(params_f, xcf, ycf),
+                      lambda: jax.block_until_ready(vg_jax(params_j, xcj, ycj))], repeat))
+
+    # 2c. one epoch of the digits MLP (adam, batch 64), as in examples/mlp_digits.py
+    row("digits MLP epoch (adam, batch 64)", *digits_epoch(repeat=max(repeat // 4, 3)))
+
+    # 2d. a 1,000-step fori_loop inside one jitted function vs a Python loop of jitted calls
+    body_fx, body_jax = fori_loop_body(fnp), fori_loop_body(jnp)
+    loop_fx = fx.jit(lambda x: fx.lax.fori_loop(0, 1000, body_fx, x))
+    loop_jax = jax.jit(lambda x: jax.lax.fori_loop(0, 1000, body_jax, x))
+    step_body = fx.jit(body_fx)
+    v = rng.standard_normal(64).astype(np.float32)
+    vf, vj = fnp.asarray(v), jnp.asarray(v)
+
+    def python_loop():
+        x = vf
+        for i in range(1000):
+            x = step_body(i, x)
+        return x.block_until_ready()
+
+    row("fori_loop, 1000 steps (in one jit)",
+        *timeit_each([lambda: loop_fx(vf), lambda: loop_jax(vj).block_until_ready()], repeat))
+    row("  same as a Python loop of jitted fx calls", timeit(python_loop, max(repeat // 4, 3)))
 
     # 3. cached dispatch of a tiny jitted function
     tiny_fx, tiny_jax = fx.jit(lambda a: a + 1.0), jax.jit(lambda a: a + 1.0)
     a_fx, a_jax = fnp.ones(4), jnp.ones(4)
-    row("cached dispatch, tiny function", timeit(lambda: tiny_fx(a_fx), repeat, 2000),
-        timeit(lambda: tiny_jax(a_jax), repeat, 2000), unit="us")
+    row("cached dispatch, tiny function",
+        *timeit_each([lambda: tiny_fx(a_fx), lambda: tiny_jax(a_jax)], repeat, 2000), unit="us")
 
     # 4. compile + first run of the MLP step: cold and warm disk cache (fresh processes)
     with tempfile.TemporaryDirectory() as cache:
         cold = first_compile_seconds(cache)
         warm = first_compile_seconds(cache)
-    row("MLP step first call, cold compile cache", cold)
+    row("MLP step first call, cold compile cache", cold, jax_first_compile_seconds())
     row("MLP step first call, warm compile cache", warm)
 
     # 5. memory plan of the MLP step
