@@ -75,6 +75,14 @@ FX_FN uint32_t fx_f2u32(double x) {
 
 /* --- NaN-propagating max/min (NumPy's maximum/minimum) and rounding --- */
 FX_FN float fx_maxf(float a, float b) { return (a > b || a != a) ? a : b; }
+/* Integer max/min as calls, not nested ?: (which repeats its operands and, in clamped index
+   arithmetic, reads to GCC as control flow that stops vectorization). */
+FX_FN int64_t fx_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
+FX_FN int64_t fx_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
+FX_FN int32_t fx_max_i32(int32_t a, int32_t b) { return a > b ? a : b; }
+FX_FN int32_t fx_min_i32(int32_t a, int32_t b) { return a < b ? a : b; }
+FX_FN uint32_t fx_max_u32(uint32_t a, uint32_t b) { return a > b ? a : b; }
+FX_FN uint32_t fx_min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
 FX_FN float fx_minf(float a, float b) { return (a < b || a != a) ? a : b; }
 FX_FN double fx_max(double a, double b) { return (a > b || a != a) ? a : b; }
 FX_FN double fx_min(double a, double b) { return (a < b || a != a) ? a : b; }

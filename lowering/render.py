@@ -145,6 +145,9 @@ C = Dialect(
         ("exp", "f32"): "fx_expf({0})", ("log", "f32"): "fx_logf({0})",
         ("log1p", "f32"): "fx_log1pf({0})", ("expm1", "f32"): "fx_expm1f({0})",
         ("tanh", "f32"): "fx_tanhf({0})",
+        ("max", "i64"): "fx_max_i64({0}, {1})", ("min", "i64"): "fx_min_i64({0}, {1})",
+        ("max", "i32"): "fx_max_i32({0}, {1})", ("min", "i32"): "fx_min_i32({0}, {1})",
+        ("max", "uint"): "fx_max_u32({0}, {1})", ("min", "uint"): "fx_min_u32({0}, {1})",
     },
 )
 
