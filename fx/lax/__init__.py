@@ -122,14 +122,16 @@ from fx.lax.linalg import (
     dot,
     dot_general,
 )
-from fx.lax.structural import (
-    collapse,
+from fx.lax.dynamic_slicing import (
     dynamic_index_in_dim,
     dynamic_slice,
     dynamic_slice_in_dim,
     dynamic_update_index_in_dim,
     dynamic_update_slice,
     dynamic_update_slice_in_dim,
+)
+from fx.lax.structural import (
+    collapse,
     expand_dims,
     rev,
     squeeze,

@@ -19,8 +19,9 @@ from fx.core import Primitive
 from fx.interpreters import batching, jvp, transpose
 from fx.interpreters.batching import moveaxis, not_mapped
 from fx.lax import base, reductions
+from fx.lax.dynamic_slicing import dynamic_index_in_dim
 from fx.lax.elementwise import convert_element_type, div, mul
-from fx.lax.structural import dynamic_index_in_dim, iota
+from fx.lax.structural import iota
 
 
 def _unbound(name: str):

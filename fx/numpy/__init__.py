@@ -12,6 +12,7 @@ from fx.numpy import array_methods as _array_methods
 from fx.numpy import linalg  # noqa: F401
 from fx.numpy.convolutions import *  # noqa: F403
 from fx.numpy.creation import *  # noqa: F403
+from fx.numpy.diagonals import *  # noqa: F403
 from fx.numpy.indexing import *  # noqa: F403
 from fx.numpy.linalg import *  # noqa: F403
 from fx.numpy.manipulation import *  # noqa: F403

@@ -37,9 +37,10 @@ from fx.array import Array
 from fx.core import ConcretizationTypeError, Tracer, get_aval
 from fx.lax import indexing as lax_indexing
 from fx.lax.base import broadcast_in_dim, full, reshape, transpose
+from fx.lax.dynamic_slicing import dynamic_slice
 from fx.lax.elementwise import add, convert_element_type, lt, neg, rem, select_n
 from fx.lax.indexing import CLIP, GatherScatterMode
-from fx.lax.structural import concatenate, dynamic_slice, expand_dims, rev, squeeze
+from fx.lax.structural import concatenate, expand_dims, rev, squeeze
 from fx.lax.structural import slice as lax_slice
 from fx.numpy._promote import asarray, broadcast_to_shape, canonical_axis, to_array
 

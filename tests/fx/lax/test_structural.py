@@ -314,11 +314,16 @@ def test_start_indices_as_an_array():
 def test_docstring_examples():
     import doctest
 
-    import fx.lax.structural as module
+    import fx.lax.dynamic_slicing
+    import fx.lax.structural
 
-    result = doctest.testmod(module, extraglobs={"fx": fx},
-                             optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted >= 6 and result.failed == 0
+    attempted = 0
+    for module in (fx.lax.structural, fx.lax.dynamic_slicing):
+        result = doctest.testmod(module, extraglobs={"fx": fx},
+                                 optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0, module.__name__
+        attempted += result.attempted
+    assert attempted >= 6
 
 
 def test_jaxprs_use_no_gather():

@@ -209,11 +209,16 @@ def test_array_methods_forward():
 def test_docstring_examples():
     import doctest
 
-    import fx.numpy.manipulation as module
+    import fx.numpy.diagonals
+    import fx.numpy.manipulation
 
-    result = doctest.testmod(module, extraglobs={"fx": fx},
-                             optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted >= 9 and result.failed == 0
+    attempted = 0
+    for module in (fx.numpy.manipulation, fx.numpy.diagonals):
+        result = doctest.testmod(module, extraglobs={"fx": fx},
+                                 optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0, module.__name__
+        attempted += result.attempted
+    assert attempted >= 9
 
 
 # --- property tests -----------------------------------------------------------------------------
