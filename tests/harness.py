@@ -143,3 +143,17 @@ def check_grads_f64(case: OpCase, args) -> None:
     diff, rebuild = _split(case, args64)
     check_grads(rebuild(case.fx_fn, to_fx(args64)), to_fx(diff), order=case.grad_order,
                 atol=case.grad_tol, rtol=case.grad_tol)
+
+
+def run_doctests(*modules) -> int:
+    """Run the docstring examples of ``modules`` (with ``fx`` in scope); fail on any failure
+    and return how many examples ran."""
+    import doctest
+
+    attempted = 0
+    for module in modules:
+        result = doctest.testmod(module, extraglobs={"fx": fx},
+                                 optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0, f"{result.failed} docstring examples failed in {module}"
+        attempted += result.attempted
+    return attempted

@@ -19,6 +19,7 @@ from harness import (
     check_jvp,
     check_vjp,
     check_vmap,
+    run_doctests,
 )
 from hypothesis import assume, given
 from hypothesis import strategies as st
@@ -312,18 +313,10 @@ def test_start_indices_as_an_array():
 
 
 def test_docstring_examples():
-    import doctest
-
     import fx.lax.dynamic_slicing
     import fx.lax.structural
 
-    attempted = 0
-    for module in (fx.lax.structural, fx.lax.dynamic_slicing):
-        result = doctest.testmod(module, extraglobs={"fx": fx},
-                                 optionflags=doctest.NORMALIZE_WHITESPACE)
-        assert result.failed == 0, module.__name__
-        attempted += result.attempted
-    assert attempted >= 6
+    assert run_doctests(fx.lax.structural, fx.lax.dynamic_slicing) >= 6
 
 
 def test_jaxprs_use_no_gather():

@@ -16,6 +16,7 @@ from harness import (
     check_jvp,
     check_vjp,
     check_vmap,
+    run_doctests,
 )
 from hypothesis import given
 from hypothesis import strategies as st
@@ -207,18 +208,10 @@ def test_array_methods_forward():
 
 
 def test_docstring_examples():
-    import doctest
-
     import fx.numpy.diagonals
     import fx.numpy.manipulation
 
-    attempted = 0
-    for module in (fx.numpy.manipulation, fx.numpy.diagonals):
-        result = doctest.testmod(module, extraglobs={"fx": fx},
-                                 optionflags=doctest.NORMALIZE_WHITESPACE)
-        assert result.failed == 0, module.__name__
-        attempted += result.attempted
-    assert attempted >= 9
+    assert run_doctests(fx.numpy.manipulation, fx.numpy.diagonals) >= 9
 
 
 # --- property tests -----------------------------------------------------------------------------
