@@ -3,7 +3,11 @@ against the NumPy implementations on random window geometries, with ties, NaN an
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
+import pytest
+from cuda_emulation import build, run
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -11,6 +15,7 @@ import fx
 import fx.lax as lax
 from fx.lax import windowed as win
 from fx.lowering.pipeline import lower
+from fx.runtime.cuda import kernel_iterations, launch_config
 
 
 @st.composite
@@ -92,3 +97,31 @@ def test_max_pool_gradient_is_one_kernel_with_the_relu_backward():
     low = g.lower(x)
     assert "numpy.opaque" not in low.as_text()
     np.testing.assert_allclose(np.asarray(g(x)), np.asarray(fx.grad(loss)(x)), rtol=1e-6)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (C++20)")
+@pytest.mark.parametrize("padding", ["VALID", "SAME"])
+def test_pooling_kernels_in_the_cuda_dialect_run_correctly(padding):
+    """The same kernels rendered for CUDA (their tap loops and accumulators), run on the CPU
+    by emulating threads and blocks."""
+    x = np.random.default_rng(3).standard_normal((2, 5, 5, 3)).astype(np.float32)
+    x[0, 0, :2, 0] = 1.0  # a tie inside a window
+
+    def loss(x):
+        y = lax.reduce_window(x, -np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), padding)
+        return (y * y).sum()
+
+    want = np.asarray(fx.grad(loss)(x))
+    low = lower(fx.make_jaxpr(fx.grad(loss))(x), "cuda")
+    values = {low.jaxpr.invars[0]: x}
+    for step in low.steps:  # every step is a generated kernel here
+        k = step.kernel
+        lib = build(low.source, k.name)
+        arrays = [values[v] for v in step.inputs]
+        arrays += [np.zeros(v.aval.shape, v.aval.dtype) for v in step.outputs]
+        iters, lanes = kernel_iterations(k)
+        cfg = launch_config(iters, lanes, sm_count=2, threads=64)
+        run(lib, arrays, cfg.grid[:2], cfg.block[0])
+        values.update(zip(step.outputs, arrays[len(step.inputs):]))
+    (out,) = low.jaxpr.outvars
+    np.testing.assert_allclose(values[out], want, rtol=1e-6)
