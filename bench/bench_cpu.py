@@ -13,7 +13,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 
 import numpy as np
@@ -106,48 +105,32 @@ def row(name, fx_t, jax_t=None, np_t=None, unit="ms"):
     print(" | ".join(cells), flush=True)
 
 
-def first_compile_seconds(cache_dir: str) -> float:
+def first_step_seconds(framework: str) -> float:
+    """Build the MLP step with ``framework`` ("fx" or "jax") in this process and time its first
+    call (tracing, compiling and running it)."""
+    if framework == "fx":
+        lib, jit, grad, log_softmax = fnp, fx.jit, fx.grad, fx_log_softmax
+    else:
+        import jax
+        import jax.numpy as jnp
+        lib, jit, grad, log_softmax = jnp, jax.jit, jax.grad, jax.nn.log_softmax
+    rng = np.random.default_rng(0)
+    params = [tuple(lib.asarray(a) for a in p) for p in mlp_init(rng)]
+    x = lib.asarray(rng.standard_normal((256, 784)).astype(np.float32))
+    y = lib.asarray(np.eye(10, dtype=np.float32)[rng.integers(0, 10, 256)])
+    step = jit(mlp_step(lib, grad, log_softmax))
+    start = time.perf_counter()
+    np.asarray(step(params, x, y)[0][0])  # waits for the result in either framework
+    return time.perf_counter() - start
+
+
+def first_step_seconds_fresh(framework: str, env: dict | None = None) -> float:
+    """:func:`first_step_seconds` in a fresh process (no in-memory compile cache)."""
     here = os.path.dirname(os.path.abspath(__file__))
-    script = textwrap.dedent(f"""
-        import time, sys, numpy as np
-        sys.path.insert(0, {here!r})
-        from bench_cpu import mlp_init, mlp_step, fx_log_softmax
-        import fx, fx.numpy as fnp
-        rng = np.random.default_rng(0)
-        params = [tuple(fnp.asarray(a) for a in p) for p in mlp_init(rng)]
-        x = fnp.asarray(rng.standard_normal((256, 784)).astype(np.float32))
-        y = fnp.asarray(np.eye(10, dtype=np.float32)[rng.integers(0, 10, 256)])
-        step = fx.jit(mlp_step(fnp, fx.grad, fx_log_softmax))
-        t = time.perf_counter()
-        out = step(params, x, y)
-        out[0][0].block_until_ready()
-        print(time.perf_counter() - t)
-    """)
-    return _run_timing_script(script, dict(os.environ, FX_CACHE_DIR=cache_dir))
-
-
-def jax_first_compile_seconds() -> float:
-    here = os.path.dirname(os.path.abspath(__file__))
-    script = textwrap.dedent(f"""
-        import time, sys, numpy as np
-        sys.path.insert(0, {here!r})
-        from bench_cpu import mlp_init, mlp_step
-        import jax, jax.numpy as jnp
-        rng = np.random.default_rng(0)
-        params = [tuple(jnp.asarray(a) for a in p) for p in mlp_init(rng)]
-        x = jnp.asarray(rng.standard_normal((256, 784)).astype(np.float32))
-        y = jnp.asarray(np.eye(10, dtype=np.float32)[rng.integers(0, 10, 256)])
-        step = jax.jit(mlp_step(jnp, jax.grad, jax.nn.log_softmax))
-        t = time.perf_counter()
-        jax.block_until_ready(step(params, x, y))
-        print(time.perf_counter() - t)
-    """)
-    return _run_timing_script(script, dict(os.environ))
-
-
-def _run_timing_script(script: str, env: dict) -> float:
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
-                         check=True)
+    script = (f"import sys; sys.path.insert(0, {here!r}); import bench_cpu; "
+              f"print(bench_cpu.first_step_seconds({framework!r}))")
+    out = subprocess.run([sys.executable, "-c", script], env=dict(os.environ, **(env or {})),
+                         capture_output=True, text=True, check=True)
     return float(out.stdout.split()[-1])
 
 
@@ -314,9 +297,9 @@ def main():
 
     # 4. compile + first run of the MLP step: cold and warm disk cache (fresh processes)
     with tempfile.TemporaryDirectory() as cache:
-        cold = first_compile_seconds(cache)
-        warm = first_compile_seconds(cache)
-    row("MLP step first call, cold compile cache", cold, jax_first_compile_seconds())
+        cold = first_step_seconds_fresh("fx", {"FX_CACHE_DIR": cache})
+        warm = first_step_seconds_fresh("fx", {"FX_CACHE_DIR": cache})
+    row("MLP step first call, cold compile cache", cold, first_step_seconds_fresh("jax"))
     row("MLP step first call, warm compile cache", warm)
 
     # 5. memory plan of the MLP step
