@@ -174,22 +174,28 @@ def parse_args(description: str, epochs: int, lr: float, batch_size: int = 64):
     return args
 
 
-def main():
-    args = parse_args(__doc__.splitlines()[0], epochs=30, lr=1e-3)
+def report(model, name: str, data, args, what: str) -> None:
+    """Train ``model`` on ``data`` as the command line asks, then print the steps, the time
+    and the accuracies (and plot the loss curve with ``--plot``)."""
     start = time.perf_counter()
-    data = load_digits(args.seed, standardize=True)
-    print(f"digits: {len(data[0])} train / {len(data[2])} test examples, 64 features; "
+    print(f"digits: {len(data[0])} train / {len(data[2])} test {what}; "
           f"backend {args.backend or fx.default_backend()}")
     _, losses, test_acc, train_acc = train(
-        mlp(), data, seed=args.seed, epochs=args.epochs, batch_size=args.batch_size,
-        lr=args.lr, steps=args.steps, backend=args.backend, name="mlp",
+        model, data, seed=args.seed, epochs=args.epochs, batch_size=args.batch_size,
+        lr=args.lr, steps=args.steps, backend=args.backend, name=name,
         progress=not args.no_progress)
     print(f"{len(losses)} steps in {time.perf_counter() - start:.1f} s; "
           f"final training loss {losses[-1]:.4f}")
     print(f"train accuracy: {100 * train_acc:.2f}%")
     print(f"test accuracy: {100 * test_acc:.2f}%")
     if args.plot:
-        plot_losses(args.plot, {"mlp": losses})
+        plot_losses(args.plot, {name: losses})
+
+
+def main():
+    args = parse_args(__doc__.splitlines()[0], epochs=30, lr=1e-3)
+    report(mlp(), "mlp", load_digits(args.seed, standardize=True), args,
+           "examples, 64 features")
 
 
 if __name__ == "__main__":
