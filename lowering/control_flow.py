@@ -186,6 +186,22 @@ def _c_literal(v: np.ndarray) -> str:
     return str(x)
 
 
+def _carry_slot(carry_off, j: int) -> str:
+    """Carry ``j``'s buffer for this step: the two scratch copies alternate (``w`` is the
+    step's parity), so a step reads one and writes the other."""
+    return f"(scratch + (w ? {carry_off[1][j]} : {carry_off[0][j]}))"
+
+
+def _next_step_and_results(eqn, nk: int, carry_off) -> list[str]:
+    """End of a loop step (the carries written become the current ones), then the final
+    carries copied to the outputs."""
+    lines = [f"    cur[{j}] = {_carry_slot(carry_off, j)};" for j in range(nk)]
+    lines.append("  }")
+    lines += [f"  memmove(p[P_OUT{j}], cur[{j}], {eqn.outvars[j].aval.nbytes});"
+              for j in range(nk)]
+    return lines
+
+
 def _scan_c(eqn, subs, calls, carry_off) -> list[str]:
     (body,) = subs
     p = eqn.params
@@ -209,20 +225,13 @@ def _scan_c(eqn, subs, calls, carry_off) -> list[str]:
         if slot is not None:
             step = x.aval.nbytes // length if length else 0
             lines.append(f"    b0[{slot}] = (char*)p[P_IN{nc + nk + j}] + i * {step};")
-    dests = []
-    for j in range(nk):
-        dests.append(f"(scratch + (w ? {carry_off[1][j]} : {carry_off[0][j]}))")
+    dests = [_carry_slot(carry_off, j) for j in range(nk)]
     for j, y in enumerate(eqn.outvars[nk:]):
         step = y.aval.nbytes // length if length else 0
         dests.append(f"((char*)p[P_OUT{nk + j}] + i * {step})")
     before, after = _outputs_into(body, "b0", dests)
     lines += before + calls[0] + after
-    for j in range(nk):
-        lines.append(f"    cur[{j}] = scratch + (w ? {carry_off[1][j]} : {carry_off[0][j]});")
-    lines.append("  }")
-    for j in range(nk):
-        lines.append(f"  memmove(p[P_OUT{j}], cur[{j}], {eqn.outvars[j].aval.nbytes});")
-    return lines
+    return lines + _next_step_and_results(eqn, nk, carry_off)
 
 
 def _while_c(eqn, subs, calls, carry_off) -> list[str]:
@@ -251,15 +260,10 @@ def _while_c(eqn, subs, calls, carry_off) -> list[str]:
     for j in range(nk):
         if bins[nbc + j] is not None:
             lines.append(f"    b1[{bins[nbc + j]}] = (void*)cur[{j}];")
-    dests = [f"(scratch + (w ? {carry_off[1][j]} : {carry_off[0][j]}))" for j in range(nk)]
+    dests = [_carry_slot(carry_off, j) for j in range(nk)]
     before, after = _outputs_into(body, "b1", dests)
     lines += before + calls[1] + after
-    for j in range(nk):
-        lines.append(f"    cur[{j}] = scratch + (w ? {carry_off[1][j]} : {carry_off[0][j]});")
-    lines.append("  }")
-    for j in range(nk):
-        lines.append(f"  memmove(p[P_OUT{j}], cur[{j}], {eqn.outvars[j].aval.nbytes});")
-    return lines
+    return lines + _next_step_and_results(eqn, nk, carry_off)
 
 
 def _cond_c(eqn, subs, calls, carry_off) -> list[str]:
