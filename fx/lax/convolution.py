@@ -37,6 +37,7 @@ from fx.interpreters.transpose import is_undefined
 from fx.lax.base import full, reshape, shape_error
 from fx.lax.base import transpose as transpose_axes
 from fx.lax.elementwise import convert_element_type
+from fx.lax.linalg import canonical_precision
 from fx.lax.structural import rev
 from fx.lax.windowed import dilate_and_pad, dilate_dim, padtype_to_pads, window_view
 
@@ -427,15 +428,6 @@ batching.batch_rules[conv_general_dilated_p] = _conv_batch
 # --- the fx.lax functions -------------------------------------------------------------------------
 
 
-def _canonical_precision(precision):
-    # Accepted for API compatibility; the NumPy impl computes at the full precision of its dtype.
-    if precision is None:
-        return None
-    if isinstance(precision, (tuple, list)):
-        return tuple(_canonical_precision(p) for p in precision)
-    return str(getattr(precision, "name", precision)).lower()
-
-
 def _ints(what: str, v, n: int) -> tuple[int, ...]:
     if v is None:
         return (1,) * n
@@ -490,7 +482,7 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding,
     return conv_general_dilated_p.bind(
         lhs, rhs, window_strides=strides, padding=pads, lhs_dilation=ldil, rhs_dilation=rdil,
         dimension_numbers=dnums, feature_group_count=int(feature_group_count),
-        batch_group_count=int(batch_group_count), precision=_canonical_precision(precision),
+        batch_group_count=int(batch_group_count), precision=canonical_precision(precision),
         preferred_element_type=pet)
 
 

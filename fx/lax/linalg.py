@@ -243,13 +243,13 @@ batching.batch_rules[dot_general_p] = _dot_general_batch
 # --- the fx.lax functions -----------------------------------------------------------------------
 
 
-def _canonical_precision(precision):
+def canonical_precision(precision):
     # Accepted for API compatibility (None, a name like "highest", a Precision-like enum, or a
     # pair of them); the NumPy impl always computes at the full precision of its dtype.
     if precision is None:
         return None
     if isinstance(precision, (tuple, list)):
-        return tuple(_canonical_precision(p) for p in precision)
+        return tuple(canonical_precision(p) for p in precision)
     return str(getattr(precision, "name", precision)).lower()
 
 
@@ -274,7 +274,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     pet = None if preferred_element_type is None else dtypes.canonicalize(preferred_element_type)
     return dot_general_p.bind(
         lhs, rhs, dimension_numbers=_canonical_dimension_numbers(dimension_numbers),
-        precision=_canonical_precision(precision), preferred_element_type=pet)
+        precision=canonical_precision(precision), preferred_element_type=pet)
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
