@@ -236,6 +236,12 @@ def promote_weak_carry(init: list, in_avals: Sequence[ShapedArray],
     return out, changed
 
 
+def _leaf_paths(tree) -> list:
+    """The key path of every leaf of the tree structure ``tree``, in leaf order."""
+    skeleton = tree_util.tree_unflatten(tree, list(range(tree.num_leaves)))
+    return [path for path, _ in tree_util.tree_flatten_with_path(skeleton)[0]]
+
+
 def check_carry(what: str, tree_in, tree_out, avals_in, avals_out, fn: str = "body_fun",
                 counted: bool = False) -> None:
     """Raise a ``TypeError`` naming the first carry leaf whose output type differs from its
@@ -250,8 +256,7 @@ def check_carry(what: str, tree_in, tree_out, avals_in, avals_out, fn: str = "bo
             f"carry structure {describe(tree_in)}; {fn} must return a carry with the same "
             "pytree structure, shapes and dtypes as the initial one"
         )
-    paths = [p[1:] if counted else p for p, _ in tree_util.tree_flatten_with_path(
-        tree_util.tree_unflatten(tree_in, list(range(len(avals_in)))))[0]]
+    paths = [p[1:] if counted else p for p in _leaf_paths(tree_in)]
     for path, a, b in zip(paths, avals_in, avals_out):
         if not same_type(a, b):
             at = f" (at carry{tree_util.keystr(path)})" if path else ""
@@ -270,9 +275,7 @@ def check_same_outputs(what: str, names: Sequence[str], trees, avals) -> None:
                 f"{what}: {name} output structure {tree} does not match {names[0]} output "
                 f"structure {trees[0]}; every branch must return the same pytree structure"
             )
-        paths = [p for p, _ in tree_util.tree_flatten_with_path(
-            tree_util.tree_unflatten(tree, list(range(len(av)))))[0]]
-        for path, a, b in zip(paths, avals[0], av):
+        for path, a, b in zip(_leaf_paths(tree), avals[0], av):
             if not same_type(a, b):
                 at = f" (at output{tree_util.keystr(path)})" if path else ""
                 raise TypeError(
