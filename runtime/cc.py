@@ -5,6 +5,14 @@ the compiler's version, the flags and the machine, under ``$FX_CACHE_DIR`` (defa
 ``~/.cache/fx``). Writes are atomic (compile to a temporary name, then rename). Each library
 embeds its own key (``fx_cache_key()``); a file that fails to load or carries another key is
 rebuilt. No ``-ffast-math``: NaN and Inf behave as in NumPy.
+
+``-fno-trapping-math`` lets GCC if-convert the branch-free selects of the float32
+exp/log/tanh polynomials (and ``rintf``) on CPUs without AVX-512 masking: under the default
+``-ftrapping-math`` it must assume a speculated operation could trap, and on AVX2 it left every
+transcendental loop scalar. fx never enables floating-point traps, so results (NaN and Inf
+included) do not change; only the sticky exception flags may differ. ``$FX_MARCH`` (default
+``native``) picks the ``-march`` target, e.g. ``x86-64-v3`` to measure an AVX2 machine's code
+on an AVX-512 one.
 """
 
 from __future__ import annotations
@@ -26,8 +34,9 @@ from pathlib import Path
 # runtime loads with the first compiled library; the user's own setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-ffp-contract=off",
-         "-fPIC", "-shared", "-std=gnu11", "-w")
+MARCH = os.environ.get("FX_MARCH", "native")
+FLAGS = ("-O3", f"-march={MARCH}", "-fopenmp", "-fno-math-errno", "-fno-trapping-math",
+         "-ffp-contract=off", "-fPIC", "-shared", "-std=gnu11", "-w")
 
 
 class CompileError(RuntimeError):
