@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -45,7 +46,29 @@ def _hoist_consts(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
         list(closed.consts)
 
 
+class _Once:
+    """A value made once, by whichever thread asks first; threads asking meanwhile wait for
+    it. If making it raises, the next caller tries again. (Re-entrant: a thread that asks
+    again while making it recurses, as it would without the lock, rather than deadlocking.)"""
+
+    __slots__ = ("lock", "value")
+
+    def __init__(self):
+        self.lock = threading.RLock()
+        self.value = None
+
+    def get(self, make: Callable[[], Any]):
+        if self.value is None:
+            with self.lock:
+                if self.value is None:
+                    self.value = make()
+        return self.value
+
+
+# jaxpr -> {(backend, donation): _Once(executable)}; the lock guards the dictionaries only,
+# never a compilation, so different programs compile concurrently.
 _compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_compiled_lock = threading.Lock()
 
 
 def _backend(name: str | None) -> str:
@@ -54,14 +77,13 @@ def _backend(name: str | None) -> str:
 
 def compiled_executable(jaxpr: ClosedJaxpr, backend: str, name: str = "f",
                         donated: tuple[bool, ...] = ()):
-    """The executable for a jit body, compiled once per jaxpr object, backend and donation."""
-    per = _compiled.setdefault(jaxpr, {})
-    exe = per.get((backend, donated))
-    if exe is None:
-        low = lower_program(jaxpr, backend, name, donated=donated,
-                            have_compiler=cc.compiler() is not None)
-        exe = per[(backend, donated)] = low.compile()
-    return exe
+    """The executable for a jit body, compiled once per jaxpr object, backend and donation,
+    however many threads ask for it at once."""
+    with _compiled_lock:
+        cell = _compiled.setdefault(jaxpr, {}).setdefault((backend, donated), _Once())
+    return cell.get(lambda: lower_program(
+        jaxpr, backend, name, donated=donated,
+        have_compiler=cc.compiler() is not None).compile())
 
 
 def _jit_impl(*bufs, jaxpr, name, donated, backend):
@@ -100,7 +122,9 @@ class JitFunction:
         self._donate = tuple(donate_argnums) if not isinstance(donate_argnums, int) \
             else (donate_argnums,)
         self._backend = backend
-        self._cache: dict = {}
+        self._cache: dict = {}  # signature -> _Entry, once traced
+        self._tracing: dict = {}  # signature -> _Once(_Entry): one trace per signature
+        self._lock = threading.Lock()  # guards _tracing (never held while tracing)
         self._last_signature = None
         # Fast path: calls with only positional fx Arrays, keyed by their avals.
         self._fast: dict = {}
@@ -137,6 +161,11 @@ class JitFunction:
         entry = self._cache.get(key)
         if entry is not None:
             return entry
+        with self._lock:
+            cell = self._tracing.setdefault(key, _Once())
+        return cell.get(lambda: self._trace(key, args, kwargs, statics))
+
+    def _trace(self, key, args, kwargs, statics) -> _Entry:
         if config.log_compiles:
             self._log_compile(key, args, kwargs)
         self._last_signature = (key, args, kwargs)
@@ -243,8 +272,10 @@ class JitFunction:
     _cache_size = cache_size
 
     def clear_cache(self) -> None:
-        self._cache.clear()
-        self._fast.clear()
+        with self._lock:
+            self._cache.clear()
+            self._tracing.clear()
+            self._fast.clear()
 
     def __repr__(self) -> str:
         return f"<fx.jit of {_fun_name(self._fun)}>"

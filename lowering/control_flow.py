@@ -12,6 +12,7 @@ Python over the body's compiled executable: one dispatch per iteration, no retra
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -303,11 +304,14 @@ def bind_slots(source: str, in_slots: list, out_slots: list[int], scratch: int) 
 
 
 def _python_loop(eqn, subs) -> Callable:
-    exes: list = []  # built on first use
+    exes: list = []  # built on first use, once, whichever thread calls first
+    lock = threading.Lock()
 
     def executables():
         if not exes:
-            exes.extend(executable_for(s) for s in subs)
+            with lock:
+                if not exes:
+                    exes.extend([executable_for(s) for s in subs])
         return exes
 
     p = eqn.params

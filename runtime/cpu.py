@@ -1,9 +1,10 @@
 """The CPU executor: runs a lowered program over one arena of temporaries.
 
-Constructed once per compiled function: the arena is allocated, every temporary becomes a
-view at its planned offset, and a pointer table holds every buffer's address (temporaries and
-constants filled once). A call fills in the argument and output pointers, then runs the steps:
-each C entry point executes consecutive generated kernels; library steps call NumPy on views.
+Constructed once per compiled function. Each call checks out a state (an arena in which
+every temporary is a view at its planned offset, and a pointer table holding every buffer's
+address, temporaries and constants filled once per state), fills in the argument and output
+pointers, then runs the steps: each C entry point executes consecutive generated kernels;
+library steps call NumPy on views. States are pooled, so concurrent calls never share one.
 """
 
 from __future__ import annotations
@@ -13,35 +14,57 @@ import ctypes
 import numpy as np
 
 from fx.runtime import cc
+from fx.runtime.pool import StatePool
 
 
 def _address(a: np.ndarray) -> int:
     return a.__array_interface__["data"][0]
 
 
+class _CallState:
+    """What one call writes: the arena of temporaries, the pointer table the C entry points
+    read, and the arrays library steps see (temporaries and constants)."""
+
+    __slots__ = ("arena", "table", "table_ptr", "views")
+
+    def __init__(self, exe: CpuExecutable):
+        self.arena = _aligned_empty(exe.arena_bytes, 64)
+        self.table = (ctypes.c_void_p * exe.n_slots)()
+        self.table_ptr = ctypes.cast(self.table, ctypes.c_void_p)
+        self.views = dict(exe.const_views)
+        for slot, var, offset in exe.temps:
+            view = self.arena[offset:offset + var.aval.nbytes].view(var.aval.dtype)
+            view = view.reshape(var.aval.shape)
+            self.views[var] = view
+            self.table[slot] = _address(view) if view.size else None
+        for slot, address in exe.const_slots:
+            self.table[slot] = address
+
+
 class CpuExecutable:
+    """A compiled program. Immutable once built: every call checks a :class:`_CallState` out
+    of a pool, so one executable can be called from many threads at once. The C entry points
+    are called through ``ctypes.CDLL``, which releases the GIL while they run."""
+
     def __init__(self, low):
         self.name = low.name
         self.lib = cc.build(low.source) if low.source else None
         buffers = sorted(low.buffers.values(), key=lambda b: b.slot)
-        self.table = (ctypes.c_void_p * max(len(buffers), 1))()
-        self.arena = _aligned_empty(low.plan.arena_bytes, 64)
-        self.views: dict = {}
+        self.n_slots = max(len(buffers), 1)
+        self.arena_bytes = low.plan.arena_bytes
         n_consts = len(low.consts)
-        self.inputs: list[tuple[int, object, np.dtype]] = []  # (slot, var, dtype)
+        self.temps: list[tuple[int, object, int]] = []  # (slot, var, arena offset)
+        self.const_views: dict = {}
+        self.const_slots: list[tuple[int, int]] = []  # (slot, address)
+        self.inputs: list[tuple[int, object, np.dtype, int]] = []  # (slot, var, dtype, arg)
         self.outputs: list[tuple[int, object, int]] = []  # (slot, var, donor arg or -1)
-        self._keep = []
         for b in buffers:
             if b.kind == "temp":
-                view = self.arena[b.offset:b.offset + b.aval.nbytes].view(b.aval.dtype)
-                view = view.reshape(b.aval.shape)
-                self.views[b.var] = view
-                self.table[b.slot] = _address(view) if view.size else None
+                self.temps.append((b.slot, b.var, b.offset))
             elif b.kind == "const":
                 arr = np.ascontiguousarray(np.asarray(low.consts[b.position]), b.aval.dtype)
-                self._keep.append(arr)
-                self.views[b.var] = arr
-                self.table[b.slot] = _address(arr)
+                self.const_views[b.var] = arr
+                self.const_slots.append((b.slot, _address(arr)))
             elif b.kind == "input":
                 self.inputs.append((b.slot, b.var, b.aval.dtype, b.position - n_consts))
             else:
@@ -61,11 +84,18 @@ class CpuExecutable:
             else:
                 self.calls.append((False, rs.fn))
         self.needs_views = any(not is_c for is_c, _ in self.calls)
-        self.table_ptr = ctypes.cast(self.table, ctypes.c_void_p)
+        self.states: StatePool[_CallState] = StatePool(lambda: _CallState(self))
 
     def __call__(self, args: list) -> list[np.ndarray]:
-        table = self.table
-        views = dict(self.views) if self.needs_views else None
+        state = self.states.acquire()
+        try:
+            return self._run(state, args)
+        finally:
+            self.states.release(state)
+
+    def _run(self, state: _CallState, args: list) -> list[np.ndarray]:
+        table = state.table
+        views = dict(state.views) if self.needs_views else None
         for slot, var, dtype, pos in self.inputs:
             a = args[pos]
             if type(a) is not np.ndarray or a.dtype != dtype or not a.flags.c_contiguous:
@@ -85,7 +115,7 @@ class CpuExecutable:
                 views[var] = out
         for is_c, fn in self.calls:
             if is_c:
-                fn(self.table_ptr)
+                fn(state.table_ptr)
             else:
                 fn(views)
         results = []
@@ -103,7 +133,7 @@ class CpuExecutable:
         for _, v, _, pos in self.inputs:
             if v is var:
                 return args[pos]
-        return self.views[var]
+        return self.const_views[var]
 
 
 def _reusable(a: np.ndarray) -> np.ndarray | None:

@@ -1,9 +1,10 @@
 """The CUDA executor: a lowered program run with CuPy.
 
 Every generated kernel of one program lives in one ``cupy.RawModule`` (compiled by NVRTC once;
-CuPy caches the binary on disk and this module keeps the executable per program). One arena
-allocation per executable holds every temporary as a view at its planned offset (256-byte
-aligned); arguments and outputs are CuPy arrays. Kernels launch on the current stream with a
+CuPy caches the binary on disk and this module keeps the executable per program). Each call
+checks a state out of a pool (one arena allocation holding every temporary as a view at its
+planned offset, 256-byte aligned), so concurrent calls never share temporaries; arguments and
+outputs are CuPy arrays. Kernels launch on the current stream with a
 launch configuration chosen by :func:`launch_config`; library steps (cuBLAS matmul) run through
 CuPy; host steps copy their inputs to the host, run NumPy, and copy back — those copies are
 explicit steps of the lowered program. Small launch-bound programs can be replayed as one CUDA
@@ -17,11 +18,13 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from dataclasses import dataclass
 
 import numpy as np
 
 from fx.devices import cupy_module
+from fx.runtime.pool import StatePool
 
 # NVRTC options; CuPy adds -ftz=true for float32 speed (denormals flush to zero on GPU, a
 # documented difference from NumPy on CPU). No contraction of a*b+c into FMAs behind our back:
@@ -74,9 +77,30 @@ def pack_args(params, buffers: dict) -> tuple:
     return tuple(out)
 
 
+class _CudaState:
+    """What one call writes on the device: the arena of temporaries (its views by variable),
+    and the event recorded on the stream of the last call that used it. A call on another
+    stream waits for that event before its kernels touch the arena, so handing the state on
+    never needs a host synchronization."""
+
+    __slots__ = ("arena", "views", "ready")
+
+    def __init__(self, exe: CudaExecutable):
+        self.arena = exe.cp.empty(max(exe.arena_bytes, 1), dtype=exe.cp.uint8)
+        self.views = dict(exe.const_views)
+        for var, offset in exe.temps:
+            view = self.arena[offset:offset + var.aval.nbytes].view(var.aval.dtype)
+            self.views[var] = view.reshape(var.aval.shape)
+        self.ready = None
+
+
 class CudaExecutable:
-    def __init__(self, low):
-        cp = cupy_module()
+    """A compiled program on the GPU. Immutable once built: each call checks a
+    :class:`_CudaState` out of a pool and launches on the calling thread's current stream, so
+    one executable can be called from many threads (and streams) at once."""
+
+    def __init__(self, low, cp=None):
+        cp = cp if cp is not None else cupy_module()
         if cp is None:
             raise RuntimeError(
                 "fx: backend 'cuda' needs CuPy and an NVIDIA GPU; install fx[cuda] or use "
@@ -86,16 +110,16 @@ class CudaExecutable:
         self.name = low.name
         self.module = cp.RawModule(code=low.source, options=NVRTC_OPTIONS) if low.source else None
         sm = cp.cuda.Device().attributes.get("MultiProcessorCount", 132)
-        self.arena = cp.empty(max(low.plan.arena_bytes, 1), dtype=cp.uint8)
+        self.arena_bytes = low.plan.arena_bytes
         n_consts = len(low.consts)
-        self.views: dict = {}
+        self.temps: list = []  # (var, arena offset)
+        self.const_views: dict = {}
         self.inputs, self.outputs = [], []
         for b in sorted(low.buffers.values(), key=lambda b: b.slot):
             if b.kind == "temp":
-                view = self.arena[b.offset:b.offset + b.aval.nbytes].view(b.aval.dtype)
-                self.views[b.var] = view.reshape(b.aval.shape)
+                self.temps.append((b.var, b.offset))
             elif b.kind == "const":
-                self.views[b.var] = cp.asarray(np.asarray(low.consts[b.position]))
+                self.const_views[b.var] = cp.asarray(np.asarray(low.consts[b.position]))
             elif b.kind == "input":
                 self.inputs.append((b.var, b.aval.dtype, b.position - n_consts))
             else:
@@ -120,11 +144,13 @@ class CudaExecutable:
             ("literal", src[1]) if src[0] == "literal" else ("buffer", src[1].var)
             for src in low.out_sources
         ]
-        self.graph = None
+        self.states: StatePool[_CudaState] = StatePool(lambda: _CudaState(self))
         self.use_graph = os.environ.get("FX_CUDA_GRAPHS") == "1" and all(
             c[0] == "kernel" for c in self.calls)
+        self._graph = None  # (graph, stream, static buffers, views), captured on first use
+        self._graph_lock = threading.Lock()
 
-    def _run(self, views) -> None:
+    def _launch(self, views) -> None:
         for kind, fn, cfg, binding, params in self.calls:
             if kind == "kernel":
                 bufs = {name: views[v] for name, v in binding}
@@ -132,9 +158,9 @@ class CudaExecutable:
             else:
                 fn(views)
 
-    def __call__(self, args: list) -> list:
+    def _arguments(self, args: list) -> dict:
         cp = self.cp
-        views = dict(self.views)
+        views = {}
         for var, dtype, pos in self.inputs:
             a = args[pos]
             if not isinstance(a, cp.ndarray):
@@ -142,11 +168,25 @@ class CudaExecutable:
             if a.dtype != dtype or not a.flags.c_contiguous:
                 a = cp.ascontiguousarray(a, dtype=dtype)
             views[var] = a
+        return views
+
+    def __call__(self, args: list) -> list:
+        cp = self.cp
         if self.use_graph:
-            return self._replay(views)
-        for var in self.outputs:
-            views[var] = cp.empty(var.aval.shape, var.aval.dtype)
-        self._run(views)
+            return self._replay(self._arguments(args))
+        stream = cp.cuda.get_current_stream()
+        state = self.states.acquire()
+        try:
+            if state.ready is not None:
+                stream.wait_event(state.ready)  # the arena's previous user, maybe another stream
+            views = dict(state.views)
+            views.update(self._arguments(args))
+            for var in self.outputs:
+                views[var] = cp.empty(var.aval.shape, var.aval.dtype)
+            self._launch(views)
+        finally:
+            state.ready = stream.record()  # also after a failed launch: some may be queued
+            self.states.release(state)
         return self._results(views)
 
     def _results(self, views) -> list:
@@ -154,25 +194,29 @@ class CudaExecutable:
         return [cp.asarray(src) if kind == "literal" else views[src]
                 for kind, src in self.out_sources]
 
-    def _replay(self, views) -> list:
+    def _replay(self, args: dict) -> list:
         """Run the kernel list as one CUDA graph over fixed argument/output buffers (captured
-        on first use): arguments are copied in, outputs copied out."""
+        on first use): arguments are copied in, outputs copied out. The graph's buffers are
+        one set, so replays are serialized (each ends synchronized)."""
         cp = self.cp
-        if self.graph is None:
-            self.static = {var: cp.empty(var.aval.shape, var.aval.dtype)
-                           for var, _, _ in self.inputs}
-            self.static.update({var: cp.empty(var.aval.shape, var.aval.dtype)
-                                for var in self.outputs})
-            self.stream = cp.cuda.Stream(non_blocking=True)
-            graph_views = dict(self.views, **self.static)
-            with self.stream:
-                self.stream.begin_capture()
-                self._run(graph_views)
-                self.graph = self.stream.end_capture()
-            self.graph_views = graph_views
-        for var, _, _ in self.inputs:
-            cp.copyto(self.static[var], views[var])
-        with self.stream:
-            self.graph.launch(self.stream)
-        self.stream.synchronize()
-        return [r.copy() for r in self._results(self.graph_views)]
+        with self._graph_lock:
+            if self._graph is None:
+                static = {var: cp.empty(var.aval.shape, var.aval.dtype)
+                          for var, _, _ in self.inputs}
+                static.update({var: cp.empty(var.aval.shape, var.aval.dtype)
+                               for var in self.outputs})
+                stream = cp.cuda.Stream(non_blocking=True)
+                views = dict(_CudaState(self).views, **static)
+                with stream:
+                    stream.begin_capture()
+                    self._launch(views)
+                    graph = stream.end_capture()
+                self._graph = (graph, stream, static, views)
+            graph, stream, static, views = self._graph
+            cp.cuda.get_current_stream().synchronize()  # the arguments are ready
+            for var, _, _ in self.inputs:
+                cp.copyto(static[var], args[var])
+            with stream:
+                graph.launch(stream)
+            stream.synchronize()
+            return [r.copy() for r in self._results(views)]
