@@ -98,6 +98,16 @@ FX_FN float fx_signf(float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x);
 FX_FN double fx_sign(double x) { return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : x); }
 
 /* --- float32 exp/log family: polynomial, vectorizable, special values explicit --- */
+/* The polynomials use a fused multiply-add where the target has one. Without it (x86-64-v2)
+   fmaf is a libm call that keeps every loop calling it scalar: multiply, then add (two
+   roundings; the error bounds hold for both, see tests/lowering/test_prelude_accuracy.py). */
+FX_FN float fx_fmaf(float a, float b, float c) {
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__) || defined(__FP_FAST_FMAF)
+  return fmaf(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
 FX_FN float fx_pow2if(int k) { return fx_bits_to_f32((uint32_t)(k + 127) << 23); }
 FX_FN float fx_expf(float x) {
   float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
@@ -106,11 +116,11 @@ FX_FN float fx_expf(float x) {
   r = r + k * 2.12194440e-4f;
   float z = r * r;
   float p = 1.9875691500e-4f;
-  p = fmaf(p, r, 1.3981999507e-3f);
-  p = fmaf(p, r, 8.3334519073e-3f);
-  p = fmaf(p, r, 4.1665795894e-2f);
-  p = fmaf(p, r, 1.6666665459e-1f);
-  p = fmaf(p, r, 5.0000001201e-1f);
+  p = fx_fmaf(p, r, 1.3981999507e-3f);
+  p = fx_fmaf(p, r, 8.3334519073e-3f);
+  p = fx_fmaf(p, r, 4.1665795894e-2f);
+  p = fx_fmaf(p, r, 1.6666665459e-1f);
+  p = fx_fmaf(p, r, 5.0000001201e-1f);
   p = p * z + r + 1.0f;
   int ki = (int)k;
   int k1 = ki / 2;
@@ -131,14 +141,14 @@ FX_FN float fx_logf(float x) {
   float f = m - 1.0f;
   float z = f * f;
   float p = 7.0376836292e-2f;
-  p = fmaf(p, f, -1.1514610310e-1f);
-  p = fmaf(p, f, 1.1676998740e-1f);
-  p = fmaf(p, f, -1.2420140846e-1f);
-  p = fmaf(p, f, 1.4249322787e-1f);
-  p = fmaf(p, f, -1.6668057665e-1f);
-  p = fmaf(p, f, 2.0000714765e-1f);
-  p = fmaf(p, f, -2.4999993993e-1f);
-  p = fmaf(p, f, 3.3333331174e-1f);
+  p = fx_fmaf(p, f, -1.1514610310e-1f);
+  p = fx_fmaf(p, f, 1.1676998740e-1f);
+  p = fx_fmaf(p, f, -1.2420140846e-1f);
+  p = fx_fmaf(p, f, 1.4249322787e-1f);
+  p = fx_fmaf(p, f, -1.6668057665e-1f);
+  p = fx_fmaf(p, f, 2.0000714765e-1f);
+  p = fx_fmaf(p, f, -2.4999993993e-1f);
+  p = fx_fmaf(p, f, 3.3333331174e-1f);
   float fe = (float)e;
   float y = f * z * p;
   y = y - 2.12194440e-4f * fe;
