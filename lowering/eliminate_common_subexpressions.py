@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from fx.jaxpr import Jaxpr, Literal, has_effects
 from fx.lowering.rewrite import Renamer
 
@@ -10,7 +12,10 @@ def _key(eqn, rename):
     atoms = []
     for v in eqn.invars:
         v = rename(v)
-        atoms.append(("lit", v.value.item(), v.aval) if isinstance(v, Literal) else ("var", v))
+        # A literal by its bit pattern: by value, x * 0.0 and x * -0.0 would merge (and NaN
+        # literals never would).
+        atoms.append(("lit", v.aval, v.value.tobytes()) if isinstance(v, Literal) else
+                     ("var", v))
     try:
         params = tuple(sorted((k, _hashable(p)) for k, p in eqn.params.items()))
         return (eqn.primitive, tuple(atoms), params)
@@ -19,6 +24,12 @@ def _key(eqn, rename):
 
 
 def _hashable(p):
+    """A key for a parameter: floats by their bits (a padding value of -0.0 is not 0.0),
+    tuples element by element (parameters nest a few levels, never with the program)."""
+    if isinstance(p, float | np.floating):
+        return (type(p), np.asarray(p).tobytes())
+    if isinstance(p, tuple):
+        return tuple(_hashable(x) for x in p)
     hash(p)
     return p
 

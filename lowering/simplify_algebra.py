@@ -1,28 +1,57 @@
 """Algebraic simplification: identities that make an equation a no-op or shorten a chain.
 
-Rewrites (only when the replacement has exactly the equation's output type, weak type
-included, so the result still type-checks): ``x*1``, ``1*x``, ``x+0``, ``0+x``, ``x-0``,
-``x/1``, ``neg(neg(x))``, a transpose of a transpose (composed, or dropped when the identity),
-a reshape of a reshape, a reshape or convert to the same type, ``select_n(c, x, x)``, a
-broadcast whose operand already has the output shape, and the transpose of a matrix product
-(``(a @ b).T`` becomes ``b.T @ a.T``: the product is written in the layout that is read, as
-reverse mode asks for weight gradients). Nothing that changes NaN or signed-zero
-behaviour (``x*0``, ``x-x``) is rewritten.
+Every rewrite is exact: the program computes the same bits as before for every input (NaN
+payloads aside), and the replacement has exactly the equation's output type, weak type
+included, so the result still type-checks. Each identity rule names the constant it holds
+for, compared by bit pattern, never by value (``-0.0 == 0.0`` in Python):
+
+- ``x * 1``, ``1 * x``, ``x / 1``: exact for every x.
+- ``x + c``, ``c + x`` (also ``add_any``): exact for ``c = -0.0`` only (``-0.0 + 0.0`` is
+  ``+0.0``, so ``x + 0.0`` is not ``x`` when x is ``-0.0``); any zero for integers.
+- ``x - c``: exact for ``c = +0.0`` only (``x - 0.0`` is ``x + -0.0``).
+- ``neg(neg(x))``, ``select_n(c, x, x)``; a reshape, convert or broadcast to the operand's
+  own type; a transpose of a transpose (composed, or dropped when the identity), a reshape of
+  a reshape.
+
+The transpose of a matrix product (``(a @ b).T`` becomes ``b.T @ a.T``: the product is written
+in the layout that is read, as reverse mode asks for weight gradients) is the one rewrite of a
+non-exact operation: a matmul's summation order is the library's choice either way. Nothing
+that changes NaN, infinity or signed-zero behaviour (``x*0``, ``x-x``, ``x+0.0``) is
+rewritten.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from fx.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from fx.lax import base, linalg
 from fx.lax import elementwise as ew
-from fx.lowering.rewrite import Renamer, literal_value
+from fx.lowering.rewrite import Renamer
+
+# (primitive, operand position of the constant, the constant for float dtypes, for others)
+_IDENTITIES = {
+    ew.mul_p: ((1, 1.0, 1), (0, 1.0, 1)),
+    ew.div_p: ((1, 1.0, 1),),
+    ew.add_p: ((1, -0.0, 0), (0, -0.0, 0)),
+    base.add_any_p: ((1, -0.0, 0), (0, -0.0, 0)),
+    ew.sub_p: ((1, 0.0, 0),),
+}
 
 
-def _is(v, value, splats=None) -> bool:
-    """``v`` is the scalar ``value`` (a literal, or a broadcast of that literal)."""
+def _holds(v, value, splats: dict) -> bool:
+    """``v`` is the scalar ``value`` bit for bit (a literal, or a broadcast of that literal)."""
     if isinstance(v, Literal):
-        return v.value.shape == () and literal_value(v) == value
-    return splats is not None and splats.get(v) == value
+        c = v.value if v.value.shape == () else None
+    else:
+        c = splats.get(v)
+    if c is None:
+        return False
+    try:
+        want = np.asarray(value, c.dtype)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return want.tobytes() == c.tobytes()
 
 
 def _same_type(a, eqn: JaxprEqn) -> bool:
@@ -30,22 +59,15 @@ def _same_type(a, eqn: JaxprEqn) -> bool:
 
 
 def _identity_operand(eqn: JaxprEqn, splats: dict):
-    """The operand an equation returns unchanged, or None."""
+    """The operand an equation returns unchanged, bit for bit, or None."""
     p, ins = eqn.primitive, eqn.invars
-    if p is ew.mul_p:
-        if _is(ins[1], 1, splats):
-            return ins[0]
-        if _is(ins[0], 1, splats):
-            return ins[1]
-    elif p is ew.add_p or p is base.add_any_p:
-        if _is(ins[1], 0, splats):
-            return ins[0]
-        if _is(ins[0], 0, splats):
-            return ins[1]
-    elif p is ew.sub_p or p is ew.div_p:
-        if _is(ins[1], 0 if p is ew.sub_p else 1, splats):
-            return ins[0]
-    elif p is ew.select_n_p:
+    for pos, float_value, other_value in _IDENTITIES.get(p, ()):
+        c = ins[pos]
+        dt = c.aval.dtype
+        value = float_value if np.issubdtype(dt, np.inexact) else other_value
+        if _holds(c, value, splats):
+            return ins[1 - pos]
+    if p is ew.select_n_p:
         if all(v is ins[1] for v in ins[1:]):
             return ins[1]
     elif p in (base.reshape_p, ew.convert_element_type_p, base.broadcast_in_dim_p):
@@ -59,12 +81,12 @@ def _identity_operand(eqn: JaxprEqn, splats: dict):
 def simplify_algebra(jaxpr: Jaxpr) -> Jaxpr:
     rename = Renamer()
     producer: dict[Var, JaxprEqn] = {}
-    splats: dict[Var, object] = {}  # broadcasts of scalar literals: var -> the scalar
+    splats: dict[Var, np.ndarray] = {}  # broadcasts of scalar literals: var -> the scalar
     eqns = []
     for eqn in jaxpr.eqns:
         eqn = rename.eqn(eqn)
         if eqn.primitive is base.broadcast_in_dim_p and isinstance(eqn.invars[0], Literal):
-            splats[eqn.outvars[0]] = literal_value(eqn.invars[0])
+            splats[eqn.outvars[0]] = eqn.invars[0].value
         same = _identity_operand(eqn, splats)
         if same is not None and _same_type(same, eqn):
             rename.bind(eqn.outvars[0], same)

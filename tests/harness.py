@@ -65,6 +65,34 @@ def assert_allclose(got, want, rtol=None, atol=None, check_dtype=True, what=""):
             )
 
 
+def _bits(a: np.ndarray) -> np.ndarray:
+    """The bytes of ``a``, with every NaN replaced by one canonical NaN (payloads and their
+    signs are not part of the result: NumPy and C differ in which NaN they return)."""
+    a = np.array(a)
+    if a.dtype.kind == "f" or a.dtype.name == "bfloat16":
+        a[np.isnan(a)] = np.nan
+    return a.reshape(-1).view(np.uint8)
+
+
+def assert_bitwise(got, want, what=""):
+    """Leafwise: the same shapes, dtypes and bits (``-0.0`` is not ``0.0``); NaNs must be in
+    the same places, their payloads may differ."""
+    g_leaves = tree_util.tree_leaves(got)
+    w_leaves = tree_util.tree_leaves(want)
+    assert len(g_leaves) == len(w_leaves), f"{what}: {len(g_leaves)} vs {len(w_leaves)} leaves"
+    for i, (g, w) in enumerate(zip(g_leaves, w_leaves)):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape, f"{what}: shape {g.shape} != expected {w.shape}"
+        assert g.dtype == w.dtype, f"{what}: dtype {g.dtype} != expected {w.dtype}"
+        gb, wb = _bits(g), _bits(w)
+        if not np.array_equal(gb, wb):
+            differ = np.flatnonzero((gb != wb).reshape(g.size, -1).any(axis=1)) if g.size else []
+            k = int(differ[0])
+            raise AssertionError(
+                f"{what}, output {i}: {len(differ)} of {g.size} elements differ in their bits; "
+                f"first at flat index {k}: got {g.reshape(-1)[k]!r}, expected {w.reshape(-1)[k]!r}")
+
+
 @dataclass
 class OpCase:
     """One row of an op table: ``fx_fn(*args)`` must match ``jax_fn(*args)``."""

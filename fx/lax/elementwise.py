@@ -138,7 +138,14 @@ def _zero_jvp(prim: Primitive) -> None:
 # --- unary floating functions -------------------------------------------------------------------
 
 neg_p = unop("neg", np.negative, NUMERIC)
-sign_p = unop("sign", np.sign, NUMERIC)
+def _sign(x):
+    # As jax (and C's copysign-based kernels): the sign of a zero is that zero, -0.0 included
+    # (NumPy's sign gives +0.0 for -0.0).
+    s = np.sign(x)
+    return np.where(x == 0, x, s) if s.dtype.kind == "f" else s
+
+
+sign_p = unop("sign", _sign, NUMERIC)
 floor_p = unop("floor", np.floor)
 ceil_p = unop("ceil", np.ceil)
 round_p = Primitive("round")  # params: rounding_method

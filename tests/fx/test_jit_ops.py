@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from harness import assert_allclose, to_fx
+from harness import assert_allclose, assert_bitwise, to_fx
 
 import fx
 import fx.lax as lax
@@ -93,19 +93,53 @@ def assert_jit_close(got, want, what: str, slack: float = 1.0) -> None:
         assert_allclose(g, w, rtol=t, atol=t, what=f"{what}, output {i}")
 
 
+# Primitives whose result is exactly determined (IEEE-correctly rounded or no rounding at all):
+# under jit they must give eager's bits, signed zeros included (NaN payloads aside). Any
+# primitive on integers and bools only is exact too.
+EXACT = frozenset("""
+    abs add add_any and argmax argmin bitcast_convert_type broadcast_in_dim ceil clamp
+    concatenate cond convert_element_type cummax cummin div dynamic_slice dynamic_update_slice
+    eq floor gather ge gt iota is_finite le lt max min mul ne neg nextafter not or pad
+    reduce_and reduce_max reduce_min reduce_or reduce_window_max reduce_window_min reduce_xor
+    rem reshape rev round scan scatter scatter_max scatter_min select_and_gather_add select_n
+    shift_left shift_right_logical sign slice sort sqrt squeeze stop_gradient sub transpose
+    while xor""".split())
+
+
+def _is_exact(closed) -> bool:
+    """Every equation of the jaxpr (sub-jaxprs included) is exact."""
+    stack = [closed.jaxpr]
+    while stack:
+        for e in stack.pop().eqns:
+            avals = [v.aval for v in (*e.invars, *e.outvars)]
+            if e.primitive.name not in EXACT and not all(
+                    a.dtype.kind in "biu" for a in avals):
+                return False
+            for p in e.params.values():
+                for sub in p if isinstance(p, tuple) else (p,):
+                    if hasattr(sub, "jaxpr") and hasattr(sub.jaxpr, "eqns"):
+                        stack.append(sub.jaxpr)
+    return True
+
+
 def check_row(row: Row) -> None:
-    """One fx.jit program (and one jax.jit program) runs every argument set of the row."""
+    """One fx.jit program (and one jax.jit program) runs every argument set of the row;
+    where the row's operations are exact, jit must give eager's bits."""
     sets = [s for _, s in row.argument_sets()]
     eager = [row.fx_fn(*to_fx(list(s))) for s in sets]
+    exact = [_is_exact(fx.make_jaxpr(row.fx_fn)(*s)) for s in sets]
     got = fx.jit(lambda sets: [row.fx_fn(*s) for s in sets])(sets)
     # NumPy arguments: jnp.asarray would compile a staging program per shape and dtype.
     # XLA at optimization level 0 compiles these many small outputs ~30% faster.
     want = jax.jit(lambda sets: [row.jax_fn(*s) for s in sets]).lower(sets).compile(
         compiler_options={"xla_backend_optimization_level": 0})(sets)
     assert len(got) == len(sets)
-    for s, g, e, w in zip(sets, got, eager, want):
+    for s, g, e, w, ex in zip(sets, got, eager, want, exact):
         where = f"{row.name} args {[f'{a.dtype}{list(np.shape(a))}' for a in s]}"
-        assert_jit_close(g, e, f"{where}: jit vs eager", row.slack)
+        if ex:
+            assert_bitwise(g, e, f"{where}: jit vs eager (exact)")
+        else:
+            assert_jit_close(g, e, f"{where}: jit vs eager", row.slack)
         assert_allclose(g, w, rtol=row.jax_tol, atol=row.jax_tol, what=f"{where}: jit vs jax")
 
 

@@ -42,8 +42,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from harness import TOL, assert_allclose, to_fx
-from hypothesis import assume, given
+from harness import TOL, assert_allclose, assert_bitwise, to_fx
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import fx
@@ -376,6 +376,42 @@ BINARY = {
     "mean": lambda m, x, y: (x + y) * 0.5,
 }
 REDUCTIONS = ("sum", "max", "min", "mean")
+# Exactly rounded functions, and the identities the simplifier must only apply where they are
+# exact (x + 0.0 is not x for x = -0.0; x * 0.0 is not 0.0 for negative x, inf or nan):
+# programs of these must give eager's bits under jit.
+EXACT_UNARY = {
+    "neg": lambda m, x: -x,
+    "abs": lambda m, x: m.np.abs(x),
+    "half": lambda m, x: x * 0.5,
+    "double": lambda m, x: x + x,
+    "square": lambda m, x: x * x,
+    "sqrt_abs": lambda m, x: m.np.sqrt(m.np.abs(x)),
+    "floor": lambda m, x: m.np.floor(x),
+    "sign": lambda m, x: m.np.sign(x),
+    "times_zero": lambda m, x: x * 0.0,
+    "times_neg_zero": lambda m, x: x * -0.0,
+    "plus_zero": lambda m, x: x + 0.0,
+    "zero_plus": lambda m, x: 0.0 + x,
+    "plus_neg_zero": lambda m, x: x + -0.0,
+    "minus_zero": lambda m, x: x - 0.0,
+    "minus_neg_zero": lambda m, x: x - -0.0,
+    "times_one": lambda m, x: x * 1.0,
+    "div_one": lambda m, x: x / 1.0,
+}
+EXACT_BINARY = {
+    "add": lambda m, x, y: x + y,
+    "sub": lambda m, x, y: x - y,
+    "mul": lambda m, x, y: x * y,
+    "div": lambda m, x, y: x / y,
+    "maximum": lambda m, x, y: m.np.maximum(x, y),
+    "minimum": lambda m, x, y: m.np.minimum(x, y),
+    "mean": lambda m, x, y: (x + y) * 0.5,
+}
+EXACT_REDUCTIONS = ("max", "min")
+EXACT_OPS = ("unary", "binary", "where", "reduce", "transpose", "reshape", "slice", "pad", "rev",
+             "concatenate", "broadcast_to")
+# Special values the arguments of exact programs are sprinkled with.
+SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e30])
 
 
 def _pad(m, x, config):
@@ -387,8 +423,8 @@ def _matmul(m, x, w):
 
 
 OPS = {
-    "unary": lambda m, p, x: UNARY[p[0]](m, x),
-    "binary": lambda m, p, x, y: BINARY[p[0]](m, x, y),
+    "unary": lambda m, p, x: {**UNARY, **EXACT_UNARY}[p[0]](m, x),
+    "binary": lambda m, p, x, y: {**BINARY, **EXACT_BINARY}[p[0]](m, x, y),
     "where": lambda m, p, c, x, y: m.np.where(c, x, y),
     "reduce": lambda m, p, x: getattr(m.np, p[0])(x, axis=p[1], keepdims=p[2]),
     "transpose": lambda m, p, x: m.np.transpose(x, p),
@@ -412,16 +448,24 @@ class Program:
     nodes: tuple
     outputs: tuple[int, ...]
     seed: int
+    exact: bool = False  # exact ops only; arguments include signed zeros, infinities and NaN
 
     def __repr__(self) -> str:
-        lines = [f"Program({self.dtype}, seed={self.seed}, outputs={self.outputs}):"]
+        lines = [f"Program({self.dtype}, seed={self.seed}, outputs={self.outputs}, "
+                 f"exact={self.exact}):"]
         lines += [f"  %{i} = {n}" for i, n in enumerate(self.nodes)]
         return "\n".join(lines)
 
     def arguments(self) -> list[np.ndarray]:
         rng = np.random.default_rng(self.seed)
-        return [draw_array(rng, n[1], self.dtype if n[2] == "f" else BOOL, -2, 2)
+        args = [draw_array(rng, n[1], self.dtype if n[2] == "f" else BOOL, -2, 2)
                 for n in self.nodes if n[0] == "in"]
+        if self.exact:
+            for a in args:
+                if a.dtype != BOOL and a.size:
+                    where = rng.random(a.shape) < 0.4
+                    a[where] = rng.choice(SPECIAL, size=int(where.sum())).astype(a.dtype)
+        return args
 
     def run(self, m, args, record: list | None = None):
         it, env = iter(args), []
@@ -444,8 +488,10 @@ DIM = st.sampled_from([2, 3, 1, 4, 2, 3, 1, 5, 2, 3, 1, 4, 2, 3, 1, 0, 40, 2])
 
 
 @st.composite
-def programs(draw, max_ops: int = 30):
+def programs(draw, max_ops: int = 30, exact: bool = False):
     dtype = draw(st.sampled_from(["float32", "float64"]))
+    unary, binary = (EXACT_UNARY, EXACT_BINARY) if exact else (UNARY, BINARY)
+    reductions = EXACT_REDUCTIONS if exact else REDUCTIONS
     base = tuple(draw(DIM) for _ in range(draw(st.sampled_from([2, 3, 1, 0]))))
     nodes, shapes = [], []
 
@@ -475,7 +521,7 @@ def programs(draw, max_ops: int = 30):
         add(("in", some_ones(base[draw(st.integers(0, len(base))):]), "f"), ())
         shapes[-1] = nodes[-1][1]
     for _ in range(draw(st.integers(1, max_ops))):
-        kind = draw(st.sampled_from(sorted(OPS)))
+        kind = draw(st.sampled_from(EXACT_OPS if exact else sorted(OPS)))
         a = pick(lambda t, kind=kind: len(t) >= MIN_RANK.get(kind, 0))
         if a is None:  # only scalars so far: make a vector
             kind, a = "broadcast_to", pick()
@@ -484,16 +530,16 @@ def programs(draw, max_ops: int = 30):
             b = pick(broadcastable(s))
             out = np.broadcast_shapes(s, shapes[b])
             if kind == "binary":
-                add(("binary", (a, b), (draw(st.sampled_from(sorted(BINARY))),)), out)
+                add(("binary", (a, b), (draw(st.sampled_from(sorted(binary))),)), out)
             else:
                 mask = add(("in", some_ones(out), "b"), ())
                 shapes[mask] = nodes[mask][1]
                 add(("where", (mask, a, b), ()), out)
         elif kind == "reduce" and nd:
-            name = draw(st.sampled_from(REDUCTIONS))
+            name = draw(st.sampled_from(reductions))
             axes = tuple(sorted(draw(st.lists(st.integers(0, nd - 1), min_size=1, unique=True))))
             if name in ("max", "min") and any(s[i] == 0 for i in axes):
-                name = "sum"  # no identity for an empty max
+                name = "sum"  # no identity for an empty max (an empty sum is exact: zeros)
             keep = draw(st.booleans())
             out = [1 if i in axes else d for i, d in enumerate(s) if keep or i not in axes]
             add(("reduce", (a,), (name, axes, keep)), out)
@@ -551,12 +597,13 @@ def programs(draw, max_ops: int = 30):
             shapes[w] = nodes[w][1]
             add(("matmul", (a, w), ()), s[:-1] + (nodes[w][1][1],))
         else:
-            add(("unary", (a,), (draw(st.sampled_from(sorted(UNARY))),)), s)
+            add(("unary", (a,), (draw(st.sampled_from(sorted(unary))),)), s)
     # Every unused value is an output (so no op is dead), plus maybe an input or a duplicate.
     used = {i for n in nodes if n[0] != "in" for i in n[1]}
     sinks = [i for i, n in enumerate(nodes) if n[0] != "in" and i not in used]
     extra = draw(st.lists(st.integers(0, len(nodes) - 1), max_size=2))
-    return Program(dtype, tuple(nodes), (*sinks, *extra), draw(st.integers(0, 2**32 - 1)))
+    return Program(dtype, tuple(nodes), (*sinks, *extra), draw(st.integers(0, 2**32 - 1)),
+                   exact)
 
 
 # Compiler errors that have a strict-xfail reproduction in this file: a random program hitting
@@ -590,6 +637,34 @@ def test_random_program(prog):
     prog.run(FX_NS, to_fx(args), record)
     check_program(repr(prog), lambda *a: prog.run(FX_NS, a), lambda *a: prog.run(JAX_NS, a),
                   args, _scale(record), discarding_known_bugs)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", sorted(EXACT_UNARY) + sorted(EXACT_BINARY))
+def test_exact_function_is_bit_identical(name, dtype):
+    # Every special value (and, for binary functions, every pair of them) once.
+    values = np.concatenate([SPECIAL, [1.5, -2.0]]).astype(dtype)
+    if name in EXACT_UNARY:
+        fn, args = lambda x: EXACT_UNARY[name](FX_NS, x), [values]
+    else:
+        fn = lambda x, y: EXACT_BINARY[name](FX_NS, x, y)
+        args = [a.ravel() for a in np.meshgrid(values, values, indexing="ij")]
+    with np.errstate(all="ignore"):
+        eager = fn(*to_fx(args))
+    assert_bitwise(fx.jit(fn)(*args), eager, f"{name}: jit vs eager")
+
+
+@settings(max_examples=3 * settings().max_examples)  # small programs: cheap examples
+@given(programs(exact=True))
+def test_random_exact_program_is_bit_identical(prog):
+    # Signed zeros, infinities and NaN in the arguments; literal identities that hold for
+    # some values only. The compiled program must give eager's bits (NaN payloads aside).
+    args = prog.arguments()
+    with np.errstate(all="ignore"):
+        eager = prog.run(FX_NS, to_fx(args))
+    with discarding_known_bugs():
+        got = fx.jit(lambda *a: prog.run(FX_NS, a))(*args)
+    assert_bitwise(got, eager, f"jit vs eager\n{prog!r}")
 
 
 def _loss(prog: Program, m, n_float: int):

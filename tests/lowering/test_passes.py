@@ -37,7 +37,7 @@ def test_cse_merges_equal_equations():
 
 def test_simplify_removes_identities_and_composes_chains():
     def f(x):
-        y = x * 1.0 + 0.0
+        y = (x * 1.0 - 0.0) + -0.0
         y = lax.neg(lax.neg(y))
         y = lax.transpose(lax.transpose(y, (1, 0)), (1, 0))
         return lax.reshape(lax.reshape(y, (6,)), (3, 2))
@@ -45,6 +45,40 @@ def test_simplify_removes_identities_and_composes_chains():
     j = eliminate_dead_code(simplify_algebra(_jaxpr(f, fnp.ones((2, 3)))))
     check_jaxpr(j)
     assert _prims(j) == ["reshape"]
+
+
+def test_cse_keys_literals_by_their_bits():
+    # By value, 0.0 == -0.0 would merge the two products (jit returned +0 where eager gave -0),
+    # and a NaN literal would never equal itself.
+    def f(x):
+        return x * 0.0, x * -0.0, x * np.float32(np.nan), x * np.float32(np.nan)
+
+    j = eliminate_common_subexpressions(_jaxpr(f, fnp.ones(3)))
+    check_jaxpr(j)
+    assert _prims(j) == ["mul", "mul", "mul"]
+
+
+def test_cse_keeps_pads_with_signed_zero_fills_apart():
+    def f(x):
+        return lax.pad(x, -0.0, ((1, 1, 0),)), lax.pad(x, 0.0, ((1, 1, 0),))
+
+    j = eliminate_common_subexpressions(_jaxpr(f, fnp.ones(3)))
+    assert _prims(j).count("pad") == 2
+
+
+def test_simplify_applies_identities_only_where_they_are_exact():
+    cases = [  # (function, whether its one equation is rewritten away)
+        (lambda x: x + -0.0, True), (lambda x: -0.0 + x, True), (lambda x: x - 0.0, True),
+        (lambda x: x * 1.0, True), (lambda x: 1.0 * x, True), (lambda x: x / 1.0, True),
+        (lambda x: x + 0.0, False), (lambda x: 0.0 + x, False), (lambda x: x - -0.0, False),
+        (lambda x: x * 0.0, False), (lambda x: x * -1.0, False), (lambda x: x / -1.0, False),
+    ]
+    for f, removed in cases:
+        j = eliminate_dead_code(simplify_algebra(_jaxpr(f, fnp.ones(3))))
+        check_jaxpr(j)
+        assert (not j.eqns) == removed, fx.make_jaxpr(f)(fnp.ones(3))
+    for f in (lambda i: i + 0, lambda i: 0 + i, lambda i: i - 0, lambda i: i * 1):
+        assert not simplify_algebra(_jaxpr(f, fnp.ones(3, fnp.int32))).eqns
 
 
 def test_simplify_keeps_nan_sensitive_rewrites_out():
