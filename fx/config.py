@@ -17,23 +17,19 @@ def _env_flag(name: str) -> bool:
 
 
 class Config:
+    # Options are plain attributes: every jitted call reads some, and an attribute read costs
+    # a tenth of a __getattr__ hook.
+    _names = ("log_compiles", "disable_jit", "debug_nans")
+
     def __init__(self):
-        self._values = {
-            "log_compiles": _env_flag("FX_LOG_COMPILES"),
-            "disable_jit": _env_flag("FX_DISABLE_JIT"),
-            "debug_nans": _env_flag("FX_DEBUG_NANS"),
-        }
+        self.log_compiles = _env_flag("FX_LOG_COMPILES")
+        self.disable_jit = _env_flag("FX_DISABLE_JIT")
+        self.debug_nans = _env_flag("FX_DEBUG_NANS")
 
     def update(self, name: str, value) -> None:
-        if name not in self._values:
-            raise KeyError(f"fx.config: unknown option {name!r}; known: {sorted(self._values)}")
-        self._values[name] = value
-
-    def __getattr__(self, name: str):
-        values = self.__dict__.get("_values", {})
-        if name in values:
-            return values[name]
-        raise AttributeError(name)
+        if name not in self._names:
+            raise KeyError(f"fx.config: unknown option {name!r}; known: {sorted(self._names)}")
+        setattr(self, name, value)
 
 
 config = Config()

@@ -198,18 +198,18 @@ class JitFunction:
 
     # -- calling --------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if config.disable_jit and current_trace() is EVAL_TRACE:
-            return self._fun(*args, **kwargs)  # op by op, on values (as jax.disable_jit)
-        if self._fast_ok and not kwargs and current_trace() is EVAL_TRACE and \
-                not config.debug_nans:
-            avals = tuple([a.aval for a in args if type(a) is Array])
-            hit = self._fast.get(avals) if len(avals) == len(args) else None
-            if hit is not None and not config.disable_jit:
-                exe, const_bufs, out_avals, rebuild = hit
-                outs = exe([*const_bufs, *[a._buf for a in args]])
-                for i in self._donate:
-                    args[i].delete()
-                return rebuild([Array._wrap(b, v) for b, v in zip(outs, out_avals)])
+        if current_trace() is EVAL_TRACE:
+            if config.disable_jit:
+                return self._fun(*args, **kwargs)  # op by op, on values (as jax.disable_jit)
+            if self._fast_ok and not kwargs and not config.debug_nans:
+                hit = self._fast.get(_fast_key(args))
+                if hit is not None:
+                    exe, const_bufs, out_avals, rebuild = hit
+                    outs = exe([*const_bufs, *[a._buf if type(a) is Array else a
+                                               for a in args]])
+                    for i in self._donate:
+                        args[i].delete()
+                    return rebuild([Array._wrap(b, v) for b, v in zip(outs, out_avals)])
         key, leaves, statics, dyn_args, dyn_kwargs = self._signature(args, kwargs)
         entry = self._entry(key, args, kwargs, statics, dyn_args, dyn_kwargs)
         name = _fun_name(self._fun)
@@ -219,8 +219,10 @@ class JitFunction:
                 entry.executable = compiled_executable(
                     entry.jaxpr, key[3], name, self._donated_leaves(args, statics, entry))
             const_bufs = [np.asarray(c) for c in entry.consts]
+            donated = self._donated_leaf_ids(args) if self._donate else ()
             bufs = const_bufs + [
-                x._buf if isinstance(x, Array) else np.asarray(x) for x in leaves
+                x._buf if isinstance(x, Array) else _unowned(x, id(x) in donated)
+                for x in leaves
             ]
             raw = entry.executable(bufs)
             if config.debug_nans:  # before donated inputs are deleted: the re-run reads them
@@ -231,17 +233,21 @@ class JitFunction:
                 for leaf in tree_util.tree_leaves(args[i]):
                     if isinstance(leaf, Array):
                         leaf.delete()
-            if self._fast_ok and not kwargs and all(type(a) is Array for a in args) and \
-                    all(i < len(args) for i in self._donate):
-                self._fast[tuple(a.aval for a in args)] = (
-                    entry.executable, const_bufs, [o.aval for o in outs],
-                    _rebuilder(entry.out_tree))
+            key = _fast_key(args) if self._fast_ok and not kwargs else None
+            if key is not None and all(type(args[i]) is Array for i in self._donate
+                                       if -len(args) <= i < len(args)):
+                self._fast[key] = (entry.executable, const_bufs, [o.aval for o in outs],
+                                   _rebuilder(entry.out_tree))
         else:
             args_all = [*entry.consts, *leaves]
             donated = (False,) * len(args_all)
             outs = jit_p.bind(*args_all, jaxpr=entry.jaxpr, name=name, donated=donated,
                               backend=self._backend)
         return tree_util.tree_unflatten(entry.out_tree, outs)
+
+    def _donated_leaf_ids(self, args) -> set[int]:
+        return {id(leaf) for i in self._donate if -len(args) <= i < len(args)
+                for leaf in tree_util.tree_leaves(args[i])}
 
     def _donated_leaves(self, args, statics, entry) -> tuple[bool, ...]:
         """One flag per input of the jit body (constants first, never donated)."""
@@ -282,6 +288,29 @@ class JitFunction:
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
+
+
+def _fast_key(args: tuple):
+    """The fast path's cache key: positional fx Arrays (by abstract value) and NumPy arrays (by
+    shape and dtype: their abstract value follows from those), or None for anything else."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t is Array:
+            key.append(a.aval)
+        elif t is np.ndarray:
+            key.append((a.shape, a.dtype))
+        else:
+            return None
+    return tuple(key)
+
+
+def _unowned(x, donated: bool) -> np.ndarray:
+    """A non-fx argument as an array the executable reads. Only an fx Array's buffer can be
+    donated: a NumPy array the caller still holds is handed over as a view, which the
+    executable never writes into (it allocates the output instead)."""
+    a = np.asarray(x)
+    return a.view() if donated and a.base is None else a
 
 
 def _rebuilder(out_tree: tree_util.PyTreeDef):

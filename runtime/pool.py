@@ -27,16 +27,19 @@ class StatePool(Generic[T]):
         self.created = 0  # how many states were ever made (tests and as_text read it)
 
     def acquire(self) -> T:
+        # list.pop and list.append are atomic (one bytecode under the GIL, and locked per
+        # list in free-threaded builds): the hot path takes no lock of its own.
+        try:
+            return self._free.pop()
+        except IndexError:
+            pass
         with self._lock:
-            if self._free:
-                return self._free.pop()
             self.created += 1
-        return self._make()  # outside the lock: allocating an arena may take a while
+        return self._make()
 
     def release(self, state: T) -> None:
-        with self._lock:
-            if len(self._free) < self._keep:
-                self._free.append(state)
+        if len(self._free) < self._keep:  # (a race may keep one more: harmless)
+            self._free.append(state)
 
     @property
     def idle(self) -> int:

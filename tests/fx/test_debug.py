@@ -224,8 +224,6 @@ def test_check_nans_when_the_rerun_finds_none():
         fx.debug.check_nans(closed, [F32(1)], [np.float32(np.nan)])
 
 
-@pytest.mark.skipif("debug_nans" not in fx.config._values,
-                    reason="fx/config.py has no debug_nans option yet (see the hook request)")
 def test_debug_nans_makes_jit_raise():
     f = fx.jit(_nan_program)
     assert np.isnan(float(f(F32(2))))

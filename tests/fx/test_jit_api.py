@@ -121,6 +121,39 @@ def test_donated_input_is_reused_for_the_output_and_deleted():
     np.testing.assert_allclose(np.asarray(step(w2, g)), [1.0, 0.0, -1.0, -2.0])
 
 
+def test_a_donated_numpy_argument_is_neither_written_nor_frozen():
+    # Only fx Arrays' buffers are donated: the output must not alias the caller's NumPy array
+    # (it wrote the result into it and marked it read-only).
+    f = fx.jit(lambda w: w * 2.0, donate_argnums=0)
+    for _ in range(2):  # the first call and the cached one
+        host = np.ones(4, np.float32)
+        out = f(host)
+        np.testing.assert_array_equal(host, 1.0)
+        assert host.flags.writeable
+        host[:] = 5.0
+        np.testing.assert_array_equal(np.asarray(out), 2.0)
+
+
+def test_numpy_arguments_take_the_fast_path_by_shape_and_dtype():
+    traced = []
+
+    def f(x, y):
+        traced.append(1)
+        return x * 2.0 + y
+
+    jf = fx.jit(f)
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for x, y in [(a, a), (a + 1, a), (a.T.copy().T, a), (a[:, ::-1], a[:, ::-1])]:
+        np.testing.assert_array_equal(np.asarray(jf(x, y)), x * 2 + y)
+    assert len(traced) == 1 and len(jf._fast) == 1  # one signature, non-contiguous included
+    b = np.arange(6, dtype=np.int32).reshape(2, 3)
+    np.testing.assert_array_equal(np.asarray(jf(b, b)), b * 2.0 + b)
+    assert len(traced) == 2  # another dtype: another signature
+    mixed = jf(fnp.asarray(a), a)
+    np.testing.assert_array_equal(np.asarray(mixed), a * 2 + a)
+    assert len(traced) == 2 and len(jf._fast) == 3
+
+
 def test_numpy_data_is_copied_so_donation_never_writes_user_arrays():
     host = np.ones(4, np.float32)
     w = fnp.asarray(host)
