@@ -1,10 +1,17 @@
 """Code generation: a fusion group becomes a kernel in the kernel IR.
 
 Values are generated on demand: ``value(var, index)`` gives the expression for one element of
-``var``, recursing through the group's equations. Elementwise equations become scalar
+``var``, walking back through the group's equations. Elementwise equations become scalar
 operations (``scalar_ops.scalar_rules``), index maps (broadcast, transpose, reshape, slice, pad,
 concatenate, iota) become index arithmetic, and values from outside the group are loads. Each
 computed element is bound once per scope (``Let``), so shared subexpressions are computed once.
+
+The walk keeps its own stack: an equation's rule is a generator that yields the ``(var,
+index)`` operands it needs and receives their expressions, so a chain of fused equations costs
+no Python stack (fusion bounds a group's length, not its depth). Expressions stay shallow: every
+value is let-bound, and index arithmetic deeper than ``MAX_INDEX_DEPTH`` (a long chain of
+slices or pads) is let-bound too, so rendering, hashing and comparing expressions never recurse
+far either.
 
 Half-precision values are loaded into float32, computed in float32, and rounded when stored.
 """
@@ -13,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 
 import numpy as np
 
@@ -26,6 +33,8 @@ from fx.lowering.fusion import FusionGroup, GroupKind, reduction_prims
 from fx.lowering.scalar_ops import compute_dtype, scalar_rules
 
 _HALF = (dtypes.float16, dtypes.bfloat16)
+# Index arithmetic deeper than this is bound to a local (see the module docstring).
+MAX_INDEX_DEPTH = 24
 
 
 class _Scope:
@@ -95,36 +104,60 @@ class KernelBuilder:
 
     # -- values ---------------------------------------------------------------------------------
     def value(self, v, index: tuple[ir.Expr, ...]) -> ir.Expr:
+        """The expression for ``v`` at ``index``, computing (and binding) what it needs."""
+        result = self._known(v, index)
+        if result is not None:
+            return result
+        stack = [self._start(v, index)]
+        while stack:
+            key, rule = stack[-1]
+            try:
+                operand, at = rule.send(result)
+            except StopIteration as done:
+                stack.pop()
+                result = self.let(done.value)
+                self.scope.memo[key] = result
+                continue
+            result = self._known(operand, at)
+            if result is None:
+                stack.append(self._start(operand, at))
+        return result
+
+    def _key(self, v: Var, index) -> tuple:
+        return (v, () if not v.aval.shape else tuple(index))
+
+    def _known(self, v, index) -> ir.Expr | None:
+        """``v`` at ``index`` when no equation of the group has to run for it: a literal, a
+        value already bound in scope or provided by a stage, or a load (bound here)."""
         if isinstance(v, Literal):
             return ir.Const(v.value.item(), compute_dtype(v.aval.dtype))
         if v.aval.size == 0:
             # Never observed: a zero-size value only feeds untaken select branches (concatenate,
             # pad) or empty loops. Its buffer may be NULL, so it is not read.
             return ir.Const(0, compute_dtype(v.aval.dtype))
-        if not v.aval.shape:
-            index = ()
-        key = (v, index)
+        key = self._key(v, index)
         provided = self.externals.get(key)
         if provided is not None:
             return provided
         found = self.scope.lookup(key)
         if found is not None:
             return found
-        eqn = self.producer.get(v)
-        if eqn is None and self.hoist_scalars and v.aval.size == 1:
+        if v in self.producer:
+            return None
+        if self.hoist_scalars and v.aval.size == 1:
             name = next(self.names)
             self.top.stmts.append(ir.Let(name, self.load(v, tuple(ir.const_index(0)
                                                                   for _ in v.aval.shape))))
             out = ir.Sym(name, compute_dtype(v.aval.dtype))
             self.top.memo[key] = out
             return out
-        if eqn is None:
-            out = self.load(v, index)
-        else:
-            out = self.compute(eqn, v, index)
-        out = self.let(out)
+        out = self.let(self.load(v, key[1]))
         self.scope.memo[key] = out
         return out
+
+    def _start(self, v: Var, index) -> tuple[tuple, Generator]:
+        key = self._key(v, index)
+        return key, self.compute(self.producer[v], v, key[1])
 
     def load(self, v: Var, index) -> ir.Expr:
         dt = v.aval.dtype
@@ -133,17 +166,39 @@ class KernelBuilder:
             return ir.Op("load_half", (e,), dtypes.float32)
         return e
 
-    def compute(self, eqn: JaxprEqn, v: Var, index) -> ir.Expr:
+    def compute(self, eqn: JaxprEqn, v: Var, index) -> Generator:
+        """A generator computing one element of ``v`` (produced by ``eqn``): it yields each
+        operand ``(var, index)`` it needs, receives that operand's expression, and returns the
+        expression for the element."""
         prim = eqn.primitive
         rule = scalar_rules.get(prim)
         out_dt = compute_dtype(v.aval.dtype)
         if rule is not None:
-            args = [self.value(a, index if a.aval.shape else ()) for a in eqn.invars]
+            args = []
+            for a in eqn.invars:
+                args.append((yield a, index if a.aval.shape else ()))
             return rule(args, eqn.params, out_dt)
         mapper = index_maps.get(prim)
         if mapper is None:
             raise NotImplementedError(f"codegen: '{prim.name}' cannot be generated in a kernel")
-        return mapper(self, eqn, index)
+        # An index map is a generator like this one (yielding the operand index it reads), or
+        # a function that asks ``value`` itself (the pooling maps, which emit loops).
+        gen = mapper(self, eqn, index)
+        if not isinstance(gen, Generator):
+            return gen
+        sent = None
+        while True:
+            try:
+                operand, at = gen.send(sent)
+            except StopIteration as done:
+                return done.value
+            sent = yield operand, tuple(self.shallow(i) for i in at)
+
+    def shallow(self, e: ir.Expr) -> ir.Expr:
+        """``e``, or a local bound to it when it is deeper than ``MAX_INDEX_DEPTH``."""
+        if isinstance(e, (ir.Const, ir.Sym)) or ir.depth(e) <= MAX_INDEX_DEPTH:
+            return e
+        return self.let(e)
 
     # -- stores ---------------------------------------------------------------------------------
     def store(self, v: Var, index, space_shape, leader_only: bool = False) -> None:
@@ -176,7 +231,7 @@ def _broadcast_in_dim(b: KernelBuilder, eqn: JaxprEqn, index):
     (x,) = eqn.invars
     dims = eqn.params["broadcast_dimensions"]
     in_idx = tuple(index[d] if n != 1 else ir.const_index(0) for n, d in zip(x.aval.shape, dims))
-    return b.value(x, in_idx)
+    return (yield x, in_idx)
 
 
 def _iota(b: KernelBuilder, eqn: JaxprEqn, index):
@@ -189,7 +244,7 @@ def _transpose(b: KernelBuilder, eqn: JaxprEqn, index):
     in_idx = [None] * len(perm)
     for k, p in enumerate(perm):
         in_idx[p] = index[k]
-    return b.value(eqn.invars[0], tuple(in_idx))
+    return (yield eqn.invars[0], tuple(in_idx))
 
 
 def _reshape(b: KernelBuilder, eqn: JaxprEqn, index):
@@ -202,7 +257,7 @@ def _reshape(b: KernelBuilder, eqn: JaxprEqn, index):
         in_idx = tuple(next(it) if n != 1 else ir.const_index(0) for n in in_shape)
     else:
         in_idx = ir.delinearize(ir.linearize(index, out_shape), in_shape)
-    return b.value(x, in_idx)
+    return (yield x, in_idx)
 
 
 def _slice(b: KernelBuilder, eqn: JaxprEqn, index):
@@ -210,7 +265,7 @@ def _slice(b: KernelBuilder, eqn: JaxprEqn, index):
     strides = p["strides"] or (1,) * len(index)
     in_idx = tuple(ir.iadd(ir.const_index(s), ir.imul(i, ir.const_index(k)))
                    for i, s, k in zip(index, p["start_indices"], strides))
-    return b.value(eqn.invars[0], in_idx)
+    return (yield eqn.invars[0], in_idx)
 
 
 def _clamp_index(i: ir.Expr, n: int) -> ir.Expr:
@@ -235,8 +290,8 @@ def _pad(b: KernelBuilder, eqn: JaxprEqn, index):
             valid = c if valid is None else ir.Op("and", (valid, c), dtypes.bool_)
         in_idx.append(_clamp_index(ir.idiv(ir.Op("max", (j, ir.const_index(0)), ir.INDEX), step)
                                    if step > 1 else j, n))
-    inside = b.value(x, tuple(in_idx))
-    fill = b.value(pad_value, ())
+    inside = yield x, tuple(in_idx)
+    fill = yield pad_value, ()
     if valid is None:
         return inside
     return ir.Op("select", (valid, inside, fill), inside.dtype)
@@ -249,7 +304,7 @@ def _concatenate(b: KernelBuilder, eqn: JaxprEqn, index):
         n = x.aval.shape[d]
         local = list(index)
         local[d] = _clamp_index(ir.isub(index[d], ir.const_index(start)), n)
-        pieces.append((start + n, b.value(x, tuple(local))))
+        pieces.append((start + n, (yield x, tuple(local))))
         start += n
     out = pieces[-1][1]
     for limit, val in reversed(pieces[:-1]):
@@ -263,7 +318,7 @@ def _squeeze(b: KernelBuilder, eqn: JaxprEqn, index):
     it = iter(index)
     in_idx = tuple(ir.const_index(0) if d in dims else next(it)
                    for d in range(eqn.invars[0].aval.ndim))
-    return b.value(eqn.invars[0], in_idx)
+    return (yield eqn.invars[0], in_idx)
 
 
 def _rev(b: KernelBuilder, eqn: JaxprEqn, index):
@@ -271,7 +326,7 @@ def _rev(b: KernelBuilder, eqn: JaxprEqn, index):
     dims = eqn.params["dimensions"]
     in_idx = tuple(ir.isub(ir.const_index(n - 1), i) if d in dims else i
                    for d, (i, n) in enumerate(zip(index, x.aval.shape)))
-    return b.value(x, in_idx)
+    return (yield x, in_idx)
 
 
 index_maps: dict = {

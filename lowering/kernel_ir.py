@@ -139,6 +139,19 @@ class Kernel:
     restrict: bool = True  # False when the memory plan made two parameters alias (in place)
 
 
+def depth(e: Expr) -> int:
+    """The height of an expression tree (a leaf is 1), walked without recursion."""
+    best, stack = 0, [(e, 1)]
+    while stack:
+        e, d = stack.pop()
+        best = max(best, d)
+        if isinstance(e, Op):
+            stack.extend((a, d + 1) for a in e.args)
+        elif isinstance(e, Load):
+            stack.append((e.index, d + 1))
+    return best
+
+
 # --- construction helpers (with light constant folding on index arithmetic) ---------------------
 
 
