@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 
 @dataclass(eq=False)
 class BufferSpec:
@@ -41,56 +43,69 @@ def _align(n: int, alignment: int) -> int:
 
 def plan_memory(buffers: list[BufferSpec], alignment: int, inplace_pairs=()) -> MemoryPlan:
     """Assign arena offsets. ``inplace_pairs`` lists ``(output, input)`` buffer names where
-    the output may reuse the input's storage (same size, input dead after that step)."""
+    the output may reuse the input's storage (same size, input dead after that step).
+
+    Placing a buffer looks at every placed buffer alive with it, in arrays (a deep network
+    keeps hundreds of activations alive at once, and a loop over them per placement in Python
+    dominated compile time)."""
     by_name = {b.name: b for b in buffers}
     inplace: dict[str, str] = {}
-    root_of: dict[str, str] = {b.name: b.name for b in buffers}
+    parent: dict[str, str] = {}  # in-place pairs share one root buffer (union-find)
+
+    def root(name: str) -> str:
+        while name in parent:
+            name = parent[name]
+        return name
+
     for out, inp in inplace_pairs:
         if out not in by_name or inp not in by_name:
             continue
-        o, i = by_name[root_of[out]], by_name[root_of[inp]]
+        o, i = by_name[root(out)], by_name[root(inp)]
         if o is i or _align(o.nbytes, alignment) != _align(i.nbytes, alignment):
             continue
         if i.last != o.first:  # the input must die exactly where the output is born
             continue
         inplace[out] = inp
         i.last = max(i.last, o.last)
-        root_of[out] = i.name
-        for k, v in root_of.items():
-            if v == o.name:
-                root_of[k] = i.name
-    roots = [b for b in buffers if root_of[b.name] == b.name]
+        parent[o.name] = i.name
+    roots = [b for b in buffers if b.name not in parent]
     horizon = max((b.last for b in roots), default=0) + 1
 
     def long_lived(b):
         return (b.last - b.first + 1) * 2 >= horizon and horizon > 4
 
-    placed: list[tuple[int, int, BufferSpec]] = []  # (offset, size, buffer)
+    order = sorted(roots, key=lambda b: (not long_lived(b), -b.nbytes, b.first))
+    n = len(order)
+    first = np.array([b.first for b in order], np.int64)
+    last = np.array([b.last for b in order], np.int64)
+    size = np.array([_align(max(b.nbytes, 1), alignment) for b in order], np.int64)
+    offset = np.zeros(n, np.int64)
     offsets: dict[str, int] = {}
-    for b in sorted(roots, key=lambda b: (not long_lived(b), -b.nbytes, b.first)):
-        size = _align(max(b.nbytes, 1), alignment)
-        busy = sorted((o, s) for o, s, other in placed
-                      if not (other.last < b.first or b.last < other.first))
-        best, best_gap, cursor = None, None, 0
-        for o, s in busy:
-            gap = o - cursor
-            if gap >= size and (best_gap is None or gap < best_gap):
-                best, best_gap = cursor, gap
-            cursor = max(cursor, o + s)
-        offset = best if best is not None else cursor
-        placed.append((offset, size, b))
-        offsets[b.name] = offset
-    for name, root in root_of.items():
-        offsets[name] = offsets[root]
-    arena = max((o + s for o, s, _ in placed), default=0)
-    live = [0] * horizon
-    for b in roots:
-        for t in range(b.first, b.last + 1):
-            live[t] += _align(max(b.nbytes, 1), alignment)
+    for k, b in enumerate(order):
+        # The placed buffers alive with this one, by offset (then size): the smallest gap
+        # between them that fits it, else the top of the ones below.
+        alive = np.flatnonzero((last[:k] >= b.first) & (first[:k] <= b.last))
+        at = 0
+        if alive.size:
+            o, s = offset[alive], size[alive]
+            by = np.lexsort((s, o))
+            o, s = o[by], s[by]
+            below = np.maximum.accumulate(np.concatenate(([0], o + s)))
+            gaps = o - below[:-1]
+            fits = np.flatnonzero(gaps >= size[k])
+            at = int(below[fits[np.argmin(gaps[fits])]]) if fits.size else int(below[-1])
+        offset[k] = at
+        offsets[b.name] = at
+    for name in by_name:
+        offsets[name] = offsets[root(name)]
+    arena = int((offset + size).max()) if n else 0
+    live = np.zeros(horizon + 1, np.int64)  # bytes live at each step, by differences
+    np.add.at(live, first, size)
+    np.add.at(live, last + 1, -size)
     return MemoryPlan(
         offsets=offsets,
         arena_bytes=arena,
-        lower_bound=max(live, default=0),
+        lower_bound=int(np.cumsum(live)[:horizon].max()) if n else 0,
         naive_bytes=sum(_align(max(b.nbytes, 1), alignment) for b in buffers),
         inplace=inplace,
     )
