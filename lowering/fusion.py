@@ -14,104 +14,49 @@ A value is fused into its consumer when it has no other consumer; cheap broadcas
 and iota) are recomputed in every consumer instead of being materialized. Merges that would
 make the group graph cyclic are refused. Values read outside their group (or returned) are the
 group's outputs and get buffers.
+
+Scale: a group holds at most ``MAX_GROUP_EQNS`` equations (a long chain becomes several
+kernels); cycle checks use the topological keys of ``fusion_graph`` and stop after a bounded
+search; the merge passes after the first sweep work from worklists (a merge revisits only the
+groups it may have affected) instead of starting over, so fusion's work grows linearly with
+the program.
 """
 
 from __future__ import annotations
 
-import enum
+import collections
 import itertools
 from collections import defaultdict
-from dataclasses import dataclass, field
 
-from fx.jaxpr import Jaxpr, JaxprEqn, Literal, Var, has_effects
-from fx.lax import base
-from fx.lowering.scalar_ops import Pattern, cheap_prims, pattern_of, reduction_combine
-
-
-class GroupKind(enum.Enum):
-    ELEMENTWISE = "elementwise"
-    REDUCTION = "reduction"
-    GEMM = "gemm"
-    OPAQUE = "opaque"
-
-
-@dataclass(eq=False)
-class FusionGroup:
-    kind: GroupKind
-    eqns: list[JaxprEqn]
-    id: int
-    inputs: list[Var] = field(default_factory=list)
-    outputs: list[Var] = field(default_factory=list)
-    # REDUCTION groups: the input space, the reduced axes and the output space.
-    in_shape: tuple[int, ...] = ()
-    axes: tuple[int, ...] = ()
-
-    @property
-    def out_shape(self) -> tuple[int, ...]:
-        return tuple(d for i, d in enumerate(self.in_shape) if i not in self.axes)
-
-    @property
-    def root(self) -> JaxprEqn:
-        return self.eqns[-1]
-
-    @property
-    def anchor(self) -> JaxprEqn:
-        """A GEMM group's matmul/convolution (reshape/transpose prologue before it, elementwise
-        epilogue after it)."""
-        return next(e for e in self.eqns if pattern_of(e.primitive) is
-                    Pattern.OUT_ELEMENTWISE_FUSABLE)
-
-    @property
-    def prologue(self) -> list[JaxprEqn]:
-        """The equations computing the anchor's operands (reshapes/transposes: views)."""
-        anchor = self.anchor
-        needed = {v for v in anchor.invars if isinstance(v, Var)}
-        out = []
-        for e in reversed(self.eqns[:self.eqns.index(anchor)]):
-            if any(v in needed for v in e.outvars):
-                out.append(e)
-                needed.update(v for v in e.invars if isinstance(v, Var))
-        return out[::-1]
-
-    @property
-    def epilogue(self) -> list[JaxprEqn]:
-        """Everything else: elementwise work over the product (and values it combines with)."""
-        skip = {id(e) for e in self.prologue} | {id(self.anchor)}
-        return [e for e in self.eqns if id(e) not in skip]
-
-    def produced(self) -> set[Var]:
-        return {v for e in self.eqns for v in e.outvars}
-
-    def label(self) -> str:
-        names = [e.primitive.name for e in self.eqns]
-        return f"{self.kind.value}[{', '.join(names)}]"
+from fx.jaxpr import Jaxpr, JaxprEqn, Var
+from fx.lowering.fusion_graph import GroupGraph
+from fx.lowering.fusion_groups import (  # noqa: F401  (FusionGroup and GroupKind re-exported)
+    MAX_GROUP_EQNS,
+    VIEW_PRIMS,
+    FusionGroup,
+    GroupKind,
+    can_store,
+    effectful,
+    external_reads,
+    is_cheap,
+    joinable,
+    outputs_fit,
+    reads_outside,
+    recomputable,
+    reduction_prims,
+    same_rows,
+    space_ok,
+    tied_reads_ok,
+)
+from fx.lowering.scalar_ops import Pattern, pattern_of
 
 
-reduction_prims = reduction_combine  # the primitives that anchor a REDUCTION group
+def fuse(jaxpr: Jaxpr, stats: dict | None = None) -> list[FusionGroup]:
+    """Partition ``jaxpr``'s equations into fusion groups, in a valid execution order.
 
-
-_MAX_RECOMPUTE = 8
-_VIEW_PRIMS = {base.reshape_p, base.transpose_p}
-
-
-def _is_cheap(eqn: JaxprEqn) -> bool:
-    """Broadcasts of scalars and iotas: recomputing them beats reading them from memory."""
-    if pattern_of(eqn.primitive) is not Pattern.BROADCAST:
-        return False
-    return all(isinstance(v, Literal) or not v.aval.shape for v in eqn.invars)
-
-
-def _recomputable(g: FusionGroup) -> bool:
-    """A small elementwise group of cheap operations: each consumer recomputes it."""
-    return g.kind is GroupKind.ELEMENTWISE and len(g.eqns) <= _MAX_RECOMPUTE and all(
-        e.primitive in cheap_prims or pattern_of(e.primitive) in (Pattern.BROADCAST,
-                                                                    Pattern.INJECTIVE)
-        for e in g.eqns
-    )
-
-
-def fuse(jaxpr: Jaxpr) -> list[FusionGroup]:
-    """Partition ``jaxpr``'s equations into fusion groups, in a valid execution order."""
+    ``stats``, if given, receives ``graph_visits``: the groups the cycle checks visited (the
+    fusion work that could grow faster than the program; tests check it grows linearly)."""
+    position = {id(e): i for i, e in enumerate(jaxpr.eqns)}
     uses: dict[Var, int] = defaultdict(int)
     for eqn in jaxpr.eqns:
         for v in eqn.invars:
@@ -123,45 +68,50 @@ def fuse(jaxpr: Jaxpr) -> list[FusionGroup]:
 
     ids = itertools.count()
     group_of: dict[Var, FusionGroup] = {}
-    deps: dict[FusionGroup, set[FusionGroup]] = {}
-    alive: list[FusionGroup] = []
+    graph = GroupGraph()
+    alive: dict[FusionGroup, None] = {}  # an ordered set: creation order
 
     def new_group(kind, eqns, **kw) -> FusionGroup:
         g = FusionGroup(kind, list(eqns), next(ids), **kw)
-        deps[g] = set()
-        alive.append(g)
+        graph.add(g)
+        alive[g] = None
         return g
 
-    def ancestors(g: FusionGroup) -> set[FusionGroup]:
-        seen, stack = set(), [g]
-        while stack:
-            for d in deps[stack.pop()]:
-                if d not in seen:
-                    seen.add(d)
-                    stack.append(d)
-        return seen
-
-    def absorb(target: FusionGroup, src: FusionGroup):
-        target.eqns = src.eqns + target.eqns
-        for e in src.eqns:
-            for v in e.outvars:
-                if group_of.get(v) is src:  # not recomputed copies: they stay with their owner
-                    group_of[v] = target
-        deps[target] |= deps.pop(src) - {target}
-        for d in deps.values():
-            if src in d:
-                d.discard(src)
-                d.add(target)
-        deps[target].discard(target)
-        alive.remove(src)
-
-    def creates_cycle(members: set[FusionGroup], reads: set[FusionGroup]) -> bool:
-        """Would one group made of ``members`` and reading ``reads`` be on a cycle? (Some
-        group it reads from outside depends on one of the members.)"""
-        return any(x not in members and (ancestors(x) & members) for x in reads)
+    def take_eqns(target: FusionGroup, srcs: list[FusionGroup]) -> None:
+        """Move the equations of ``srcs`` into ``target`` (the graph is merged by the caller)."""
+        if srcs:
+            outside.pop(target, None)
+        for src in srcs:
+            outside.pop(src, None)
+            target.eqns = src.eqns + target.eqns
+            for e in src.eqns:
+                for v in e.outvars:
+                    if group_of.get(v) is src:  # not recomputed copies: they stay with their owner
+                        group_of[v] = target
+            del alive[src]
 
     def read_groups(eqn) -> set[FusionGroup]:
         return {group_of[v] for v in eqn.invars if isinstance(v, Var) and v in group_of}
+
+    # Per group, the reads of its values from outside it (see outputs_fit), kept up to date
+    # as a chain grows one equation at a time and recounted after other changes.
+    outside: dict[FusionGroup, dict[Var, int]] = {}
+
+    def outside_of(g: FusionGroup) -> dict[Var, int]:
+        if g not in outside:
+            outside[g] = reads_outside(g, uses)
+        return outside[g]
+
+    def appended(g: FusionGroup, eqn: JaxprEqn) -> None:
+        counts = outside.get(g)
+        if counts is None:
+            return
+        for x in eqn.invars:
+            if x in counts:
+                counts[x] -= 1
+                if not counts[x]:
+                    del counts[x]
+        counts.update((w, uses[w]) for w in eqn.outvars if uses[w])
 
     def space(g: FusionGroup) -> tuple[int, ...]:
         return g.root.outvars[0].aval.shape
@@ -178,14 +128,16 @@ def fuse(jaxpr: Jaxpr) -> list[FusionGroup]:
                 g = group_of[v]
                 if g.kind is GroupKind.OPAQUE:
                     continue
-                if uses[v] > 1 and ((len(g.eqns) == 1 and _is_cheap(g.eqns[0]))
-                                    or _recomputable(g)):
+                if uses[v] > 1 and ((len(g.eqns) == 1 and is_cheap(g.eqns[0]))
+                                    or recomputable(g)):
                     if g not in dup_groups:
                         dup_groups.append(g)
                     continue
-                if uses[v] != 1 or not _joinable(g, v, eqn, out_shape):
+                if uses[v] != 1 or len(g.eqns) >= MAX_GROUP_EQNS or not joinable(
+                        g, v, eqn, out_shape):
                     continue
-                if g.kind is GroupKind.ELEMENTWISE and not _outputs_fit(g, v, uses, out_shape):
+                if g.kind is GroupKind.ELEMENTWISE and not outputs_fit(outside_of(g), v,
+                                                                        out_shape):
                     continue
                 if g not in merge:
                     merge.append(g)
@@ -197,38 +149,52 @@ def fuse(jaxpr: Jaxpr) -> list[FusionGroup]:
             if host is None and merge:
                 host = merge[0]
             # Grow the merged set one candidate at a time, refusing any candidate (merged or
-            # recomputed) that would close a cycle through a group outside the set.
+            # recomputed) that would close a cycle through a group outside the set, or make
+            # the group longer than a kernel should be.
             members: set[FusionGroup] = {host} if host is not None else set()
+            size = len(host.eqns) + 1 if host is not None else 1
             reads: set[FusionGroup] = set(producers)
+            if host is not None:
+                reads |= graph.deps[host]
             for g in merge:
-                if g is not host and not _tied_reads_ok(host, g.eqns):
+                if g is host:
                     continue
-                if g is host or not creates_cycle(members | {g}, reads | deps[g]):
+                if size + len(g.eqns) > MAX_GROUP_EQNS or not tied_reads_ok(host, g.eqns,
+                                                                             position):
+                    continue
+                if not graph.would_cycle(members | {g}, reads | graph.deps[g]):
                     members.add(g)
-                    reads |= deps[g]
+                    reads |= graph.deps[g]
+                    size += len(g.eqns)
             dup = []
             for g in dup_groups:
                 g_reads = {q for e in g.eqns for q in read_groups(e)}
-                if host is not None and not _tied_reads_ok(host, g.eqns):
+                if size + len(g.eqns) > MAX_GROUP_EQNS:
                     continue
-                if not creates_cycle(members, reads | g_reads):
+                if host is not None and not tied_reads_ok(host, g.eqns, position):
+                    continue
+                if not graph.would_cycle(members, reads | g_reads):
                     reads |= g_reads
                     dup.extend(e for e in g.eqns if e not in dup)
-            if creates_cycle(members, reads):
+                    size += len(g.eqns)
+            if graph.would_cycle(members, reads):
                 members, dup = set(), []  # nothing merges: a fresh group reads everything
             if host not in members:
                 host = next(iter(members), None)
             if host is None:
                 host = new_group(GroupKind.ELEMENTWISE, [])
-            for g in [g for g in merge if g in members]:
-                if g is not host:
-                    absorb(host, g)
-            host.eqns.extend(e for e in dup if e not in host.eqns)
+            others = [g for g in merge if g in members and g is not host]
+            take_eqns(host, others)
+            if dup:
+                have = {id(e) for e in host.eqns}
+                host.eqns.extend(e for e in dup if id(e) not in have)
+                outside.pop(host, None)
             host.eqns.append(eqn)
+            appended(host, eqn)
             for v in eqn.outvars:
                 group_of[v] = host
-            for e in (*dup, eqn):
-                deps[host] |= {g for g in read_groups(e) if g is not host}
+            new_deps = {g for e in (*dup, eqn) for g in read_groups(e) if g is not host}
+            graph.merge(host, others, new_deps)
             if host.kind is GroupKind.REDUCTION and out_shape not in (host.in_shape,
                                                                          host.out_shape):
                 raise AssertionError("fusion put an equation outside its group's spaces")
@@ -237,110 +203,124 @@ def fuse(jaxpr: Jaxpr) -> list[FusionGroup]:
             in_shape, axes = x.aval.shape, tuple(eqn.params["axes"])
             g = group_of.get(x) if isinstance(x, Var) else None
             if g is not None and g.kind is GroupKind.REDUCTION and g.in_shape == in_shape \
-                    and g.axes == axes and x in g.produced():
+                    and g.axes == axes and x in g.produced() and len(g.eqns) < MAX_GROUP_EQNS:
                 host = g  # a further reduction over the same rows (softmax's sum after max)
+                others = []
             else:
                 host = new_group(GroupKind.REDUCTION, [], in_shape=in_shape, axes=axes)
+                others = []
                 if (g is not None and g.kind is GroupKind.ELEMENTWISE and uses[x] == 1
-                        and space(g) == in_shape and all(space_ok(g, in_shape))):
-                    absorb(host, g)  # the prologue
+                        and space(g) == in_shape and all(space_ok(g, in_shape))
+                        and len(g.eqns) < MAX_GROUP_EQNS):
+                    others = [g]  # the prologue
+                    take_eqns(host, others)
             host.eqns.append(eqn)
+            appended(host, eqn)
             for v in eqn.outvars:
                 group_of[v] = host
-            deps[host] |= {g for g in read_groups(eqn) if g is not host}
+            graph.merge(host, others, {g for g in read_groups(eqn) if g is not host})
         else:
             kind = GroupKind.GEMM if pat is Pattern.OUT_ELEMENTWISE_FUSABLE else GroupKind.OPAQUE
             g = new_group(kind, [eqn])
             for v in eqn.outvars:
                 group_of[v] = g
-            deps[g] |= {p for p in producers}
+            graph.merge(g, [], producers)
             if kind is GroupKind.GEMM:
                 # Reshapes/transposes of an operand become views the library call reads.
                 for v in eqn.invars:
                     p = group_of.get(v) if isinstance(v, Var) else None
                     if (p is not None and p is not g and uses[v] == 1
-                            and all(e.primitive in _VIEW_PRIMS for e in p.eqns)
-                            and not creates_cycle({g, p}, deps[g] | deps[p])):
-                        absorb(g, p)
+                            and all(e.primitive in VIEW_PRIMS for e in p.eqns)
+                            and not graph.would_cycle({g, p}, graph.deps[g] | graph.deps[p])):
+                        take_eqns(g, [p])
+                        graph.merge(g, [p])
 
-    _prune_unread(alive, deps, jaxpr)
-    _recompute_deps(alive, deps, group_of)
-    _merge_single_consumer_producers(alive, deps, group_of, jaxpr, absorb, creates_cycle)
-    _merge_siblings(alive, deps, group_of, jaxpr, absorb, creates_cycle)
-    position = {id(e): i for i, e in enumerate(jaxpr.eqns)}
+    visits = graph.checks
+    _prune_unread(alive, jaxpr)
+    graph = GroupGraph.build(list(alive), _actual_deps(alive, group_of))
+
+    def absorb(target: FusionGroup, src: FusionGroup) -> None:
+        take_eqns(target, [src])
+        graph.merge(target, [src])
+        # Recomputed copies can make a read of the merged group local: read only what it reads.
+        graph.keep_deps(target, _actual_deps({target: None}, group_of)[target])
+
+    _merge_single_consumer_producers(alive, graph, group_of, jaxpr, absorb, position)
+    _merge_siblings(alive, graph, group_of, jaxpr, absorb)
     for g in alive:  # merges prepend and recomputation copies: program order, each once
         g.eqns = sorted({id(e): e for e in g.eqns}.values(), key=lambda e: position[id(e)])
-    groups = _order(alive, deps)
+    groups = _order(graph)
     _assign_io(groups, jaxpr, group_of)
-    return [g for g in groups if g.outputs or any(_effectful(e) for e in g.eqns)]
+    if stats is not None:
+        stats["graph_visits"] = visits + graph.checks
+    return [g for g in groups if g.outputs or any(effectful(e) for e in g.eqns)]
 
 
-def _prune_unread(alive, deps, jaxpr) -> None:
+def _prune_unread(alive: dict, jaxpr) -> None:
     """Drop groups none of whose values is read from them: everything they compute was
-    recomputed by its consumers."""
-    returned = {v for v in jaxpr.outvars if isinstance(v, Var)}
-    while True:
-        needed: set[Var] = set(returned)
-        for g in alive:
-            local = g.produced()
-            needed.update(v for e in g.eqns for v in e.invars
-                          if isinstance(v, Var) and v not in local)
-        dead = [g for g in alive if not (g.produced() & needed)
-                and not any(_effectful(e) for e in g.eqns)]
-        if not dead:
-            return
-        for g in dead:
-            alive.remove(g)
-            deps.pop(g, None)
-        for d in deps.values():
-            d.difference_update(dead)
+    recomputed by its consumers. (A worklist: dropping a group may leave its producers
+    unread.)"""
+    readers: dict[Var, int] = defaultdict(int)  # groups reading the value, +1 if returned
+    producing: dict[Var, list[FusionGroup]] = defaultdict(list)  # groups computing it
+    reads = {}
+    for g in alive:
+        reads[g] = external_reads(g)
+        for v in reads[g]:
+            readers[v] += 1
+        for v in g.produced():
+            producing[v].append(g)
+    for v in jaxpr.outvars:
+        if isinstance(v, Var):
+            readers[v] += 1
+
+    def unread(g):
+        return not any(readers[v] for v in g.produced()) and not any(
+            effectful(e) for e in g.eqns)
+
+    work = [g for g in alive if unread(g)]
+    while work:
+        g = work.pop()
+        if g not in alive or not unread(g):
+            continue
+        del alive[g]
+        for v in reads[g]:
+            readers[v] -= 1
+            if readers[v] == 0:
+                work.extend(p for p in producing[v] if p in alive)
 
 
-def _recompute_deps(alive, deps, group_of) -> None:
+def _actual_deps(groups, group_of) -> dict:
     """Group dependencies from what each group actually reads: a value computed outside a
     group comes from its producing group (``group_of``; recomputed copies are local)."""
-    for g in alive:
-        local = g.produced()
-        deps[g] = {group_of[v] for e in g.eqns for v in e.invars
-                   if isinstance(v, Var) and v not in local and v in group_of
-                   and group_of[v] is not g}
+    return {g: {group_of[v] for v in external_reads(g) if v in group_of
+                and group_of[v] is not g} for g in groups}
 
 
-def _merge_single_consumer_producers(alive, deps, group_of, jaxpr, absorb,
-                                     creates_cycle) -> None:
+def _merge_single_consumer_producers(alive, graph, group_of, jaxpr, absorb, position) -> None:
     """Fuse an elementwise group into its consumer when that consumer is the only group that
     reads it (its values may be read several times there), if the merged group is acyclic
-    (a recomputed copy can make two groups read each other's inputs)."""
+    (a recomputed copy can make two groups read each other's inputs). A worklist: a merge
+    revisits the groups it may have made mergeable (the producers of the absorbed group and
+    the merged group itself)."""
     returned = {v for v in jaxpr.outvars if isinstance(v, Var)}
-    changed = True
-    while changed:
-        changed = False
-        readers: dict[FusionGroup, set] = defaultdict(set)
-        for g in alive:
-            local = g.produced()
-            for e in g.eqns:
-                for v in e.invars:
-                    if isinstance(v, Var) and v not in local and v in group_of:
-                        readers[group_of[v]].add((g, e))
-        for p in list(alive):
-            if p not in readers:
-                continue
-            consumers = {c for c, _ in readers[p]}
-            if len(consumers) != 1:
-                continue
-            (c,) = consumers
-            if creates_cycle({c, p}, deps[c] | deps[p]):
-                continue
-            if p.kind is GroupKind.REDUCTION:
-                # Row kernels over the same rows chain into one (the consumer's stages follow).
-                if (c.kind is GroupKind.REDUCTION and (c.in_shape, c.axes) == (p.in_shape, p.axes)
-                        and _tied_reads_ok(p, c.eqns)):
-                    absorb(c, p)
-                    changed = True
-                    break
-                continue
-            if p.kind is not GroupKind.ELEMENTWISE:
-                continue
+    work = collections.deque(alive)
+    queued = set(work)
+    while work:
+        p = work.popleft()
+        queued.discard(p)
+        if p not in alive or len(graph.users[p]) != 1:
+            continue
+        (c,) = graph.users[p]
+        if len(c.eqns) + len(p.eqns) > MAX_GROUP_EQNS:
+            continue
+        if graph.would_cycle({c, p}, graph.deps[c] | graph.deps[p]):
+            continue
+        ok = False
+        if p.kind is GroupKind.REDUCTION:
+            # Row kernels over the same rows chain into one (the consumer's stages follow).
+            ok = (c.kind is GroupKind.REDUCTION and (c.in_shape, c.axes) == (p.in_shape, p.axes)
+                  and tied_reads_ok(p, c.eqns, position))
+        elif p.kind is GroupKind.ELEMENTWISE:
             pspace = p.root.outvars[0].aval.shape
             needed = [v for v in p.produced() if v in returned]
             if c.kind is GroupKind.ELEMENTWISE:
@@ -350,186 +330,134 @@ def _merge_single_consumer_producers(alive, deps, group_of, jaxpr, absorb,
                 ok = not needed and all(space_ok(p, c.in_shape)) and pspace == c.in_shape
             elif c.kind is GroupKind.GEMM:
                 gemm_out = c.anchor.outvars[0].aval.shape
+                local = c.produced()
+                reading = [e for e in c.eqns if any(
+                    isinstance(v, Var) and v not in local and group_of.get(v) is p
+                    for v in e.invars)]
+                epilogue = {id(e) for e in c.epilogue}
                 ok = (not needed and all(space_ok(p, gemm_out))
-                      and all(e in c.epilogue for _, e in readers[p]))
-            else:
-                ok = False
-            if ok:
-                absorb(c, p)
-                changed = True
-                break
+                      and all(id(e) in epilogue for e in reading))
+        if ok:
+            revisit = [*graph.deps[p], c]
+            absorb(c, p)
+            for g in revisit:
+                if g not in queued:
+                    work.append(g)
+                    queued.add(g)
 
 
-def _merge_siblings(alive, deps, group_of, jaxpr, absorb, creates_cycle) -> None:
+_SIBLING_SWEEPS = 3  # a merge can enable one refused earlier; a few sweeps catch most
+
+
+def _merge_siblings(alive, graph, group_of, jaxpr, absorb) -> None:
     """Multi-output fusion of elementwise groups over one iteration space. A group whose
     every needed value is only returned and also recomputed by another group is dropped:
     that group stores the values. Groups that read a common input, or one of which reads a
     value the other stores, become one pass that reads it once and stores both groups'
-    outputs, if the merged group stays acyclic."""
+    outputs, if the merged group stays acyclic.
+
+    The values read from outside each group are counted (not recomputed after every merge),
+    and each value's readers are tried in a few sweeps instead of restarting after a merge."""
     returned = {v for v in jaxpr.outvars if isinstance(v, Var)}
 
     def elementwise(g):
-        return g.kind is GroupKind.ELEMENTWISE and not any(_effectful(e) for e in g.eqns)
+        return g.kind is GroupKind.ELEMENTWISE and not any(effectful(e) for e in g.eqns)
 
-    def external_reads(g) -> set[Var]:
-        local = g.produced()
-        return {v for e in g.eqns for v in e.invars if isinstance(v, Var) and v not in local}
+    ext = {g: external_reads(g) for g in alive}
+    read_count: dict[Var, int] = defaultdict(int)  # alive groups reading the value
+    for g in alive:
+        for v in ext[g]:
+            read_count[v] += 1
 
-    def read_elsewhere() -> set[Var]:
-        out: set[Var] = set()
-        for g in alive:
-            out |= external_reads(g)
-        return out
-
-    def needed(g, elsewhere) -> set[Var]:
+    def needed(g) -> set[Var]:
         return {v for v in g.produced() if group_of.get(v) is g
-                and (v in returned or v in elsewhere)}
+                and (v in returned or read_count[v] > 0)}
 
     def space(g):
         return g.root.outvars[0].aval.shape
 
-    elsewhere = read_elsewhere()
+    def drop(g):
+        for v in ext.pop(g):
+            read_count[v] -= 1
+        del alive[g]
+        graph.remove(g)
+
+    producing: dict[Var, list[FusionGroup]] = defaultdict(list)
+    for g in alive:
+        if elementwise(g):
+            for v in g.produced():
+                producing[v].append(g)
     for p in [g for g in alive if elementwise(g)]:
-        values = needed(p, elsewhere)
-        if not values or values & elsewhere:
+        values = needed(p)
+        if not values or any(read_count[v] for v in values):
             continue
-        c = next((c for c in alive if c is not p and elementwise(c)
-                  and values <= c.produced() and all(_can_store(c, v) for v in values)), None)
+        first = next(iter(values))
+        c = next((c for c in producing[first] if c is not p and c in alive
+                  and values <= c.produced() and all(can_store(c, v) for v in values)), None)
         if c is not None:
             for v in values:
                 group_of[v] = c
-            alive.remove(p)
-            deps.pop(p, None)
-            elsewhere = read_elsewhere()
+            drop(p)
 
-    changed = True
-    while changed:
+    merged_into: dict[FusionGroup, FusionGroup] = {}
+
+    def find(g):
+        while g in merged_into:
+            g = merged_into[g]
+        return g
+
+    def merge(a, b) -> None:
+        for v in ext.pop(a) | ext.pop(b):
+            read_count[v] -= 1
+        absorb(a, b)
+        merged_into[b] = a
+        ext[a] = external_reads(a)
+        for v in ext[a]:
+            read_count[v] += 1
+
+    def mergeable(a, b) -> bool:
+        shape = space(a)
+        if space(b) != shape or len(a.eqns) + len(b.eqns) > MAX_GROUP_EQNS:
+            return False
+        if any(v.aval.shape != shape for g in (a, b) for v in needed(g)):
+            return False
+        return not graph.would_cycle({a, b}, graph.deps[a] | graph.deps[b])
+
+    readers: dict[Var, list[FusionGroup]] = defaultdict(list)
+    for g in sorted((g for g in alive if elementwise(g)), key=lambda g: g.id):
+        # A producer pairs with the readers of its stored values too: the merged pass
+        # stores the value and uses it without reading it back.
+        for v in sorted(ext[g] | needed(g), key=lambda v: v.id):
+            if v.aval.size > 1:  # sharing a scalar saves nothing
+                readers[v].append(g)
+    for _ in range(_SIBLING_SWEEPS):
         changed = False
-        readers: dict[Var, list[FusionGroup]] = defaultdict(list)
-        for g in sorted((g for g in alive if elementwise(g)), key=lambda g: g.id):
-            # A producer pairs with the readers of its stored values too: the merged pass
-            # stores the value and uses it without reading it back.
-            for v in external_reads(g) | needed(g, elsewhere):
-                if v.aval.size > 1:  # sharing a scalar saves nothing
-                    readers[v].append(g)
-        for groups in readers.values():
-            for a, b in itertools.combinations(groups, 2):
-                shape = space(a)
-                if space(b) != shape:
-                    continue
-                if any(v.aval.shape != shape for g in (a, b) for v in needed(g, elsewhere)):
-                    continue
-                if creates_cycle({a, b}, deps[a] | deps[b]):
-                    continue
-                absorb(a, b)
-                elsewhere = read_elsewhere()
-                changed = True
-                break
-            if changed:
-                break
+        for v, groups in readers.items():
+            live = []
+            for g in map(find, groups):
+                if g not in live and (v in ext[g] or v in needed(g)):
+                    live.append(g)
+            i = 0
+            while i < len(live):
+                a, j = live[i], i + 1
+                while j < len(live):
+                    if mergeable(a, live[j]):
+                        merge(a, live.pop(j))
+                        changed = True
+                    else:
+                        j += 1
+                i += 1
+        if not changed:
+            return
 
 
-def space_ok(g: FusionGroup, shape) -> list[bool]:
-    """Every value ``g`` must materialize lives in ``shape`` (one iteration space)."""
-    return [v.aval.shape == shape for e in g.eqns for v in e.outvars]
-
-
-def _outputs_fit(g: FusionGroup, v: Var, uses, shape) -> bool:
-    """Values of ``g`` read outside it (other than ``v`` by the merging consumer) stay outputs
-    after a merge: they must live in the merged group's iteration space."""
-    internal: dict[Var, int] = defaultdict(int)
-    for e in g.eqns:
-        for x in e.invars:
-            if isinstance(x, Var):
-                internal[x] += 1
-    return all(
-        w.aval.shape == shape
-        for e in g.eqns for w in e.outvars
-        if uses[w] - internal[w] - (1 if w is v else 0) > 0
-    )
-
-
-def _joinable(g: FusionGroup, v: Var, eqn: JaxprEqn, out_shape) -> bool:
-    if g.kind is GroupKind.ELEMENTWISE:
-        return True
-    if g.kind is GroupKind.GEMM:
-        gemm_out = g.anchor.outvars[0].aval.shape
-        return out_shape == gemm_out and pattern_of(eqn.primitive) is Pattern.ELEMENTWISE
-    if g.kind is GroupKind.REDUCTION:
-        if pattern_of(eqn.primitive) is Pattern.ELEMENTWISE:
-            return out_shape in (g.in_shape, g.out_shape) and v.aval.shape == out_shape
-        if eqn.primitive is base.broadcast_in_dim_p:
-            # The "keepdims" broadcast of a reduction result back over the reduced axes.
-            kept = tuple(i for i in range(len(g.in_shape)) if i not in g.axes)
-            return (v.aval.shape == g.out_shape and out_shape == g.in_shape
-                    and tuple(eqn.params["broadcast_dimensions"]) == kept)
-    return False
-
-
-def _tied_reads_ok(host: FusionGroup, eqns: list[JaxprEqn]) -> bool:
-    """Can ``eqns`` join ``host``? A reduction's results (a GEMM's product) exist only at the
-    output index a kernel iteration computes, so everything computed from them may be read
-    only by elementwise work at that index (or a reduction's keepdims broadcast), never
-    through an index map such as pad or a slice that would ask for another element."""
-    if host.kind is GroupKind.REDUCTION:
-        tied = {v for e in host.eqns if e.primitive in reduction_prims for v in e.outvars}
-    elif host.kind is GroupKind.GEMM:
-        tied = set(host.anchor.outvars)
-    else:
-        return True
-    everything = host.eqns + [e for e in eqns if e not in host.eqns]
-    changed = True
-    while changed:
-        changed = False
-        for e in everything:
-            read = [v for v in e.invars if isinstance(v, Var) and v in tied]
-            if not read:
-                continue
-            if e in eqns and not (_same_rows(host, e) or all(
-                    _joinable(host, v, e, e.outvars[0].aval.shape) for v in read)):
-                return False
-            new = [v for v in e.outvars if v not in tied]
-            if new:
-                tied.update(new)
-                changed = True
-    return True
-
-
-def _same_rows(host: FusionGroup, eqn: JaxprEqn) -> bool:
-    """A further reduction over the host's rows (softmax's sum after its max)."""
-    return (host.kind is GroupKind.REDUCTION and eqn.primitive in reduction_prims
-            and eqn.invars[0].aval.shape == host.in_shape
-            and tuple(eqn.params["axes"]) == host.axes)
-
-
-def _effectful(eqn: JaxprEqn) -> bool:
-    return has_effects(eqn)
-
-
-def _order(groups: list[FusionGroup], deps) -> list[FusionGroup]:
-    """Topological order of the group graph, earliest-created first among ready groups."""
-    remaining = {g: set(deps[g]) & set(groups) for g in groups}
-    order = []
-    while remaining:
-        ready = sorted((g for g, d in remaining.items() if not d), key=lambda g: g.id)
-        if not ready:
-            raise AssertionError("fusion produced a cyclic group graph")
-        for g in ready:
-            order.append(g)
-            del remaining[g]
-        for d in remaining.values():
-            d.difference_update(ready)
-    return order
-
-
-def _can_store(g: FusionGroup, v: Var) -> bool:
-    if g.kind is GroupKind.REDUCTION:
-        return v.aval.shape in (g.in_shape, g.out_shape)
-    if g.kind is GroupKind.GEMM:
-        return v.aval.shape == g.anchor.outvars[0].aval.shape
-    if g.kind is GroupKind.ELEMENTWISE:
-        return v.aval.shape == g.root.outvars[0].aval.shape
-    return True
+def _order(graph: GroupGraph) -> list[FusionGroup]:
+    """Topological order of the group graph by levels (a group's level is one more than its
+    deepest producer's), earliest-created first within a level."""
+    level: dict[FusionGroup, int] = {}
+    for g in graph.topological():
+        level[g] = 1 + max((level[d] for d in graph.deps[g]), default=-1)
+    return sorted(level, key=lambda g: (level[g], g.id))
 
 
 def _assign_io(groups: list[FusionGroup], jaxpr: Jaxpr, group_of) -> None:
@@ -541,11 +469,8 @@ def _assign_io(groups: list[FusionGroup], jaxpr: Jaxpr, group_of) -> None:
     needed_from: dict[Var, FusionGroup] = {}
     for g in groups:
         local = g.produced()
-        ins = []
-        for e in g.eqns:
-            for v in e.invars:
-                if isinstance(v, Var) and v not in local and v not in ins:
-                    ins.append(v)
+        ins = list({v: None for e in g.eqns for v in e.invars
+                    if isinstance(v, Var) and v not in local})
         g.inputs = ins
         for v in ins:
             if v in produced_by:
@@ -559,7 +484,7 @@ def _assign_io(groups: list[FusionGroup], jaxpr: Jaxpr, group_of) -> None:
         owner = group_of.get(v)
         if owner in produced_by[v]:
             needed_from[v] = owner
-        elif not _can_store(g, v):
-            needed_from[v] = next((h for h in produced_by[v] if _can_store(h, v)), g)
+        elif not can_store(g, v):
+            needed_from[v] = next((h for h in produced_by[v] if can_store(h, v)), g)
     for g in groups:
         g.outputs = [v for e in g.eqns for v in e.outvars if needed_from.get(v) is g]
