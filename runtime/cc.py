@@ -13,6 +13,11 @@ transcendental loop scalar. fx never enables floating-point traps, so results (N
 included) do not change; only the sticky exception flags may differ. ``$FX_MARCH`` (default
 ``native``) picks the ``-march`` target, e.g. ``x86-64-v3`` to measure an AVX2 machine's code
 on an AVX-512 one.
+
+A large program's source is a :class:`Source`: several translation units, compiled in parallel
+(one compiler process per core) and cached each under its own key, so a change to one part of
+a program recompiles only the units it touched. ``build`` is safe to call from several threads:
+a given unit compiles once however many threads ask for it.
 """
 
 from __future__ import annotations
@@ -26,6 +31,9 @@ import platform
 import shutil
 import subprocess
 import tempfile
+import threading
+from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 # OpenMP threads that spin between parallel regions steal the cores BLAS runs on (and the
@@ -89,14 +97,86 @@ def cache_key(source: str) -> str:
     return h.hexdigest()[:32]
 
 
+class Source(str):
+    """C source text made of translation units that compile separately (see the module
+    docstring): each unit is ``prelude`` followed by one of ``bodies``. As text it is the
+    prelude followed by every body, itself one valid translation unit."""
+
+    prelude: str
+    bodies: tuple[str, ...]
+
+    def __new__(cls, prelude: str, bodies: Iterable[str]):
+        bodies = tuple(bodies)
+        self = super().__new__(cls, prelude + "".join(bodies))
+        self.prelude, self.bodies = prelude, bodies
+        return self
+
+    @property
+    def units(self) -> tuple[str, ...]:
+        return tuple(self.prelude + b for b in self.bodies)
+
+    def __reduce__(self):
+        return (Source, (self.prelude, self.bodies))
+
+
+class Library:
+    """The shared libraries of a program's translation units, looked up as one."""
+
+    def __init__(self, libs: list[ctypes.CDLL]):
+        self.libs = libs
+
+    def __getattr__(self, name: str):
+        for lib in self.libs:
+            try:
+                return getattr(lib, name)
+            except AttributeError:
+                pass
+        raise AttributeError(f"no translation unit defines {name!r}")
+
+
+_lock = threading.Lock()  # guards _loaded and _building
 _loaded: dict[str, ctypes.CDLL] = {}
+_building: dict[str, Future] = {}  # key -> the library another thread is building
 
 
-def build(source: str) -> ctypes.CDLL:
-    """Load the shared library for ``source``, compiling it if no valid cached copy exists."""
+def build(source: str) -> ctypes.CDLL | Library:
+    """Load the shared library for ``source``, compiling it if no valid cached copy exists
+    (each unit of a :class:`Source`, in parallel)."""
+    units = getattr(source, "units", None)
+    if not units or len(units) == 1:
+        return _build_unit(units[0] if units else source)
+    with ThreadPoolExecutor(max_workers=min(len(units), os.cpu_count() or 1)) as pool:
+        return Library(list(pool.map(_build_unit, units)))
+
+
+def _build_unit(source: str) -> ctypes.CDLL:
     key = cache_key(source)
-    if key in _loaded:
-        return _loaded[key]
+    with _lock:
+        if key in _loaded:
+            return _loaded[key]
+        pending = _building.get(key)
+        if pending is None:
+            pending = _building[key] = Future()
+            mine = True
+        else:
+            mine = False
+    if not mine:
+        return pending.result()
+    try:
+        lib = _load_or_compile(source, key)
+        with _lock:
+            _loaded[key] = lib
+        pending.set_result(lib)
+        return lib
+    except BaseException as e:
+        pending.set_exception(e)
+        raise
+    finally:
+        with _lock:
+            _building.pop(key, None)
+
+
+def _load_or_compile(source: str, key: str) -> ctypes.CDLL:
     path = cache_dir() / f"fx_{key}.so"
     lib = _try_load(path, key)
     if lib is None:
@@ -104,7 +184,6 @@ def build(source: str) -> ctypes.CDLL:
         lib = _try_load(path, key)
         if lib is None:
             raise CompileError(f"fx: compiled {path} but it does not load")
-    _loaded[key] = lib
     return lib
 
 
