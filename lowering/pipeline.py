@@ -5,8 +5,10 @@ every intermediate result for ``as_text()``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
+import time
 from dataclasses import dataclass, field
 
 from fx.avals import ShapedArray
@@ -28,7 +30,7 @@ from fx.lowering.op_info import Choice, host_only_prims, select
 from fx.lowering.render import CUDA, C, render_module, storage_type
 from fx.lowering.simplify_algebra import simplify_algebra
 from fx.lowering.text import lowered_as_text
-from fx.runtime import executable_for
+from fx.runtime import cc, executable_for
 
 PASSES = (simplify_algebra, fold_constants, eliminate_common_subexpressions, eliminate_dead_code)
 
@@ -89,6 +91,34 @@ class RunStep:
     steps: tuple[int, ...] = ()  # indices into Lowered.steps
 
 
+@dataclass
+class CompileStats:
+    """Where lowering spent its time (seconds per stage) and how big the program was."""
+
+    inline: float = 0.0
+    optimize: float = 0.0
+    fuse: float = 0.0
+    select: float = 0.0  # operator selection (control-flow bodies lowered here included)
+    plan: float = 0.0
+    codegen: float = 0.0
+    render: float = 0.0
+    eqns: int = 0  # equations of the optimized jaxpr
+    groups: int = 0
+    kernels: int = 0
+    units: int = 0  # C translation units
+    fusion_graph_visits: int = 0  # groups fusion's cycle checks visited (see fusion_graph)
+
+
+class _Clock:
+    def __init__(self):
+        self.last = time.perf_counter()
+
+    def lap(self) -> float:
+        now = time.perf_counter()
+        elapsed, self.last = now - self.last, now
+        return elapsed
+
+
 @dataclass(eq=False)
 class Lowered:
     name: str
@@ -103,6 +133,7 @@ class Lowered:
     kernels: list[ir.Kernel] = field(default_factory=list)
     have_compiler: bool = True
     run_steps: list[RunStep] = field(default_factory=list)
+    stats: CompileStats = field(default_factory=CompileStats)
 
     @property
     def in_avals(self) -> list[ShapedArray]:
@@ -125,15 +156,23 @@ def lower(closed: ClosedJaxpr, backend: str = "cpu", name: str = "f",
           check: bool | None = None) -> Lowered:
     if check is None:
         check = bool(os.environ.get("FX_CHECK_PASSES"))
+    stats, clock = CompileStats(), _Clock()
     closed = inline_calls(closed)
+    stats.inline = clock.lap()
     # Constants become leading inputs of the optimized program (their values travel along).
     j = closed.jaxpr
     jaxpr = optimize(Jaxpr([], list(j.constvars) + list(j.invars), j.outvars, j.eqns), check)
+    stats.optimize = clock.lap()
     n_consts = len(j.constvars)
-    groups = fuse(jaxpr)
+    fusion_stats: dict = {}
+    groups = fuse(jaxpr, fusion_stats)
+    stats.fuse = clock.lap()
     steps = _steps(groups, backend, have_compiler, name)
+    stats.select = clock.lap()
     buffers, plan = _plan(jaxpr, steps, n_consts, backend, donated)
+    stats.plan = clock.lap()
     steps = _generate(steps, buffers, plan, have_compiler)
+    stats.codegen = clock.lap()
     out_sources = []
     for v in jaxpr.outvars:
         if isinstance(v, Literal):
@@ -145,22 +184,77 @@ def lower(closed: ClosedJaxpr, backend: str = "cpu", name: str = "f",
     low.kernels = [s.kernel for s in steps if s.kernel is not None]
     low.kernels += [k for s in steps if s.loop is not None and s.loop.c_function
                     for k in s.loop.kernels]
-    entry_code, low.run_steps = _entry_points(steps, buffers)
-    if low.kernels:
-        low.source = render_module(low.kernels, C if backend == "cpu" else CUDA,
-                                   entry_code if backend == "cpu" else "")
+    units, low.run_steps = _entry_points(steps, buffers)
+    if low.kernels and backend == "cpu":
+        low.source = _c_source(units)
+        stats.units = len(units)
+    elif low.kernels:
+        low.source = render_module(low.kernels, CUDA)
+        stats.units = 1
+    stats.render = clock.lap()
+    stats.eqns, stats.groups, stats.kernels = len(jaxpr.eqns), len(groups), len(low.kernels)
+    stats.fusion_graph_visits = fusion_stats["graph_visits"]
+    low.stats = stats
     for observe in observers:
         observe(low)
     return low
 
 
-def _entry_points(steps: list[Step], buffers) -> tuple[str, list[RunStep]]:
+# The compile work at which a translation unit is closed, in about 0.1 ms of gcc -O3 time
+# (``_compile_work``): several times what a compiler process costs to start (~0.1 s for a
+# unit holding only the prelude), so a large program compiles in parallel, in units whose
+# boundaries do not move when an unrelated part of the program changes.
+UNIT_WORK = 3000
+_LOOP_WORK = 40  # what gcc spends on one loop (vectorized, with its scalar tail), in statements
+_ENTRY_WORK = 5  # and on one entry point
+
+
+# Entry points only call kernels: compiled without optimization they cost gcc half the time (a
+# program alternating kernels and BLAS calls has hundreds), and they inline no kernel (a kernel
+# called from many entry points would be compiled again inside each).
+_ENTRY = '__attribute__((optimize("O0"))) void'
+
+
+def _compile_work(kernels) -> int:
+    work, stack = 0, [getattr(k, "body", ()) for k in kernels]
+    while stack:
+        for st in stack.pop():
+            work += 1
+            if isinstance(st, ir.Loop):
+                work += _LOOP_WORK
+                stack.append(st.body)
+    return work
+
+
+def _named(kernel: ir.Kernel) -> ir.Kernel:
+    return kernel.renamed("k") if hasattr(kernel, "renamed") else dataclasses.replace(
+        kernel, name="k")
+
+
+def _c_source(units: list[tuple[list, str]]) -> cc.Source:
+    """The C translation units, sharing the prelude every one of them starts with."""
+    prelude = render_module([], C)[:-1]
+    bodies = []
+    for kernels, code in units:
+        text = render_module(kernels, C, code)
+        assert text.startswith(prelude)
+        bodies.append(text[len(prelude):])
+    return cc.Source(prelude, bodies)
+
+
+def _entry_points(steps: list[Step], buffers) -> tuple[list[tuple[list, str]], list[RunStep]]:
     """Group consecutive kernels into C entry points ``fx_segN(void** p)``; every other step
-    becomes a Python step."""
-    lines, run, segment = [], [], []
+    becomes a Python step. Entry points and the kernels they call are split into translation
+    units of about ``UNIT_WORK`` each: ``(kernels, code)`` per unit. Within a unit, kernels
+    equal but for their name are compiled once (the layers of a deep network repeat)."""
+    units, run, segment = [], [], []
+    kernels, loops, lines, weight = [], [], [], 0
+    same: dict = {}  # a kernel without its name -> the unit's kernel of that body
 
     def close():
+        nonlocal weight
         if segment:
+            weight += _ENTRY_WORK + len(segment)
             name = f"fx_seg{len(run)}"
             body = []
             for t in segment:
@@ -171,28 +265,50 @@ def _entry_points(steps: list[Step], buffers) -> tuple[str, list[RunStep]]:
                 args = [f"({'' if p.is_output else 'const '}{storage_type(p.dtype)}*)"
                         f"p[{buffers[v].slot}]"
                         for p, v in zip(k.params, steps[t].inputs + steps[t].outputs)]
-                body.append(f"  {k.name}({', '.join(args)});")
-            lines.append(f"void {name}(void** p) {{\n" + "\n".join(body) + "\n}")
+                body.append(f"  {calls[t]}({', '.join(args)});")
+            lines.append(f"{_ENTRY} {name}(void** p) {{\n" + "\n".join(body) + "\n}")
             run.append(RunStep("c", name, steps=tuple(segment)))
             segment.clear()
 
+    def close_unit():
+        nonlocal kernels, loops, lines, weight
+        close()
+        if kernels or lines:
+            units.append((kernels, "\n\n".join(loops + lines)))
+        kernels, loops, lines, weight = [], [], [], 0
+        same.clear()
+
+    calls: dict[int, str] = {}  # step -> the kernel its entry point calls
     for t, st in enumerate(steps):
-        if st.kernel is not None:
-            segment.append(t)
+        if st.kernel is None and not (st.loop is not None and st.loop.c_function):
+            close()
+            run.append(RunStep("py", f"step{t}", _library_fn(st), (t,)))
             continue
-        if st.loop is not None and st.loop.c_function:
+        body = _named(st.kernel) if st.kernel is not None else None
+        reused = body is not None and body in same
+        new = [] if reused else [st.kernel] if st.kernel is not None else st.loop.kernels
+        if weight and weight + _compile_work(new) > UNIT_WORK:
+            close_unit()
+            reused = False
+            new = [st.kernel] if st.kernel is not None else st.loop.kernels
+        weight += _compile_work(new)
+        kernels += new
+        segment.append(t)
+        if reused:
+            calls[t] = same[body].name
+            continue
+        if st.kernel is not None:
+            same[body] = st.kernel
+            calls[t] = st.kernel.name
+        else:
             eqn = st.group.eqns[0]
             st.loop.bound_source = control_flow.bind_slots(
                 st.loop.c_source, [buffers[v].slot if isinstance(v, Var) else None
                                    for v in eqn.invars],
                 [buffers[v].slot for v in eqn.outvars], buffers[st.loop.scratch].slot)
-            lines[:0] = st.loop.nested_sources + [st.loop.bound_source]
-            segment.append(t)
-            continue
-        close()
-        run.append(RunStep("py", f"step{t}", _library_fn(st), (t,)))
-    close()
-    return "\n\n".join(lines), run
+            loops += st.loop.nested_sources + [st.loop.bound_source]
+    close_unit()
+    return units, run
 
 
 def _library_fn(st: Step):
