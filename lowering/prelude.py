@@ -74,7 +74,11 @@ FX_FN uint32_t fx_f2u32(double x) {
 }
 
 /* --- NaN-propagating max/min (NumPy's maximum/minimum) and rounding --- */
-FX_FN float fx_maxf(float a, float b) { return (a > b || a != a) ? a : b; }
+/* b when it is not less than a or is NaN, else a: a NaN either side gives NaN, ties give b.
+   Written as a test of b alone, not of a ('a != a'): in a chain (a pooling window, a lane of a
+   max reduction) a is the previous select, and GCC turns 'select != select' into a select of
+   masks that it cannot vectorize. */
+FX_FN float fx_maxf(float a, float b) { return (b >= a || b != b) ? b : a; }
 /* Integer max/min as calls, not nested ?: (which repeats its operands and, in clamped index
    arithmetic, reads to GCC as control flow that stops vectorization). */
 FX_FN int64_t fx_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -83,9 +87,38 @@ FX_FN int32_t fx_max_i32(int32_t a, int32_t b) { return a > b ? a : b; }
 FX_FN int32_t fx_min_i32(int32_t a, int32_t b) { return a < b ? a : b; }
 FX_FN uint32_t fx_max_u32(uint32_t a, uint32_t b) { return a > b ? a : b; }
 FX_FN uint32_t fx_min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
-FX_FN float fx_minf(float a, float b) { return (a < b || a != a) ? a : b; }
-FX_FN double fx_max(double a, double b) { return (a > b || a != a) ? a : b; }
-FX_FN double fx_min(double a, double b) { return (a < b || a != a) ? a : b; }
+FX_FN float fx_minf(float a, float b) { return (b <= a || b != b) ? b : a; }
+FX_FN double fx_max(double a, double b) { return (b >= a || b != b) ? b : a; }
+FX_FN double fx_min(double a, double b) { return (b <= a || b != b) ? b : a; }
+/* A max/min reduction vectorizes as one accumulator per SIMD lane ('#pragma omp simd
+   reduction(fx_max:acc)', see the C dialect), merged with the same functions: NaN still wins,
+   only which of equal values (+0 or -0) and which NaN payload survive may change. */
+#ifdef _OPENMP
+#pragma omp declare reduction(fx_max : float : omp_out = fx_maxf(omp_out, omp_in)) \
+    initializer(omp_priv = -INFINITY)
+#pragma omp declare reduction(fx_min : float : omp_out = fx_minf(omp_out, omp_in)) \
+    initializer(omp_priv = INFINITY)
+#pragma omp declare reduction(fx_max : double : omp_out = fx_max(omp_out, omp_in)) \
+    initializer(omp_priv = -INFINITY)
+#pragma omp declare reduction(fx_min : double : omp_out = fx_min(omp_out, omp_in)) \
+    initializer(omp_priv = INFINITY)
+#pragma omp declare reduction(fx_max : int32_t : omp_out = fx_max_i32(omp_out, omp_in)) \
+    initializer(omp_priv = INT32_MIN)
+#pragma omp declare reduction(fx_min : int32_t : omp_out = fx_min_i32(omp_out, omp_in)) \
+    initializer(omp_priv = INT32_MAX)
+#pragma omp declare reduction(fx_max : int64_t : omp_out = fx_max_i64(omp_out, omp_in)) \
+    initializer(omp_priv = INT64_MIN)
+#pragma omp declare reduction(fx_min : int64_t : omp_out = fx_min_i64(omp_out, omp_in)) \
+    initializer(omp_priv = INT64_MAX)
+#pragma omp declare reduction(fx_max : uint32_t : omp_out = fx_max_u32(omp_out, omp_in)) \
+    initializer(omp_priv = 0u)
+#pragma omp declare reduction(fx_min : uint32_t : omp_out = fx_min_u32(omp_out, omp_in)) \
+    initializer(omp_priv = 0xffffffffu)
+#pragma omp declare reduction(fx_max : uint8_t : omp_out = omp_out | omp_in) \
+    initializer(omp_priv = 0)
+#pragma omp declare reduction(fx_min : uint8_t : omp_out = omp_out & omp_in) \
+    initializer(omp_priv = 1)
+#endif
 FX_FN float fx_round_awayf(float x) {
   float t = truncf(x);
   return t + ((fabsf(x - t) >= 0.5f) ? copysignf(1.0f, x) : 0.0f);

@@ -138,9 +138,9 @@ C = Dialect(
                       "for ({it} {v} = {start}; {v} < {stop}; {v}++)",
     simd_loop="#pragma omp simd",
     # OpenMP may reassociate a sum or product within a row (the same way every run); max/min
-    # keep their NaN semantics and stay serial.
+    # reduce per lane with the prelude's NaN-propagating reductions fx_max/fx_min.
     simd_reduction="reduction({op}:{acc})",
-    simd_reduction_ops={"add": "+", "mul": "*"},
+    simd_reduction_ops={"add": "+", "mul": "*", "max": "fx_max", "min": "fx_min"},
     math={
         ("exp", "f32"): "fx_expf({0})", ("log", "f32"): "fx_logf({0})",
         ("log1p", "f32"): "fx_log1pf({0})", ("expm1", "f32"): "fx_expm1f({0})",
