@@ -119,6 +119,11 @@ FX_FN double fx_min(double a, double b) { return (b <= a || b != b) ? b : a; }
 #pragma omp declare reduction(fx_min : uint8_t : omp_out = omp_out & omp_in) \
     initializer(omp_priv = 1)
 #endif
+/* c ? a : b by the bits (the C dialect's select for a float accumulator, see render.py) */
+FX_FN float fx_blendf(uint8_t c, float a, float b) {
+  uint32_t m = 0u - (uint32_t)(c != 0);
+  return fx_bits_to_f32((fx_f32_to_bits(a) & m) | (fx_f32_to_bits(b) & ~m));
+}
 FX_FN float fx_round_awayf(float x) {
   float t = truncf(x);
   return t + ((fabsf(x - t) >= 0.5f) ? copysignf(1.0f, x) : 0.0f);

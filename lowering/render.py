@@ -144,7 +144,7 @@ C = Dialect(
     math={
         ("exp", "f32"): "fx_expf({0})", ("log", "f32"): "fx_logf({0})",
         ("log1p", "f32"): "fx_log1pf({0})", ("expm1", "f32"): "fx_expm1f({0})",
-        ("tanh", "f32"): "fx_tanhf({0})",
+        ("tanh", "f32"): "fx_tanhf({0})", ("blend", "f32"): "fx_blendf({0}, {1}, {2})",
         ("max", "i64"): "fx_max_i64({0}, {1})", ("min", "i64"): "fx_min_i64({0}, {1})",
         ("max", "i32"): "fx_max_i32({0}, {1})", ("min", "i32"): "fx_min_i32({0}, {1})",
         ("max", "uint"): "fx_max_u32({0}, {1})", ("min", "uint"): "fx_min_u32({0}, {1})",
@@ -309,7 +309,7 @@ class Renderer:
             elif isinstance(s, ir.Decl):
                 out.append(f"{pad}{compute_type(s.dtype)} {s.name} = {self.expr(s.init)};")
             elif isinstance(s, ir.Assign):
-                out.append(f"{pad}{s.name} = {self.expr(s.value)};")
+                out.append(f"{pad}{s.name} = {self.assigned(s.value)};")
             elif isinstance(s, ir.Store):
                 guard = self.d.leader_guard if s.leader_only else ""
                 lane = self.lane_of
@@ -351,6 +351,17 @@ class Renderer:
             else:
                 raise TypeError(f"cannot render statement {s!r}")
         return out
+
+    def assigned(self, e: ir.Expr) -> str:
+        """An accumulator's new value. A select of floats is the dialect's bitwise blend where
+        it has one: GCC folds a later test of the accumulator (``best == best``) into the select
+        and cannot vectorize the select of masks that makes (the max-pool gradient's window
+        loop stayed scalar)."""
+        if isinstance(e, ir.Op) and e.op == "select":
+            blend = self.d.math.get(("blend", _kind(e.dtype)))
+            if blend:
+                return blend.format(*(self.expr(a) for a in e.args))
+        return self.expr(e)
 
     def parallel_head(self, var: str, start, stop, lanes: int, work: int,
                       straight: bool = False) -> str:
