@@ -300,8 +300,8 @@ def _merge_single_consumer_producers(alive, graph, group_of, jaxpr, absorb, posi
     """Fuse an elementwise group into its consumer when that consumer is the only group that
     reads it (its values may be read several times there), if the merged group is acyclic
     (a recomputed copy can make two groups read each other's inputs). A worklist: a merge
-    revisits the groups it may have made mergeable (the producers of the absorbed group and
-    the merged group itself)."""
+    revisits the groups it may have made mergeable (the producers of both groups and the
+    merged group itself)."""
     returned = {v for v in jaxpr.outvars if isinstance(v, Var)}
     work = collections.deque(alive)
     queued = set(work)
@@ -338,7 +338,9 @@ def _merge_single_consumer_producers(alive, graph, group_of, jaxpr, absorb, posi
                 ok = (not needed and all(space_ok(p, gemm_out))
                       and all(id(e) in epilogue for e in reading))
         if ok:
-            revisit = [*graph.deps[p], c]
+            # The merged group may read less than its parts (recomputed copies become
+            # local): the producers of both may now have a single consumer.
+            revisit = [*graph.deps[p], *graph.deps[c], c]
             absorb(c, p)
             for g in revisit:
                 if g not in queued:
@@ -369,9 +371,11 @@ def _merge_siblings(alive, graph, group_of, jaxpr, absorb) -> None:
         for v in ext[g]:
             read_count[v] += 1
 
+    def stores(g, v) -> bool:
+        return group_of.get(v) is g and (v in returned or read_count[v] > 0)
+
     def needed(g) -> set[Var]:
-        return {v for v in g.produced() if group_of.get(v) is g
-                and (v in returned or read_count[v] > 0)}
+        return {v for v in g.produced() if stores(g, v)}
 
     def space(g):
         return g.root.outvars[0].aval.shape
@@ -406,20 +410,33 @@ def _merge_siblings(alive, graph, group_of, jaxpr, absorb) -> None:
             g = merged_into[g]
         return g
 
+    # Whether every value a group stores lives in its own space, per group: forgotten when
+    # the group changes or a count of a value it stores does.
+    fits: dict[FusionGroup, bool] = {}
+
+    def stores_in_space(g) -> bool:
+        if g not in fits:
+            shape = space(g)
+            fits[g] = all(v.aval.shape == shape for v in needed(g))
+        return fits[g]
+
     def merge(a, b) -> None:
-        for v in ext.pop(a) | ext.pop(b):
+        changed = ext.pop(a) | ext.pop(b)
+        for v in changed:
             read_count[v] -= 1
         absorb(a, b)
         merged_into[b] = a
         ext[a] = external_reads(a)
         for v in ext[a]:
             read_count[v] += 1
+        for v in changed | ext[a]:
+            fits.pop(group_of.get(v), None)
+        fits.pop(a, None)
 
     def mergeable(a, b) -> bool:
-        shape = space(a)
-        if space(b) != shape or len(a.eqns) + len(b.eqns) > MAX_GROUP_EQNS:
+        if space(b) != space(a) or len(a.eqns) + len(b.eqns) > MAX_GROUP_EQNS:
             return False
-        if any(v.aval.shape != shape for g in (a, b) for v in needed(g)):
+        if not (stores_in_space(a) and stores_in_space(b)):
             return False
         return not graph.would_cycle({a, b}, graph.deps[a] | graph.deps[b])
 
@@ -435,7 +452,7 @@ def _merge_siblings(alive, graph, group_of, jaxpr, absorb) -> None:
         for v, groups in readers.items():
             live = []
             for g in map(find, groups):
-                if g not in live and (v in ext[g] or v in needed(g)):
+                if g not in live and (v in ext[g] or stores(g, v)):
                     live.append(g)
             i = 0
             while i < len(live):

@@ -81,10 +81,11 @@ reduction_prims = reduction_combine  # the primitives that anchor a REDUCTION gr
 
 
 _MAX_RECOMPUTE = 8
-# The most equations one group holds: one kernel stays a C function the compiler handles in
-# moderate time and memory, and a long chain becomes several kernels (each stores its last
-# value; the next one loads it), which also lets their translation units compile in parallel.
-MAX_GROUP_EQNS = 256
+# The most equations one group holds: a long chain becomes several kernels (each stores its last
+# value; the next one loads it, once per 64 operations). gcc -O3 is superlinear in a kernel's
+# length on integer chains (3,000 chained x*3+c: 0.4 s of compile in kernels of 64, 2.3 s in
+# kernels of 256), and more kernels spread over more translation units compile in parallel.
+MAX_GROUP_EQNS = 64
 VIEW_PRIMS = {base.reshape_p, base.transpose_p}
 
 
