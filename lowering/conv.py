@@ -284,6 +284,18 @@ def _direct_cost(g: FusionGroup) -> float:
             + m.flops / m.rate)
 
 
+def patches_matmul_cost(eqn: JaxprEqn) -> float:
+    """What :mod:`fx.lowering.lower_convolutions` makes of the convolution: a generated
+    gather writing the patches (read once by the matmul) and one BLAS product."""
+    m = _geometry(FusionGroup(GroupKind.GEMM, [eqn], -1))
+    patches = m.batch * m.positions * m.taps * m.group_features
+    return 3 * _CALL + _ELEM * 2 * patches + m.flops / m.rate
+
+
+def winograd_cost(eqn: JaxprEqn) -> float:
+    return _winograd_cost(FusionGroup(GroupKind.GEMM, [eqn], -1))
+
+
 def _winograd_cost(g: FusionGroup) -> float:
     # 16 matmuls over 2x2 output tiles (2.25x fewer flops than the 3x3 taps) and the
     # transforms: 32 plane passes over the input tiles, 24 over the output tiles, 40 per

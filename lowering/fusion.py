@@ -38,6 +38,7 @@ from fx.lowering.fusion_groups import (  # noqa: F401  (FusionGroup and GroupKin
     can_store,
     effectful,
     external_reads,
+    gathers_from,
     is_cheap,
     joinable,
     outputs_fit,
@@ -48,7 +49,7 @@ from fx.lowering.fusion_groups import (  # noqa: F401  (FusionGroup and GroupKin
     space_ok,
     tied_reads_ok,
 )
-from fx.lowering.scalar_ops import Pattern, pattern_of
+from fx.lowering.scalar_ops import Pattern, gathers, pattern_of
 
 
 def fuse(jaxpr: Jaxpr, stats: dict | None = None) -> list[FusionGroup]:
@@ -128,6 +129,8 @@ def fuse(jaxpr: Jaxpr, stats: dict | None = None) -> list[FusionGroup]:
                 g = group_of[v]
                 if g.kind is GroupKind.OPAQUE:
                     continue
+                if eqn.primitive in gathers and not (len(g.eqns) == 1 and is_cheap(g.eqns[0])):
+                    continue  # read many times over: stored once, not recomputed per read
                 if uses[v] > 1 and ((len(g.eqns) == 1 and is_cheap(g.eqns[0]))
                                     or recomputable(g)):
                     if g not in dup_groups:
@@ -316,7 +319,9 @@ def _merge_single_consumer_producers(alive, graph, group_of, jaxpr, absorb, posi
         if graph.would_cycle({c, p}, graph.deps[c] | graph.deps[p]):
             continue
         ok = False
-        if p.kind is GroupKind.REDUCTION:
+        if gathers_from(c, p):
+            pass  # each value of p would be recomputed at every read
+        elif p.kind is GroupKind.REDUCTION:
             # Row kernels over the same rows chain into one (the consumer's stages follow).
             ok = (c.kind is GroupKind.REDUCTION and (c.in_shape, c.axes) == (p.in_shape, p.axes)
                   and tied_reads_ok(p, c.eqns, position))

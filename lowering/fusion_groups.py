@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from fx.jaxpr import JaxprEqn, Literal, Var, has_effects
 from fx.lax import base
-from fx.lowering.scalar_ops import Pattern, cheap_prims, pattern_of, reduction_combine
+from fx.lowering.scalar_ops import Pattern, cheap_prims, gathers, pattern_of, reduction_combine
 
 
 class GroupKind(enum.Enum):
@@ -202,7 +202,15 @@ def is_cheap(eqn: JaxprEqn) -> bool:
 def recomputable(g: FusionGroup) -> bool:
     """A small elementwise group of cheap operations: each consumer recomputes it."""
     return g.kind is GroupKind.ELEMENTWISE and len(g.eqns) <= _MAX_RECOMPUTE and all(
-        e.primitive in cheap_prims or pattern_of(e.primitive) in (Pattern.BROADCAST,
-                                                                    Pattern.INJECTIVE)
+        e.primitive in cheap_prims or (pattern_of(e.primitive) in (Pattern.BROADCAST,
+                                                                     Pattern.INJECTIVE)
+                                       and e.primitive not in gathers)
         for e in g.eqns
     )
+
+
+def gathers_from(c: FusionGroup, p: FusionGroup) -> bool:
+    """Does an equation of ``c`` read a value of ``p`` through a gather (many times each)?"""
+    produced = p.produced()
+    return any(e.primitive in gathers and any(v in produced for v in e.invars)
+               for e in c.eqns)

@@ -184,6 +184,11 @@ for _prim in reduction_combine:
 patterns[linalg.dot_general_p] = Pattern.OUT_ELEMENTWISE_FUSABLE
 
 
+# Index maps that read each operand element many times (overlapping windows, such as the
+# convolution patches): fusing a producer into one would recompute it at every read, so the
+# producer is stored (and loaded) instead, unless it is a cheap broadcast.
+gathers: set[Primitive] = set()
+
 # Operations cheaper to recompute in every consumer than to write out and read back.
 cheap_prims: set[Primitive] = {
     ew.neg_p, ew.add_p, ew.sub_p, ew.mul_p, ew.abs_p, ew.sign_p, ew.max_p, ew.min_p,

@@ -197,17 +197,20 @@ def test_selection_among_conv_impls(ls, rs, kw, best):
                                               and "rhs_dilation" not in kw)
 
 
-@pytest.mark.parametrize("ls,rs,impl", [
-    ((2, 16, 16, 32), (3, 3, 32, 32), "cpu.conv_winograd"),
-    ((2, 9, 9, 8), (3, 3, 8, 8), "cpu.conv_im2col"),
+@pytest.mark.parametrize("ls,rs,impl,anchor", [
+    # Many channels: Winograd beats the patches and a matmul.
+    ((2, 16, 16, 32), (3, 3, 32, 32), "cpu.conv_winograd", "conv_general_dilated"),
+    # Few: generated patches, then BLAS (fx.lowering.lower_convolutions).
+    ((2, 9, 9, 8), (3, 3, 8, 8), "cpu.blas_gemm", "dot_general"),
 ])
-def test_jit_conv_bias_relu(ls, rs, impl):
+def test_jit_conv_bias_relu(ls, rs, impl, anchor):
     rng = np.random.default_rng(3)
     args = [rng.standard_normal(s).astype(np.float32) for s in (ls, rs, rs[-1:])]
     f = fx.jit(_conv_bias_relu)
     text = f.lower(*to_fx(args)).as_text()
     assert f"impl: {impl}" in text, text
-    assert "gemm[conv_general_dilated]" in text and "elementwise[" in text  # epilogue kernel
+    assert f"gemm[{anchor}]" in text and "elementwise[" in text  # epilogue kernel
+    assert ("elementwise[conv_patches]" in text) == (anchor == "dot_general")
     want = jax.nn.relu(jax.lax.conv_general_dilated(
         args[0], args[1], (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")) + args[2])
     assert_allclose(f(*to_fx(args)), want, rtol=1e-4, atol=1e-4, what=impl)

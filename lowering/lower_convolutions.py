@@ -1,0 +1,128 @@
+"""Convolutions as matrix products: ``conv_general_dilated`` → ``conv_patches`` + ``dot_general``.
+
+Every ungrouped floating-point convolution becomes a window gather of its channels-last
+input and one ``dot_general`` with the kernel (BLAS or cuBLAS, with the bias and activation
+epilogue fused after it like any matmul), plus the transposes its dimension numbers ask for
+(none for NHWC/HWIO). The weight gradient reverse mode makes — a convolution of the forward
+input with the output gradient as its "kernel", whose window is larger than its output — is
+written in the swapped form: the patches of the forward input with the forward geometry,
+contracted over batch and positions. Those patches are exactly the forward pass's, so CSE
+computes them once for both.
+
+A 1x1 convolution of stride 1 without padding or dilation needs no gather: the product reads
+its input directly. Grouped convolutions (``feature_group_count`` or ``batch_group_count``
+above 1), integer or bool ones, and those a library implementation does more cheaply
+(Winograd, for 3x3 kernels with many channels) stay as they are, for operator selection
+among the implementations in :mod:`fx.lowering.conv`. The pass is pure and keeps every output
+variable and its type.
+"""
+
+from __future__ import annotations
+
+import math
+
+from fx import dtypes
+from fx.jaxpr import Jaxpr, JaxprEqn, Var
+from fx.lax import base, linalg
+from fx.lax.convolution import conv_general_dilated_p
+from fx.lowering.conv import patches_matmul_cost, winograd_cost, winograd_eligible
+from fx.lowering.conv_patches import conv_patches_p, patches_shape
+
+
+def lower_convolutions(jaxpr: Jaxpr) -> Jaxpr:
+    eqns: list[JaxprEqn] = []
+    for eqn in jaxpr.eqns:
+        new = _as_matmul(eqn) if eqn.primitive is conv_general_dilated_p else None
+        eqns += new if new is not None else [eqn]
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
+
+
+def _transposed(x, perm, eqn: JaxprEqn, out: list[JaxprEqn]):
+    """``x`` transposed by ``perm`` (an equation appended to ``out``), or ``x`` itself."""
+    perm = tuple(int(d) for d in perm)
+    if perm == tuple(range(len(perm))):
+        return x
+    v = Var(x.aval.update(shape=tuple(x.aval.shape[d] for d in perm)))
+    out.append(JaxprEqn(base.transpose_p, [x], [v], {"permutation": perm}, eqn.source_info))
+    return v
+
+
+def _patches(x, eqn: JaxprEqn, out: list[JaxprEqn], **params):
+    params = {k: tuple(tuple(int(a) for a in p) if isinstance(p, tuple) else int(p)
+                       for p in v) for k, v in params.items()}
+    shape = patches_shape(x.aval.shape, **params)
+    nsp = len(params["window_dimensions"])
+    if (all(k == 1 for k in params["window_dimensions"])
+            and all(s == 1 for s in params["window_strides"])
+            and all(d == 1 for d in params["base_dilation"])
+            and all(pad == (0, 0) for pad in params["padding"])):
+        # Every window is one element: the patches are the operand (a reshape, read in place).
+        op, params = base.reshape_p, {"new_sizes": shape}
+        assert shape[:1 + nsp] == x.aval.shape[:1 + nsp]
+    else:
+        op = conv_patches_p
+    v = Var(x.aval.update(shape=shape, weak_type=False))
+    out.append(JaxprEqn(op, [x], [v], params, eqn.source_info))
+    return v
+
+
+def _as_matmul(eqn: JaxprEqn) -> list[JaxprEqn] | None:
+    p = eqn.params
+    lhs, rhs = eqn.invars
+    (res,) = eqn.outvars
+    if (p["feature_group_count"] != 1 or p["batch_group_count"] != 1
+            or not dtypes.is_float(lhs.aval.dtype) or not dtypes.is_float(res.aval.dtype)
+            or not isinstance(lhs, Var) or not isinstance(rhs, Var) or res.aval.size == 0):
+        return None
+    if winograd_eligible(eqn) and winograd_cost(eqn) < patches_matmul_cost(eqn):
+        return None
+    ls, rs, os_ = p["dimension_numbers"]
+    nsp = lhs.aval.ndim - 2
+    kernel = tuple(rhs.aval.shape[d] for d in rs[2:])
+    out_spatial = tuple(res.aval.shape[d] for d in os_[2:])
+    new: list[JaxprEqn] = []
+    geometry = dict(padding=p["padding"], base_dilation=p["lhs_dilation"])
+    if math.prod(kernel) > math.prod(out_spatial) and _swappable(lhs, ls, kernel, out_spatial,
+                                                                 p):
+        # out[b, q, o] = sum_{f, k} lhs[b, q*s + k*r, f] rhs[k, f, o], read with the roles of
+        # batch and feature, window and position swapped: the patches of lhs with f as the
+        # batch, the output positions q as the window (dilated by s) and k as the positions
+        # (stride r). Contracting (f, k) leaves (*q, b, o).
+        x = _transposed(lhs, (ls[1], *ls[2:], ls[0]), eqn, new)
+        pat = _patches(x, eqn, new, window_dimensions=out_spatial,
+                       window_strides=p["rhs_dilation"], window_dilation=p["window_strides"],
+                       **geometry)
+        contract = ((0, *range(1, 1 + nsp)), (rs[1], *rs[2:]))
+        where = {os_[0]: nsp, os_[1]: nsp + 1, **{d: i for i, d in enumerate(os_[2:])}}
+    else:
+        x = _transposed(lhs, (ls[0], *ls[2:], ls[1]), eqn, new)
+        pat = _patches(x, eqn, new, window_dimensions=kernel, window_strides=p["window_strides"],
+                       window_dilation=p["rhs_dilation"], **geometry)
+        contract = ((*range(1 + nsp, 1 + 2 * nsp), 1 + 2 * nsp), (*rs[2:], rs[1]))
+        where = {os_[0]: 0, os_[1]: nsp + 1, **{d: 1 + i for i, d in enumerate(os_[2:])}}
+    dims = (tuple(int(d) for d in contract[0]), tuple(int(d) for d in contract[1]))
+    dot_params = {"dimension_numbers": (dims, ((), ())), "precision": p["precision"],
+                  "preferred_element_type": p["preferred_element_type"]}
+    prod_aval = linalg.dot_general_p.abstract_eval(pat.aval, rhs.aval, **dot_params)
+    perm = tuple(where[d] for d in range(res.aval.ndim))
+    if prod_aval.update(shape=tuple(prod_aval.shape[d] for d in perm)) != res.aval:
+        return None  # (a weak type the product would not reproduce, say)
+    if perm == tuple(range(len(perm))):
+        new.append(JaxprEqn(linalg.dot_general_p, [pat, rhs], [res], dot_params,
+                            eqn.source_info))
+    else:
+        prod = Var(prod_aval)
+        new.append(JaxprEqn(linalg.dot_general_p, [pat, rhs], [prod], dot_params,
+                            eqn.source_info))
+        new.append(JaxprEqn(base.transpose_p, [prod], [res], {"permutation": perm},
+                            eqn.source_info))
+    return new
+
+
+def _swappable(lhs, ls, kernel, out_spatial, p) -> bool:
+    """The swapped form's positions are exactly the kernel's spatial sizes (a stride that
+    does not divide the padded extent leaves a remainder that form would read too)."""
+    sizes = patches_shape((1, *(lhs.aval.shape[d] for d in ls[2:]), 1), out_spatial,
+                          p["rhs_dilation"], p["padding"], p["lhs_dilation"],
+                          p["window_strides"])[1:1 + len(kernel)]
+    return tuple(sizes) == tuple(kernel)
