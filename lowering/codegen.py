@@ -194,6 +194,35 @@ class KernelBuilder:
                 return done.value
             sent = yield operand, tuple(self.shallow(i) for i in at)
 
+    def direct_load(self, v, index) -> ir.Expr | None:
+        """``v`` at ``index`` as an unbound load when it is an input read through index maps
+        only (a slice of a parameter, say); None otherwise. For a select's operand that only
+        the chosen side reads: the index need not be in bounds where the select does not
+        choose it, so it stays affine (a clamped index reads to a C compiler as a gather,
+        which x86 compilers tuned generically will not vectorize; ``c ? a[i] : b[i - 1]`` is
+        two masked loads)."""
+        while isinstance(v, Var) and v.aval.size and self._key(v, index) not in self.externals:
+            eqn = self.producer.get(v)
+            if eqn is None:
+                return self.load(v, tuple(index))
+            mapper = index_maps.get(eqn.primitive)
+            if mapper is None:
+                return None
+            gen = mapper(self, eqn, index)
+            if not isinstance(gen, Generator):
+                return None
+            marker = ir.Sym("fx_direct", v.aval.dtype)  # a pure remap returns what it reads
+            try:
+                operand, at = next(gen)
+                gen.send(marker)
+            except StopIteration as done:
+                if done.value is not marker:
+                    return None
+            else:
+                return None
+            v, index = operand, tuple(self.shallow(i) for i in at)
+        return None
+
     def shallow(self, e: ir.Expr) -> ir.Expr:
         """``e``, or a local bound to it when it is deeper than ``MAX_INDEX_DEPTH``."""
         if isinstance(e, (ir.Const, ir.Sym)) or ir.depth(e) <= MAX_INDEX_DEPTH:
@@ -303,8 +332,15 @@ def _concatenate(b: KernelBuilder, eqn: JaxprEqn, index):
     for x in eqn.invars:
         n = x.aval.shape[d]
         local = list(index)
-        local[d] = _clamp_index(ir.isub(index[d], ir.const_index(start)), n)
-        pieces.append((start + n, (yield x, tuple(local))))
+        local[d] = ir.isub(index[d], ir.const_index(start))
+        # A piece read straight from an input is loaded only where the select below picks it
+        # (see direct_load); others are computed everywhere, at a clamped index. (A piece of
+        # extent 1 is read at its only index: an invariant load, hoisted out of the loop.)
+        val = b.direct_load(x, tuple(local)) if n > 1 and len(eqn.invars) > 1 else None
+        if val is None:
+            local[d] = _clamp_index(local[d], n) if n > 1 else ir.const_index(0)
+            val = yield x, tuple(local)
+        pieces.append((start + n, val))
         start += n
     out = pieces[-1][1]
     for limit, val in reversed(pieces[:-1]):
