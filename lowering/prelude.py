@@ -73,12 +73,17 @@ FX_FN uint32_t fx_f2u32(double x) {
   return x != x ? 0u : (x <= 0.0 ? 0u : (x >= 4294967295.0 ? 0xffffffffu : (uint32_t)x));
 }
 
-/* --- NaN-propagating max/min (NumPy's maximum/minimum) and rounding --- */
-/* b when it is not less than a or is NaN, else a: a NaN either side gives NaN, ties give b.
-   Written as a test of b alone, not of a ('a != a'): in a chain (a pooling window, a lane of a
-   max reduction) a is the previous select, and GCC turns 'select != select' into a select of
-   masks that it cannot vectorize. */
-FX_FN float fx_maxf(float a, float b) { return (b >= a || b != b) ? b : a; }
+/* --- NaN-propagating max/min, signed zeros ordered (-0 < +0, as jax), and rounding --- */
+/* b when it is greater or NaN, a when it is greater or NaN; equal values are combined bit by
+   bit, which only matters for zeros: AND keeps +0 unless both are -0 (max), OR keeps -0 (min).
+   So the result never depends on the operands' order, and a max reduction gives the same bits
+   however its lanes are combined. The NaN test is of b alone, not of a ('a != a'): in a chain
+   (a pooling window, a lane of a max reduction) a is the previous select, and GCC turns
+   'select != select' into a select of masks that it cannot vectorize. */
+FX_FN float fx_maxf(float a, float b) {
+  float tie = fx_bits_to_f32(fx_f32_to_bits(a) & fx_f32_to_bits(b));
+  return (b > a || b != b) ? b : (b == a ? tie : a);
+}
 /* Integer max/min as calls, not nested ?: (which repeats its operands and, in clamped index
    arithmetic, reads to GCC as control flow that stops vectorization). */
 FX_FN int64_t fx_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -87,12 +92,21 @@ FX_FN int32_t fx_max_i32(int32_t a, int32_t b) { return a > b ? a : b; }
 FX_FN int32_t fx_min_i32(int32_t a, int32_t b) { return a < b ? a : b; }
 FX_FN uint32_t fx_max_u32(uint32_t a, uint32_t b) { return a > b ? a : b; }
 FX_FN uint32_t fx_min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
-FX_FN float fx_minf(float a, float b) { return (b <= a || b != b) ? b : a; }
-FX_FN double fx_max(double a, double b) { return (b >= a || b != b) ? b : a; }
-FX_FN double fx_min(double a, double b) { return (b <= a || b != b) ? b : a; }
+FX_FN float fx_minf(float a, float b) {
+  float tie = fx_bits_to_f32(fx_f32_to_bits(a) | fx_f32_to_bits(b));
+  return (b < a || b != b) ? b : (b == a ? tie : a);
+}
+FX_FN double fx_max(double a, double b) {
+  double tie = fx_bits_to_f64(fx_f64_to_bits(a) & fx_f64_to_bits(b));
+  return (b > a || b != b) ? b : (b == a ? tie : a);
+}
+FX_FN double fx_min(double a, double b) {
+  double tie = fx_bits_to_f64(fx_f64_to_bits(a) | fx_f64_to_bits(b));
+  return (b < a || b != b) ? b : (b == a ? tie : a);
+}
 /* A max/min reduction vectorizes as one accumulator per SIMD lane ('#pragma omp simd
-   reduction(fx_max:acc)', see the C dialect), merged with the same functions: NaN still wins,
-   only which of equal values (+0 or -0) and which NaN payload survive may change. */
+   reduction(fx_max:acc)', see the C dialect), merged with the same functions: NaN still wins and
+   the zeros are ordered, so only which NaN payload survives may change. */
 #ifdef _OPENMP
 #pragma omp declare reduction(fx_max : float : omp_out = fx_maxf(omp_out, omp_in)) \
     initializer(omp_priv = -INFINITY)

@@ -125,7 +125,11 @@ C = Dialect(
                  "FX_FN float fx_bits_to_f32(uint32_t b) "
                  "{ float f; memcpy(&f, &b, 4); return f; }\n"
                  "FX_FN uint32_t fx_f32_to_bits(float f) "
-                 "{ uint32_t b; memcpy(&b, &f, 4); return b; }\n",
+                 "{ uint32_t b; memcpy(&b, &f, 4); return b; }\n"
+                 "FX_FN double fx_bits_to_f64(uint64_t b) "
+                 "{ double f; memcpy(&f, &b, 8); return f; }\n"
+                 "FX_FN uint64_t fx_f64_to_bits(double f) "
+                 "{ uint64_t b; memcpy(&b, &f, 8); return b; }\n",
     kernel_prefix="static void",
     restrict="restrict",
     # Threads only pay off with enough total work (elements touched by the whole kernel); a
@@ -167,7 +171,11 @@ CUDA = Dialect(
                  "#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n"
                  "#ifndef NAN\n#define NAN __int_as_float(0x7fffffff)\n#endif\n"
                  "FX_FN float fx_bits_to_f32(uint32_t b) { return __uint_as_float(b); }\n"
-                 "FX_FN uint32_t fx_f32_to_bits(float f) { return __float_as_uint(f); }\n",
+                 "FX_FN uint32_t fx_f32_to_bits(float f) { return __float_as_uint(f); }\n"
+                 "FX_FN double fx_bits_to_f64(uint64_t b) "
+                 "{ return __longlong_as_double((long long)b); }\n"
+                 "FX_FN uint64_t fx_f64_to_bits(double f) "
+                 "{ return (uint64_t)__double_as_longlong(f); }\n",
     kernel_prefix='extern "C" __global__ void',
     restrict="__restrict__",
     parallel_for="for ({it} {v} = {start} + (({it})blockIdx.x * blockDim.x + threadIdx.x); "

@@ -38,6 +38,8 @@ static std::barrier<>* fx_emu_barrier;
 #define __restrict__
 static inline float __uint_as_float(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
 static inline uint32_t __float_as_uint(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
+static inline double __longlong_as_double(long long b) { double f; memcpy(&f, &b, 8); return f; }
+static inline long long __double_as_longlong(double f) { long long b; memcpy(&b, &f, 8); return b; }
 static inline float __int_as_float(int b) { float f; memcpy(&f, &b, 4); return f; }
 """
 

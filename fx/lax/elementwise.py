@@ -20,6 +20,7 @@ from fx.core import Primitive, get_aval
 from fx.interpreters import batching, jvp, transpose
 from fx.interpreters.jvp import Zero
 from fx.interpreters.transpose import is_undefined, unbroadcast
+from fx.lax import extrema
 from fx.lax.base import broadcast_in_dim, full, shape_error
 from fx.lax.convert import (  # noqa: F401  (re-exported: part of the elementwise family)
     _convert_impl,
@@ -261,19 +262,15 @@ def _shift_right_logical(x, y):
     return out.view(x.dtype) if x.dtype.kind == "i" else out
 
 
-def _max(x, y):
-    # NaN propagates (np.maximum does too); written out for clarity.
-    return np.maximum(x, y)
-
-
 add_p = naryop("add", np.add)
 sub_p = naryop("sub", np.subtract)
 mul_p = naryop("mul", np.multiply)
 div_p = naryop("div", _int_div)
 rem_p = naryop("rem", _int_rem)
 pow_p = naryop("pow", _pow, FLOAT)
-max_p = naryop("max", _max, ANY)
-min_p = naryop("min", np.minimum, ANY)
+# NaN propagates and -0.0 < +0.0, as in jax (NumPy's maximum returns its second operand on ties).
+max_p = naryop("max", extrema.maximum, ANY)
+min_p = naryop("min", extrema.minimum, ANY)
 atan2_p = naryop("atan2", np.arctan2, FLOAT)
 nextafter_p = naryop("nextafter", np.nextafter, FLOAT)
 # NumPy (and ml_dtypes) step half-precision values natively: computing in float32 would not.
@@ -289,7 +286,8 @@ lt_p = naryop("lt", np.less, ANY, out_dtype=dtypes.bool_)
 le_p = naryop("le", np.less_equal, ANY, out_dtype=dtypes.bool_)
 gt_p = naryop("gt", np.greater, ANY, out_dtype=dtypes.bool_)
 ge_p = naryop("ge", np.greater_equal, ANY, out_dtype=dtypes.bool_)
-clamp_p = naryop("clamp", lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi), NUMERIC, nargs=3)
+clamp_p = naryop("clamp", lambda lo, x, hi: extrema.minimum(extrema.maximum(x, lo), hi), NUMERIC,
+                 nargs=3)
 
 select_n_p = Primitive("select_n")
 

@@ -51,6 +51,7 @@ from fx.interpreters import batching, jvp, transpose
 from fx.interpreters.batching import bdim_at_front, matchaxis, moveaxis
 from fx.interpreters.jvp import Zero
 from fx.interpreters.transpose import is_undefined
+from fx.lax import extrema
 from fx.lax.base import broadcast_in_dim, full, reshape, shape_error
 from fx.lax.elementwise import add, convert_element_type, div, eq, mul, select_n
 from fx.lax.elementwise import max as lax_max
@@ -181,6 +182,8 @@ def _scatter_impl(combine: str):
                  "max": np.maximum}[combine]
         if ufunc is None:
             moved[tuple(cols)] = upd
+        elif combine in ("min", "max"):
+            extrema.scatter(combine, moved, tuple(cols), upd)  # -0.0 < +0.0, as jax
         else:
             ufunc.at(moved, tuple(cols), upd)
         return out

@@ -23,6 +23,7 @@ from fx.avals import ShapedArray
 from fx.core import Primitive, get_aval
 from fx.interpreters import batching, jvp
 from fx.interpreters.jvp import Zero, instantiate
+from fx.lax import extrema
 from fx.lax.base import (
     broadcast_in_dim,
     full,
@@ -89,13 +90,13 @@ def _empty_result(x, axes, kind):
 def _impl_max(x, axes):
     if any(x.shape[a] == 0 for a in axes):
         return _empty_result(x, axes, "max")
-    return np.max(_half_to_f32(x), axis=axes)
+    return extrema.reduce("max", _half_to_f32(x), axes)
 
 
 def _impl_min(x, axes):
     if any(x.shape[a] == 0 for a in axes):
         return _empty_result(x, axes, "min")
-    return np.min(_half_to_f32(x), axis=axes)
+    return extrema.reduce("min", _half_to_f32(x), axes)
 
 
 def _impl_prod(x, axes):

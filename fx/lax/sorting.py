@@ -23,6 +23,7 @@ from fx.interpreters import batching, jvp, transpose
 from fx.interpreters.batching import matchaxis, not_mapped
 from fx.interpreters.jvp import Zero, instantiate, jvp_flat
 from fx.interpreters.transpose import is_undefined
+from fx.lax import extrema
 from fx.lax.base import full, shape_error
 from fx.lax.elementwise import (
     abs,
@@ -309,6 +310,9 @@ def _logaddexp(x, y):
     return select_n(ne(delta, delta), add(amax, log1p(exp(neg(abs(delta))))), add(x, y))
 
 
+_EXTREMA = {np.maximum: "max", np.minimum: "min"}
+
+
 def _accumulate(ufunc) -> Callable:
     def impl(x, *, axis, reverse):
         dt = x.dtype
@@ -316,7 +320,10 @@ def _accumulate(ufunc) -> Callable:
         if reverse:
             work = np.flip(work, axis)
         with np.errstate(all="ignore"):
-            out = ufunc.accumulate(work, axis=axis, dtype=work.dtype)
+            if ufunc in _EXTREMA:  # -0.0 < +0.0, as jax
+                out = extrema.accumulate(_EXTREMA[ufunc], work, axis)
+            else:
+                out = ufunc.accumulate(work, axis=axis, dtype=work.dtype)
         if reverse:
             out = np.flip(out, axis)
         return np.asarray(out).astype(dt, copy=False)
@@ -371,7 +378,7 @@ transpose.deflinear(
 cumprod_p = _cumulative("cumprod", np.multiply)
 jvp.jvp_rules[cumprod_p] = _scan_jvp(mul, "jvp of cumprod")
 
-cummax_p = _cumulative("cummax", np.maximum)
+cummax_p = _cumulative("cummax", np.maximum)  # (zeros ordered: see _accumulate)
 jvp.jvp_rules[cummax_p] = _scan_jvp(max, "jvp of cummax")
 
 cummin_p = _cumulative("cummin", np.minimum)

@@ -42,6 +42,7 @@ from fx.avals import ShapedArray
 from fx.core import Primitive, Tracer, get_aval
 from fx.interpreters import batching, jvp, transpose
 from fx.interpreters.batching import bdim_at_front
+from fx.lax import extrema
 from fx.lax.base import full, shape_error
 from fx.lax.elementwise import add, convert_element_type, max, min
 from fx.lax.structural import pad
@@ -203,8 +204,7 @@ def _reduce_window(kind: str, kinds: frozenset, what: str) -> Primitive:
         if kind == "sum":
             out = np.sum(win, axis=axes)
         else:
-            reduce = np.max if kind == "max" else np.min
-            out = reduce(win, axis=axes, initial=identity(kind, x.dtype))
+            out = extrema.reduce(kind, win, axes, initial=identity(kind, x.dtype))
         return out.astype(x.dtype, copy=False)
 
     prim.def_abstract_eval(abstract_eval)
