@@ -25,7 +25,7 @@ from fx.core import Primitive
 from fx.lax.windowed import dilate_and_pad, dilate_dim, window_view, windows_out_size
 from fx.lowering import kernel_ir as ir
 from fx.lowering.codegen import KernelBuilder, index_maps
-from fx.lowering.scalar_ops import Pattern, compute_dtype, gathers, patterns
+from fx.lowering.scalar_ops import Pattern, compute_dtype, gathers, patterns, windows_overlap
 from fx.lowering.window_maps import _read
 
 conv_patches_p = Primitive("conv_patches")
@@ -80,5 +80,6 @@ def _patches_map(b: KernelBuilder, eqn, index):
 
 
 patterns[conv_patches_p] = Pattern.INJECTIVE
-gathers.add(conv_patches_p)
+gathers[conv_patches_p] = lambda e: windows_overlap(
+    e.params["window_dimensions"], e.params["window_strides"], e.params["window_dilation"])
 index_maps[conv_patches_p] = _patches_map

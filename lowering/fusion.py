@@ -49,7 +49,7 @@ from fx.lowering.fusion_groups import (  # noqa: F401  (FusionGroup and GroupKin
     space_ok,
     tied_reads_ok,
 )
-from fx.lowering.scalar_ops import Pattern, gathers, pattern_of
+from fx.lowering.scalar_ops import Pattern, pattern_of, rereads
 
 
 def fuse(jaxpr: Jaxpr, stats: dict | None = None) -> list[FusionGroup]:
@@ -129,7 +129,7 @@ def fuse(jaxpr: Jaxpr, stats: dict | None = None) -> list[FusionGroup]:
                 g = group_of[v]
                 if g.kind is GroupKind.OPAQUE:
                     continue
-                if eqn.primitive in gathers and not (len(g.eqns) == 1 and is_cheap(g.eqns[0])):
+                if rereads(eqn) and not (len(g.eqns) == 1 and is_cheap(g.eqns[0])):
                     continue  # read many times over: stored once, not recomputed per read
                 if uses[v] > 1 and ((len(g.eqns) == 1 and is_cheap(g.eqns[0]))
                                     or recomputable(g)):

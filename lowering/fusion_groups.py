@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from fx.jaxpr import JaxprEqn, Literal, Var, has_effects
 from fx.lax import base
-from fx.lowering.scalar_ops import Pattern, cheap_prims, gathers, pattern_of, reduction_combine
+from fx.lowering.scalar_ops import Pattern, cheap_prims, pattern_of, reduction_combine, rereads
 
 
 class GroupKind(enum.Enum):
@@ -204,7 +204,7 @@ def recomputable(g: FusionGroup) -> bool:
     return g.kind is GroupKind.ELEMENTWISE and len(g.eqns) <= _MAX_RECOMPUTE and all(
         e.primitive in cheap_prims or (pattern_of(e.primitive) in (Pattern.BROADCAST,
                                                                      Pattern.INJECTIVE)
-                                       and e.primitive not in gathers)
+                                       and not rereads(e))
         for e in g.eqns
     )
 
@@ -212,5 +212,5 @@ def recomputable(g: FusionGroup) -> bool:
 def gathers_from(c: FusionGroup, p: FusionGroup) -> bool:
     """Does an equation of ``c`` read a value of ``p`` through a gather (many times each)?"""
     produced = p.produced()
-    return any(e.primitive in gathers and any(v in produced for v in e.invars)
+    return any(rereads(e) and any(v in produced for v in e.invars)
                for e in c.eqns)

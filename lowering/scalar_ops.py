@@ -184,10 +184,22 @@ for _prim in reduction_combine:
 patterns[linalg.dot_general_p] = Pattern.OUT_ELEMENTWISE_FUSABLE
 
 
-# Index maps that read each operand element many times (overlapping windows, such as the
-# convolution patches): fusing a producer into one would recompute it at every read, so the
-# producer is stored (and loaded) instead, unless it is a cheap broadcast.
-gathers: set[Primitive] = set()
+# Index maps that may read each operand element many times (overlapping windows: the
+# convolution patches, pooling with overlapping windows, the max-pool gradient, which reads
+# every window's elements for each of them): primitive -> whether this equation does. Fusing
+# a producer into such a reader would recompute it at every read, so the producer is stored
+# (and loaded) instead, unless it is a cheap broadcast.
+gathers: dict[Primitive, Callable] = {}
+
+
+def rereads(eqn) -> bool:
+    rule = gathers.get(eqn.primitive)
+    return rule is not None and rule(eqn)
+
+
+def windows_overlap(window, strides, dilation) -> bool:
+    """Some element lies in more than one window."""
+    return any(k > 1 and (k - 1) * d + 1 > s for k, s, d in zip(window, strides, dilation))
 
 # Operations cheaper to recompute in every consumer than to write out and read back.
 cheap_prims: set[Primitive] = {

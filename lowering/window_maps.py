@@ -21,7 +21,7 @@ from fx.jaxpr import JaxprEqn
 from fx.lax import windowed as win
 from fx.lowering import kernel_ir as ir
 from fx.lowering.codegen import KernelBuilder, index_maps
-from fx.lowering.scalar_ops import Pattern, compute_dtype, patterns
+from fx.lowering.scalar_ops import Pattern, compute_dtype, gathers, patterns, windows_overlap
 
 _B = dtypes.bool_
 
@@ -193,5 +193,10 @@ for _kind, _prim in (("max", win.reduce_window_max_p), ("min", win.reduce_window
                      ("sum", win.reduce_window_sum_p)):
     patterns[_prim] = Pattern.INJECTIVE
     index_maps[_prim] = _reduce_window(_kind)
+    gathers[_prim] = lambda e: windows_overlap(e.params["window_dimensions"],
+                                               e.params["window_strides"],
+                                               e.params["window_dilation"])
 patterns[win.select_and_scatter_add_p] = Pattern.INJECTIVE
+# Each element reads its window's source and every operand element of that window.
+gathers[win.select_and_scatter_add_p] = lambda e: math.prod(e.params["window_dimensions"]) > 1
 index_maps[win.select_and_scatter_add_p] = _select_and_scatter_add

@@ -132,3 +132,28 @@ def test_siblings_of_different_spaces_or_joined_through_a_reduction_stay_apart()
     x, y = np.arange(32.0).reshape(8, 4) / 10, np.ones((8, 4))
     for g, w in zip(fx.jit(f)(x, y), f(x, y)):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-12)
+
+
+def _group_of(low, name):
+    return next(i for i, s in enumerate(low.steps)
+                if any(e.primitive.name == name for e in s.group.eqns))
+
+
+def test_gathers_read_a_stored_producer_instead_of_recomputing_it():
+    # The patches read each input element 25 times, the max-pool gradient every window
+    # element for each of them: their (expensive) producers are stored once, not fused in.
+    x = np.ones((2, 8, 8, 3), np.float32)
+    w = np.ones((5, 5, 3, 4), np.float32)
+    conv = fx.make_jaxpr(lambda x, w: lax.conv_general_dilated(
+        fnp.tanh(x), w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")))(x, w)
+    low = lower(conv)
+    assert _group_of(low, "tanh") != _group_of(low, "conv_patches")
+
+    def pool_grad(x):
+        return fx.grad(lambda x: fnp.sum(fnp.cos(lax.reduce_window(
+            fnp.exp(x), -np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID"))))(x)
+
+    low = lower(fx.make_jaxpr(pool_grad)(x))
+    scatter = _group_of(low, "select_and_scatter_add")
+    assert _group_of(low, "sin") != scatter  # the pooled values, through cos'
+    assert not any(e.primitive.name == "exp" for e in low.steps[scatter].group.eqns)
