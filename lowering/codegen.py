@@ -305,10 +305,11 @@ def _clamp_index(i: ir.Expr, n: int) -> ir.Expr:
 def _pad(b: KernelBuilder, eqn: JaxprEqn, index):
     x, pad_value = eqn.invars
     valid = None
-    in_idx = []
+    in_idx, direct_idx = [], []
     for i, n, (lo, _, interior) in zip(index, x.aval.shape, eqn.params["padding_config"]):
         j = ir.isub(i, ir.const_index(lo))
         step = interior + 1
+        direct_idx.append(ir.idiv(j, step) if step > 1 else j)  # exact where valid
         conds = [ir.Op("ge", (j, ir.const_index(0)), dtypes.bool_),
                  ir.Op("lt", (j, ir.const_index((n - 1) * step + 1 if n else 0)), dtypes.bool_)]
         if step > 1:
@@ -319,7 +320,11 @@ def _pad(b: KernelBuilder, eqn: JaxprEqn, index):
             valid = c if valid is None else ir.Op("and", (valid, c), dtypes.bool_)
         in_idx.append(_clamp_index(ir.idiv(ir.Op("max", (j, ir.const_index(0)), ir.INDEX), step)
                                    if step > 1 else j, n))
-    inside = yield x, tuple(in_idx)
+    # Read straight from an input, the value is loaded only where it is valid (see
+    # direct_load); otherwise computed everywhere, at a clamped index.
+    inside = b.direct_load(x, tuple(direct_idx)) if valid is not None else None
+    if inside is None:
+        inside = yield x, tuple(in_idx)
     fill = yield pad_value, ()
     if valid is None:
         return inside
