@@ -160,11 +160,19 @@ FX_FN float fx_fmaf(float a, float b, float c) {
   return a * b + c;
 #endif
 }
-FX_FN float fx_pow2if(int k) { return fx_bits_to_f32((uint32_t)(k + 127) << 23); }
+/* 2^k for k in [-126, 127], by the bits (unsigned: wraps, never overflows, for any k) */
+FX_FN float fx_pow2f(uint32_t k) { return fx_bits_to_f32((k + 127u) << 23); }
+/* exp(x) = 2^k e^r, k = rint(x / ln 2), r = x - k ln 2 (in two parts), e^r by a polynomial.
+   k is rounded by adding 1.5 * 2^23 (its integer is then in the low bits: defined for every x,
+   where rintf and an (int) cast of a huge or NaN k are not), and 2^k is applied in two halves
+   so that results down to the subnormals are rounded once. No clamp of x in front: GCC
+   sank such a clamp's selects into every value computed from it (8 blends a vector on
+   AVX2); an x out of range gives a meaningless y that the selects at the end replace. */
 FX_FN float fx_expf(float x) {
-  float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
-  float k = rintf(xc * 1.44269504088896341f);
-  float r = xc - k * 0.693359375f;
+  float t = x * 1.44269504088896341f + 12582912.0f;
+  uint32_t ki = fx_f32_to_bits(t) - 0x4b400000u;  /* rint(x / ln 2), two's complement */
+  float k = t - 12582912.0f;
+  float r = x - k * 0.693359375f;
   r = r + k * 2.12194440e-4f;
   float z = r * r;
   float p = 1.9875691500e-4f;
@@ -174,9 +182,8 @@ FX_FN float fx_expf(float x) {
   p = fx_fmaf(p, r, 1.6666665459e-1f);
   p = fx_fmaf(p, r, 5.0000001201e-1f);
   p = p * z + r + 1.0f;
-  int ki = (int)k;
-  int k1 = ki / 2;
-  float y = p * fx_pow2if(k1) * fx_pow2if(ki - k1);
+  uint32_t k1 = (uint32_t)((int32_t)ki >> 1);
+  float y = p * fx_pow2f(k1) * fx_pow2f(ki - k1);
   y = x > 88.72283935546875f ? INFINITY : y;
   y = x < -103.97208f ? 0.0f : y;
   return x != x ? x : y;
