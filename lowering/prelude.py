@@ -237,12 +237,14 @@ FX_FN float fx_expm1f(float x) {
 FX_FN float fx_tanhf(float x) {
   float ax = fabsf(x);
   float z = x * x;
-  float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z
-                  + 1.33314422036e-1f) * z - 3.33332819422e-1f) * z * x + x;
+  float q = fx_fmaf(-5.70498872745e-3f, z, 2.06390887954e-2f);
+  q = fx_fmaf(q, z, -5.37397155531e-2f);
+  q = fx_fmaf(q, z, 1.33314422036e-1f);
+  q = fx_fmaf(q, z, -3.33332819422e-1f);
+  float small = fx_fmaf(q * z, x, x);
+  /* 1 - 2 / (e^2|x| + 1): e^2|x| is inf from |x| > 44.4, and 2 / inf is 0 */
   float e = fx_expf(2.0f * ax);
-  float big = 1.0f - 2.0f / (e + 1.0f);
-  big = ax > 9.0f ? 1.0f : big;
-  big = copysignf(big, x);
+  float big = copysignf(1.0f - 2.0f / (e + 1.0f), x);
   return ax < 0.625f ? small : big;
 }
 FX_FN float fx_logisticf(float x) {
