@@ -167,7 +167,8 @@ FX_FN float fx_pow2f(uint32_t k) { return fx_bits_to_f32((k + 127u) << 23); }
    where rintf and an (int) cast of a huge or NaN k are not), and 2^k is applied in two halves
    so that results down to the subnormals are rounded once. No clamp of x in front: GCC
    sank such a clamp's selects into every value computed from it (8 blends a vector on
-   AVX2); an x out of range gives a meaningless y that the selects at the end replace. */
+   AVX2); an x out of range gives a meaningless y that the selects at the end replace. A NaN
+   x needs no select: it makes r, and so y, NaN. */
 FX_FN float fx_expf(float x) {
   float t = x * 1.44269504088896341f + 12582912.0f;
   uint32_t ki = fx_f32_to_bits(t) - 0x4b400000u;  /* rint(x / ln 2), two's complement */
@@ -185,8 +186,7 @@ FX_FN float fx_expf(float x) {
   uint32_t k1 = (uint32_t)((int32_t)ki >> 1);
   float y = p * fx_pow2f(k1) * fx_pow2f(ki - k1);
   y = x > 88.72283935546875f ? INFINITY : y;
-  y = x < -103.97208f ? 0.0f : y;
-  return x != x ? x : y;
+  return x < -103.97208f ? 0.0f : y;
 }
 FX_FN float fx_logf(float x) {
   int sub = x < 1.17549435e-38f;
@@ -249,8 +249,7 @@ FX_FN float fx_tanhf(float x) {
 }
 FX_FN float fx_logisticf(float x) {
   float e = fx_expf(-fabsf(x));
-  float r = x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
-  return x != x ? x : r;
+  return x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);  /* NaN: e is NaN */
 }
 FX_FN double fx_logistic(double x) {
   double e = exp(-fabs(x));
