@@ -173,8 +173,8 @@ FX_FN float fx_expf(float x) {
   float t = x * 1.44269504088896341f + 12582912.0f;
   uint32_t ki = fx_f32_to_bits(t) - 0x4b400000u;  /* rint(x / ln 2), two's complement */
   float k = t - 12582912.0f;
-  float r = x - k * 0.693359375f;
-  r = r + k * 2.12194440e-4f;
+  float r = fx_fmaf(k, -0.693359375f, x);  /* exact: k * 0.693359375 has 17 bits */
+  r = fx_fmaf(k, 2.12194440e-4f, r);
   float z = r * r;
   float p = 1.9875691500e-4f;
   p = fx_fmaf(p, r, 1.3981999507e-3f);
