@@ -11,7 +11,9 @@ without AVX-512 gets, run the AVX2 code on an AVX-512 machine::
     FX_MARCH=x86-64-v3 python bench/bench_cpu.py
 
 (the same cores and memory; only the kernels' instruction set, and GCC's generic tuning for
-it, change). The hand-written C reference loop is compiled for the same ``-march``.
+it, change). The hand-written C reference loop is compiled for the same ``-march``, and jax is
+held to the same ISA (``XLA_FLAGS=--xla_cpu_max_isa=AVX2`` for x86-64-v3, ``SSE4_2`` for
+x86-64-v2, unless ``XLA_FLAGS`` is set).
 """
 
 from __future__ import annotations
@@ -141,12 +143,23 @@ def isa_level() -> str:
     return level
 
 
+_XLA_ISA = {"x86-64-v2": "SSE4_2", "x86-64-v3": "AVX2"}
+
+
+def hold_jax_to_march() -> None:
+    """Cap XLA's CPU code at the ISA fx compiles for (call before jax is first used)."""
+    isa = _XLA_ISA.get(cc.MARCH)
+    if isa and "XLA_FLAGS" not in os.environ:
+        os.environ["XLA_FLAGS"] = f"--xla_cpu_max_isa={isa}"
+
+
 def print_machine() -> None:
     import jax
 
     print(f"CPU: {cpu_model()}, {os.cpu_count()} logical cores; ISA level {isa_level()}")
     print(f"fx kernels: -march={cc.MARCH} (FX_MARCH={os.environ.get('FX_MARCH', '(unset)')}); "
-          f"{cc.compiler_version()}; jax {jax.__version__}; NumPy {np.__version__}; "
+          f"{cc.compiler_version()}; jax {jax.__version__} "
+          f"(XLA_FLAGS={os.environ.get('XLA_FLAGS', '(unset)')}); NumPy {np.__version__}; "
           f"{datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}")
 
 
@@ -323,6 +336,7 @@ def main():
     args = ap.parse_args()
     repeat = 5 if args.quick else 20
 
+    hold_jax_to_march()
     import jax
     import jax.numpy as jnp
 
