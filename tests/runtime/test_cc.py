@@ -1,12 +1,16 @@
 """The C compile cache: one build per source, reused across processes, rebuilt when corrupt
-or stale."""
+or stale; a source of several translation units compiles and caches each on its own, once
+however many threads ask."""
 
 from __future__ import annotations
 
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
 import pytest
 
@@ -103,3 +107,65 @@ def test_disk_cache_is_reused_across_processes(tmp_path):
                            text=True, check=True).stdout.split() for _ in range(2)]
     assert runs[0][0] == runs[1][0]
     assert runs[0][1] == "1" and runs[1][1] == "0"  # the second process compiled nothing
+
+
+# --- programs of several translation units ------------------------------------------------------
+
+PRELUDE = "static int fx_twice(int x) { return 2 * x; }\n"
+UNIT_A = "int fx_a(void) { return fx_twice(1); }\n"
+UNIT_B = "int fx_b(void) { return fx_twice(2); }\n"
+
+
+def _counting_compiles(monkeypatch, delay: float = 0.0) -> list:
+    calls = []
+    real = cc._compile
+
+    def compile_(source, path):
+        calls.append(path)
+        time.sleep(delay)
+        real(source, path)
+
+    monkeypatch.setattr(cc, "_compile", compile_)
+    return calls
+
+
+def test_units_compile_separately_and_load_as_one_library(cache, monkeypatch):
+    calls = _counting_compiles(monkeypatch)
+    source = cc.Source(PRELUDE, [UNIT_A, UNIT_B])
+    assert source == PRELUDE + UNIT_A + UNIT_B and source.units == (PRELUDE + UNIT_A,
+                                                                     PRELUDE + UNIT_B)
+    lib = cc.build(source)
+    assert (lib.fx_a(), lib.fx_b()) == (2, 4)
+    assert len(calls) == 2 and len(_sos(cache)) == 2
+    assert cc.build(str(source)).fx_b() == 4  # as text, one valid translation unit
+    assert len(calls) == 3
+    changed = cc.Source(PRELUDE, [UNIT_A, UNIT_B.replace("fx_twice(2)", "fx_twice(5)")])
+    cc._loaded.clear()
+    lib = cc.build(changed)
+    assert (lib.fx_a(), lib.fx_b()) == (2, 10)
+    assert len(calls) == 4  # the unchanged unit came from the disk cache
+    assert pickle.loads(pickle.dumps(changed)).units == changed.units
+
+
+def test_concurrent_builds_compile_each_unit_once(cache, monkeypatch):
+    calls = _counting_compiles(monkeypatch, delay=0.3)
+    source = cc.Source(PRELUDE, [UNIT_A, UNIT_B])
+    start = threading.Barrier(6)
+    results, errors = [], []
+
+    def build():
+        start.wait()
+        try:
+            results.append(cc.build(source))
+        except Exception as e:  # reported below, not lost in the thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=build) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(calls) == 2
+    assert all((lib.fx_a(), lib.fx_b()) == (2, 4) for lib in results) and len(results) == 6
+    assert len({tuple(id(x) for x in lib.libs) for lib in results}) == 1  # one load each
