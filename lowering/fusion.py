@@ -165,6 +165,8 @@ def fuse(jaxpr: Jaxpr, stats: dict | None = None) -> list[FusionGroup]:
                 if size + len(g.eqns) > MAX_GROUP_EQNS or not tied_reads_ok(host, g.eqns,
                                                                              position):
                     continue
+                if any(gathers_from(m, g) or gathers_from(g, m) for m in members):
+                    continue  # a gather would recompute the other's values at every read
                 if not graph.would_cycle(members | {g}, reads | graph.deps[g]):
                     members.add(g)
                     reads |= graph.deps[g]
@@ -175,6 +177,8 @@ def fuse(jaxpr: Jaxpr, stats: dict | None = None) -> list[FusionGroup]:
                 if size + len(g.eqns) > MAX_GROUP_EQNS:
                     continue
                 if host is not None and not tied_reads_ok(host, g.eqns, position):
+                    continue
+                if any(gathers_from(m, g) for m in members):
                     continue
                 if not graph.would_cycle(members, reads | g_reads):
                     reads |= g_reads
@@ -442,6 +446,8 @@ def _merge_siblings(alive, graph, group_of, jaxpr, absorb) -> None:
         if space(b) != space(a) or len(a.eqns) + len(b.eqns) > MAX_GROUP_EQNS:
             return False
         if not (stores_in_space(a) and stores_in_space(b)):
+            return False
+        if gathers_from(a, b) or gathers_from(b, a):
             return False
         return not graph.would_cycle({a, b}, graph.deps[a] | graph.deps[b])
 
