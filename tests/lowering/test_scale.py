@@ -215,12 +215,13 @@ def _chain_work(n: int) -> int:
     return _python_calls(lambda: pipeline.lower(closed))
 
 
-@pytest.mark.parametrize("work, small", [(_mlp_gradient_work, 40), (_chain_work, 500)])
+@pytest.mark.parametrize("work, small", [(_mlp_gradient_work, 60), (_chain_work, 500)])
 def test_compile_work_grows_linearly(work, small):
-    """Four times the program, at most about four times the work (a pass quadratic in the
-    number of equations gives sixteen)."""
+    """Four times the program, about four times the work (3.9-4.0 here; the memory planner
+    that looped over every placed buffer per placement gave 4.9 on the MLP, and a pass fully
+    quadratic in the number of equations gives up to sixteen)."""
     ratio = work(4 * small) / work(small)
-    assert ratio < 4.6, ratio
+    assert ratio < 4.3, ratio
 
 
 def test_a_small_change_recompiles_only_its_translation_unit(tmp_path, monkeypatch, unrecorded):
