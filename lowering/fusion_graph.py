@@ -4,16 +4,19 @@ Fusion asks one question over and over: would merging these groups close a cycle
 group outside them? Answered by a search over all ancestors, that costs the size of the
 program per question, and a program of 10,000 equations asks it 10,000 times. Here every group
 has a *key*, and keys are a topological order (a group's key is larger than the keys of the
-groups it reads from). A path between two groups only visits keys between theirs, so a search
-stops at the lowest key among the groups being merged: it visits only the few groups created
-between them. A search that would visit more than ``SEARCH_LIMIT`` groups refuses the merge
-(two groups that far apart, such as a forward and a backward layer reading one activation,
-gain little from one kernel), so each question costs at most a constant.
+groups it reads from). A cycle through the merged group leaves it from a member that some
+group outside reads, and only visits keys above that member's, so a search stops at the
+lowest such key: it visits only the groups created between the members (none at all when
+nothing outside reads the earlier members, as for a forward-pass residual that only its
+backward layer reads). A search that would visit more than ``SEARCH_LIMIT`` groups refuses the
+merge (two groups that far apart gain little from one kernel), so each question costs at most
+a constant.
 
-A merge keeps the keys a topological order by reordering just that window (the dynamic
-topological sort of Pearce and Kelly, applied to contracting a set of nodes): the merged
-group's ancestors in the window take the lowest of the window's affected keys, the merged
-group the next one, its descendants in the window the rest, each side in its old order.
+A merge keeps the keys a topological order: the merged group takes that lowest key when all it
+reads has lower keys; otherwise just the window between is reordered (the dynamic topological
+sort of Pearce and Kelly, applied to contracting a set of nodes): the merged group's ancestors
+in the window take the lowest of the window's affected keys, the merged group the next one,
+its descendants in the window the rest, each side in its old order.
 
 Invariants: ``deps[g]`` and ``users[g]`` are each other's reverse; ``key[d] < key[g]`` for every
 ``d`` in ``deps[g]``. ``checks`` counts the groups every search visited (tests use it to see
