@@ -132,9 +132,14 @@ def _round_to_odd(s, e):
 
 
 def _fma(a, b, c):
-    """``a * b + c`` rounded once, as XLA's contracted multiply-add; 16-bit floats round the
-    product and the sum separately, as XLA does for them. Differentiates as ``a * b + c``."""
+    """``a * b + c`` rounded once, as XLA's contracted multiply-add. float16 follows XLA's CPU
+    fusion with excess precision: computed in float32 (the product is exact there) and rounded
+    to float16 once at the end; bfloat16 rounds the product and the sum separately, as XLA does
+    for it. Differentiates as ``a * b + c``."""
     dtype, shape = get_aval(c).dtype, get_aval(c).shape
+    if dtype == dtypes.float16:
+        wide = [lax.convert_element_type(v, dtypes.float32) for v in (a, b, c)]
+        return lax.convert_element_type(lax.add(lax.mul(wide[0], wide[1]), wide[2]), dtype)
     plain = lax.add(lax.mul(a, b), c)
     if dtype not in (dtypes.float32, dtypes.float64):
         return plain
