@@ -19,12 +19,13 @@ def _env_flag(name: str) -> bool:
 class Config:
     # Options are plain attributes: every jitted call reads some, and an attribute read costs
     # a tenth of a __getattr__ hook.
-    _names = ("log_compiles", "disable_jit", "debug_nans")
+    _names = ("log_compiles", "disable_jit", "debug_nans", "enable_x64")
 
     def __init__(self):
         self.log_compiles = _env_flag("FX_LOG_COMPILES")
         self.disable_jit = _env_flag("FX_DISABLE_JIT")
         self.debug_nans = _env_flag("FX_DEBUG_NANS")
+        self.enable_x64 = False
 
     def update(self, name: str, value) -> None:
         if name not in self._names:

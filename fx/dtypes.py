@@ -31,6 +31,24 @@ INTEGER = (int32, int64, uint32)
 default_float = float32
 default_int = int32
 
+
+def x64_enabled() -> bool:
+    """Whether 64-bit mode is on (``fx.config.update("jax_enable_x64", True)``)."""
+    from fx.config import config
+
+    return config.enable_x64
+
+
+def default_float_dtype() -> np.dtype:
+    """The dtype of a Python float with nothing else to go by: float64 in x64 mode, else
+    float32 (jax's ``jnp.float_``)."""
+    return float64 if x64_enabled() else float32
+
+
+def default_int_dtype() -> np.dtype:
+    """int64 in x64 mode, else int32 (jax's ``jnp.int_``)."""
+    return int64 if x64_enabled() else int32
+
 SHORT_NAMES = {
     bool_: "bool",
     int32: "i32",
