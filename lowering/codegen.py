@@ -124,7 +124,9 @@ class KernelBuilder:
         return result
 
     def _key(self, v: Var, index) -> tuple:
-        return (v, () if not v.aval.shape else tuple(index))
+        # (An index stays the tuple it is: a Delinearized one remembers its flat index.)
+        return (v, () if not v.aval.shape else
+                index if isinstance(index, tuple) else tuple(index))
 
     def _known(self, v, index) -> ir.Expr | None:
         """``v`` at ``index`` when no equation of the group has to run for it: a literal, a
@@ -192,7 +194,7 @@ class KernelBuilder:
                 operand, at = gen.send(sent)
             except StopIteration as done:
                 return done.value
-            sent = yield operand, tuple(self.shallow(i) for i in at)
+            sent = yield operand, self.shallow_index(at)
 
     def direct_load(self, v, index) -> ir.Expr | None:
         """``v`` at ``index`` as an unbound load when it is an input read through index maps
@@ -204,7 +206,7 @@ class KernelBuilder:
         while isinstance(v, Var) and v.aval.size and self._key(v, index) not in self.externals:
             eqn = self.producer.get(v)
             if eqn is None:
-                return self.load(v, tuple(index))
+                return self.load(v, index)
             mapper = index_maps.get(eqn.primitive)
             if mapper is None:
                 return None
@@ -220,8 +222,15 @@ class KernelBuilder:
                     return None
             else:
                 return None
-            v, index = operand, tuple(self.shallow(i) for i in at)
+            v, index = operand, self.shallow_index(at)
         return None
+
+    def shallow_index(self, index) -> tuple:
+        out = tuple(self.shallow(i) for i in index)
+        if isinstance(index, ir.Delinearized):
+            out = ir.Delinearized(out)
+            out.flat, out.shape = self.shallow(index.flat), index.shape
+        return out
 
     def shallow(self, e: ir.Expr) -> ir.Expr:
         """``e``, or a local bound to it when it is deeper than ``MAX_INDEX_DEPTH``."""
@@ -489,7 +498,13 @@ def reduction_kernel(group: FusionGroup, name: str, inputs, outputs) -> ir.Kerne
                                                                 in_shape) for v in in_space]):
             b.emit(s)
     body = b.pop()
-    loop = ir.Loop("o", n_out, tuple(body), parallel=True, lanes=32 if b.cooperative else 1)
+    # A column reduction (the innermost input axis kept, as in a bias gradient): adjacent
+    # outputs read adjacent memory, so the loop over outputs vectorizes with a lane per output
+    # (each lane sums its column in the same order as before), where one output at a time
+    # strode through the whole input.
+    columns = not b.cooperative and bool(in_shape) and in_shape[-1] > 1
+    loop = ir.Loop("o", n_out, tuple(body), parallel=True, lanes=32 if b.cooperative else 1,
+                   simd_iterations=columns)
     return ir.Kernel(name, b.params(), (*b.top.stmts, loop), work=math.prod(in_shape))
 
 

@@ -108,6 +108,10 @@ class Loop(Stmt):
     # ``var`` with one wide access each (others stay scalar). It must keep a scalar path for
     # misaligned pointers and for the tail of an extent that ``vector`` does not divide.
     vector: int = 1
+    # For a parallel loop: its iterations may run as SIMD lanes, each doing its inner loops
+    # (sequential reductions) on its own, so a target may vectorize this outer loop. Each
+    # iteration's own arithmetic is unchanged, so the results are too.
+    simd_iterations: bool = False
 
 
 @dataclass(frozen=True)
@@ -210,8 +214,19 @@ def imod(a: Expr, b: int) -> Expr:
     return Op("rem", (a, const_index(b)), INDEX)
 
 
+class Delinearized(tuple):
+    """A multi-dimensional index made from a flat one (:func:`delinearize`): linearized over
+    the same shape, it is that flat index again, not the division and modulo arithmetic that
+    rebuilds it (which keeps a reshape of a loaded buffer an affine access GCC vectorizes)."""
+
+    flat: Expr
+    shape: tuple[int, ...]
+
+
 def linearize(index: tuple[Expr, ...], shape: tuple[int, ...]) -> Expr:
     """The row-major flat index of a multi-dimensional index."""
+    if isinstance(index, Delinearized) and index.shape == tuple(shape):
+        return index.flat
     flat: Expr = const_index(0)
     for i, n in zip(index, shape):
         flat = iadd(imul(flat, const_index(n)), i)
@@ -232,4 +247,6 @@ def delinearize(flat: Expr, shape: tuple[int, ...]) -> tuple[Expr, ...]:
     if out:
         # The leading coordinate needs no modulo: the flat index is in range.
         out[0] = idiv(flat, strides[0]) if shape[0] != 1 else const_index(0)
-    return tuple(out)
+    index = Delinearized(out)
+    index.flat, index.shape = flat, tuple(shape)
+    return index

@@ -27,14 +27,15 @@ from fx.lowering.inline_calls import inline_calls
 from fx.lowering.library import eqns_step, gemm_step, host_step
 from fx.lowering.lower_convolutions import lower_convolutions
 from fx.lowering.memory import BufferSpec, MemoryPlan, plan_memory
+from fx.lowering.merge_reduced_axes import merge_reduced_axes
 from fx.lowering.op_info import Choice, host_only_prims, select
 from fx.lowering.render import CUDA, C, render_module, storage_type
 from fx.lowering.simplify_algebra import simplify_algebra
 from fx.lowering.text import lowered_as_text
 from fx.runtime import cc, executable_for
 
-PASSES = (lower_convolutions, simplify_algebra, fold_constants, eliminate_common_subexpressions,
-          eliminate_dead_code)
+PASSES = (lower_convolutions, merge_reduced_axes, simplify_algebra, fold_constants,
+          eliminate_common_subexpressions, eliminate_dead_code)
 
 # Called with every Lowered program (tests use this to compile every generated kernel for CUDA;
 # debugging tools can dump programs).

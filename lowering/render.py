@@ -337,7 +337,9 @@ class Renderer:
                     continue
                 if s.parallel:
                     head = self.parallel_head(s.var, 0, s.extent, s.lanes,
-                                              max(self.work, s.extent), _straight(s.body))
+                                              max(self.work, s.extent),
+                                              _straight(s.body) or s.simd_iterations,
+                                              s.simd_iterations)
                     out.extend(pad + line for line in head.split("\n"))
                     out[-1] += " {"
                 elif s.cooperative:
@@ -372,12 +374,16 @@ class Renderer:
         return self.expr(e)
 
     def parallel_head(self, var: str, start, stop, lanes: int, work: int,
-                      straight: bool = False) -> str:
-        """The head of a kernel's parallel loop (several lines where the dialect needs them)."""
+                      straight: bool = False, simd_outer: bool = False) -> str:
+        """The head of a kernel's parallel loop (several lines where the dialect needs them).
+        ``simd_outer``: the iterations are SIMD lanes even without threads (a column
+        reduction's outputs, whose inner loops the compiler would not vectorize)."""
         if lanes > 1 and self.d.parallel_for_lanes:
             template = self.d.parallel_for_lanes
         elif work <= self.d.parallel_min_work:
             template = "for ({it} {v} = {start}; {v} < {stop}; {v}++)"
+            if simd_outer and self.d.simd_loop:
+                template = self.d.simd_loop + "\n" + template
         elif straight and self.d.parallel_for_simd:
             template = self.d.parallel_for_simd
         else:

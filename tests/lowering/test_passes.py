@@ -12,6 +12,7 @@ from fx.lowering.eliminate_common_subexpressions import eliminate_common_subexpr
 from fx.lowering.eliminate_dead_code import eliminate_dead_code
 from fx.lowering.fold_constants import fold_constants
 from fx.lowering.inline_calls import inline_calls
+from fx.lowering.merge_reduced_axes import merge_reduced_axes
 from fx.lowering.simplify_algebra import simplify_algebra
 
 
@@ -123,3 +124,22 @@ def test_simplify_writes_a_transposed_matrix_product_directly():
     c = rng.standard_normal((2, 5, 3))
     g = lambda c: lax.transpose(lax.dot_general(c, c, (((1,), (1,)), ((0,), (0,)))), (0, 2, 1))
     assert "transpose" in _prims(simplify_algebra(_jaxpr(g, c)))
+
+
+def test_reductions_over_adjacent_axes_reduce_one_merged_axis_with_the_same_bits():
+    from fx.interpreters.eval import eval_jaxpr
+
+    x = np.random.default_rng(0).standard_normal((3, 4, 5, 6, 2)).astype(np.float32)
+
+    def f(x):
+        return (fnp.sum(x, axis=(0, 1, 2)), fnp.max(x, axis=(1, 2, 4)), fnp.min(x, axis=(0, 3)),
+                fnp.sum(x, axis=(1, 2, 3, 4)))
+
+    closed = fx.make_jaxpr(f)(x)
+    j = merge_reduced_axes(closed.jaxpr)
+    check_jaxpr(j)
+    axes = [e.params["axes"] for e in j.eqns if e.primitive.name.startswith("reduce_")]
+    assert axes == [(0,), (1, 3), (0, 3), (1,)]
+    for got, want in zip(eval_jaxpr(j, [], x), eval_jaxpr(closed.jaxpr, [], x)):
+        np.testing.assert_array_equal(np.asarray(got).view(np.uint32),
+                                      np.asarray(want).view(np.uint32))
