@@ -196,7 +196,8 @@ def _round_abstract_eval(x, *, rounding_method):
 def _round_impl(x, *, rounding_method):
     if rounding_method == 1:
         return np.round(x)
-    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+    # copysign, not sign(x) * ...: -0.0 and -0.3 round to -0.0, as C's round does.
+    return np.copysign(np.floor(np.abs(x) + 0.5), x)
 
 
 batching.vectorized_batcher(round_p)
