@@ -100,14 +100,14 @@ def _checkpoint_partial_eval(trace: partial_eval.PartialEvalTrace, args: Sequenc
     saved inputs) for the unknown ones, so no intermediate of the body becomes a residual."""
     closed = params["jaxpr"]
     unknowns = [trace.is_unknown(a) for a in args]
-    out_unknowns = _forward_dependence(closed.jaxpr, unknowns)
-    known_body, _ = dce_jaxpr(closed.jaxpr, [not u for u in out_unknowns])
+    # The known part comes from a partial evaluation of the body, which splits nested calls
+    # (the jvp of an inner checkpoint computes primal and tangent outputs in one call); the
+    # residuals it would save are dropped: the unknown part recomputes them.
+    known, _, out_unknowns, num_res = partial_eval.partial_eval_jaxpr(closed, unknowns)
+    n_known = len(known.jaxpr.outvars) - num_res
+    known_body, _ = dce_jaxpr(known.jaxpr, [True] * n_known + [False] * num_res)
     known_args = [a for a, u in zip(args, unknowns) if not u]
-    known_jaxpr = ClosedJaxpr(
-        Jaxpr(known_body.constvars, [v for v, u in zip(known_body.invars, unknowns) if not u],
-              known_body.outvars, known_body.eqns),
-        closed.consts,
-    )
+    known_jaxpr = ClosedJaxpr(known_body, known.consts)
     with set_current_trace(trace.parent):
         known_outs = checkpoint_p.bind(*known_args, **dict(params, jaxpr=known_jaxpr))
     unknown_body, _ = dce_jaxpr(closed.jaxpr, out_unknowns)
@@ -117,11 +117,22 @@ def _checkpoint_partial_eval(trace: partial_eval.PartialEvalTrace, args: Sequenc
     return [next(u_it) if u else next(k_it) for u in out_unknowns]
 
 
-def _forward_dependence(jaxpr: Jaxpr, unknown_inputs: Sequence[bool]) -> list[bool]:
+def forward_dependence(jaxpr: Jaxpr, unknown_inputs: Sequence[bool]) -> list[bool]:
+    """Which outputs of ``jaxpr`` depend on the inputs marked ``unknown_inputs``, as partial
+    evaluation finds them. A nested call with a partial-evaluation rule is looked into (the
+    jvp of a checkpoint is one call whose primal outputs do not depend on its tangent inputs);
+    recursion goes as deep as calls nest, not as long as the program is."""
     unknown = {v for v, u in zip(jaxpr.invars, unknown_inputs) if u}
     for eqn in jaxpr.eqns:
-        if any(isinstance(v, Var) and v in unknown for v in eqn.invars):
+        ins = [isinstance(v, Var) and v in unknown for v in eqn.invars]
+        if not any(ins):
+            continue
+        name = body_param.get(eqn.primitive)
+        if name is None or eqn.primitive not in partial_eval.pe_rules or all(ins):
             unknown.update(eqn.outvars)
+        else:
+            outs = forward_dependence(eqn.params[name].jaxpr, ins)
+            unknown.update(v for v, d in zip(eqn.outvars, outs) if d)
     return [isinstance(v, Var) and v in unknown for v in jaxpr.outvars]
 
 

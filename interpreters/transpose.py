@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 
 from fx.array import Array
 from fx.avals import ShapedArray
-from fx.core import Primitive, get_aval
+from fx.core import Primitive, current_trace, get_aval, new_trace
 from fx.interpreters.jvp import Zero
-from fx.jaxpr import Jaxpr, Literal, Var
+from fx.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from fx.lax import base
 
 
@@ -66,9 +66,19 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Seque
 
     linear_eqns = []
     for eqn in jaxpr.eqns:
-        if any(isinstance(v, Var) and v in linear for v in eqn.invars):
-            linear.update(eqn.outvars)
-            linear_eqns.append(eqn)
+        lin_in = [isinstance(v, Var) and v in linear for v in eqn.invars]
+        if any(lin_in):
+            split = _split_mixed_call(eqn, lin_in, read) if not all(lin_in) else None
+            if split is None:
+                linear.update(eqn.outvars)
+                linear_eqns.append(eqn)
+            else:
+                known, staged, residuals = split
+                env.update(known)
+                env.update(residuals)
+                for e in staged:
+                    linear.update(e.outvars)
+                    linear_eqns.append(e)
         else:
             outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
             env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]))
@@ -116,6 +126,48 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Seque
         ct_env.get(v, Zero(v.aval)) if is_undefined(a) else None
         for v, a in zip(jaxpr.invars, args)
     ]
+
+
+# --- calls with both primal and tangent outputs ------------------------------------------------
+# The jvp of a call (checkpoint, jit) is one call computing primal and tangent outputs. Inside
+# the body of a checkpoint being transposed, such a call reads linear inputs, yet some of its
+# outputs are primal values that later equations multiply tangents by: treating the whole call
+# as linear would hand a transpose rule two undefined operands. Such a call is split by its
+# partial-evaluation rule, as linearize splits it: the known part runs now (its outputs join
+# the forward values), the unknown part, linear in the linear inputs, is transposed.
+
+
+def _split_mixed_call(eqn: JaxprEqn, lin_in: Sequence[bool], read: Callable):
+    """``(known values, staged linear equations, residual values)`` replacing ``eqn``, or None
+    when ``eqn`` is not a call or every output depends on its linear inputs."""
+    from fx.interpreters import call, partial_eval  # both import this module
+
+    body_name = call.body_param.get(eqn.primitive)
+    rule = partial_eval.pe_rules.get(eqn.primitive)
+    if body_name is None or rule is None:
+        return None
+    body = eqn.params[body_name]
+    if all(call.forward_dependence(body.jaxpr, lin_in)):
+        return None
+    pe = partial_eval.PartialEvalTrace(current_trace(), f"transpose of {eqn.primitive.name}")
+    with new_trace(pe):
+        args = [pe.new_arg(v.aval) if lin else read(v) for v, lin in zip(eqn.invars, lin_in)]
+        outs = rule(pe, args, dict(eqn.params))
+    rename: dict[Var, Var] = {a.var: v for a, v, lin in zip(args, eqn.invars, lin_in) if lin}
+    known: dict[Var, object] = {}
+    out_rename: dict[Var, Var] = {}
+    for o, v in zip(outs, eqn.outvars):
+        if not pe.is_unknown(o):
+            known[v] = o
+        elif o.var in rename or o.var in out_rename:
+            return None  # an input forwarded to an output: keep the call whole
+        else:
+            out_rename[o.var] = v
+    staged = [e.replace(invars=[rename.get(a, a) if isinstance(a, Var) else a
+                                for a in e.invars],
+                        outvars=[out_rename.get(v, v) for v in e.outvars])
+              for e in pe.eqns]
+    return known, staged, dict(zip(pe.constvars, pe.consts))
 
 
 def _match_aval(ct, aval: ShapedArray):
