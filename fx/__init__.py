@@ -13,6 +13,7 @@ from fx import numpy
 from fx import nn
 from fx import data, example_libraries, optim
 from fx import random
+from fx import flatten_util, tree
 from fx.array import Array, device_put
 from fx.autodiff import (
     grad,

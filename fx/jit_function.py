@@ -314,7 +314,7 @@ def _unowned(x, donated: bool) -> np.ndarray:
 
 
 def _rebuilder(out_tree: tree_util.PyTreeDef):
-    if tree_util.treedef_is_leaf(out_tree):
+    if out_tree.num_leaves == 1 and tree_util.treedef_is_leaf(out_tree):  # (None is a node)
         return lambda outs: outs[0]
     return functools.partial(tree_util.tree_unflatten, out_tree)
 

@@ -126,8 +126,10 @@ def test_register_twice_raises():
 def test_flatten_with_path():
     tree = {"b": [1, Point(2, 3)], "a": 4}
     paths = tu.tree_flatten_with_path(tree)[0]
-    assert paths == [(("a",), 4), (("b", 0), 1), (("b", 1, 0), 2), (("b", 1, 1), 3)]
-    assert tu.keystr(("b", 1, 0)) == "['b'][1][0]"
+    D, S, A = tu.DictKey, tu.SequenceKey, tu.GetAttrKey
+    assert paths == [((D("a"),), 4), ((D("b"), S(0)), 1), ((D("b"), S(1), A("x")), 2),
+                     ((D("b"), S(1), A("y")), 3)]
+    assert [tu.keystr(p) for p, _ in paths] == ["['a']", "['b'][0]", "['b'][1].x", "['b'][1].y"]
 
 
 # --- broadcast_prefix (vmap's in_axes) ----------------------------------------------------------
@@ -157,11 +159,18 @@ def test_broadcast_prefix_mismatch(prefix, full, message):
 
 
 def test_tree_map_structure_mismatch():
-    with pytest.raises(ValueError, match=r"tree_map: structures differ: PyTreeDef\(\[\*, \*\]\) "
-                                         r"vs PyTreeDef\(\(\*, \*\)\)"):
+    with pytest.raises(ValueError, match=r"tree_map: tree argument 1 does not match the "
+                                         r"structure of the first tree PyTreeDef\(\[\*, \*\]\): "
+                                         r"at the root, expected list, got tuple"):
         tu.tree_map(lambda a, b: a, [1, 2], (1, 2))
-    with pytest.raises(ValueError, match="structures differ"):
+    with pytest.raises(ValueError, match=r"at the root, expected dict with 1 child, got 2"):
         tu.tree_map(lambda a, b: a, {"a": 1}, {"a": 1, "b": 2})
+    with pytest.raises(ValueError, match=r"tree argument 2 .* at \['b'\]\[1\], expected Pair "
+                                         r"with aux data 't', got 'u'"):
+        tu.tree_map(lambda a, b, c: a, {"b": [1, Pair(1, 2)]}, {"b": [1, Pair(3, 4)]},
+                    {"b": [1, Pair(1, 2, "u")]})
+    with pytest.raises(ValueError, match=r"at the root, expected list with 2 children, got 1"):
+        tu.tree_map(lambda a, b: a, [1, 2], [1])
 
 
 def test_unflatten_wrong_leaf_count():
