@@ -21,6 +21,8 @@ from fx.numpy.nan_reductions import *  # noqa: F403
 from fx.numpy.reductions import *  # noqa: F403
 from fx.numpy.sorting import *  # noqa: F403
 from fx.numpy.ufuncs import *  # noqa: F403
+from fx.numpy.vector_products import *  # noqa: F403
+from fx.numpy.windows import *  # noqa: F403
 
 
 class _ScalarType:
