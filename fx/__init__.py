@@ -32,7 +32,8 @@ from fx.custom_derivatives import checkpoint, custom_jvp, custom_vjp, remat
 from fx import debug
 from fx.debug import disable_jit
 from fx.devices import default_backend, devices
-from fx.jit_function import jit
+from fx.jit_function import clear_caches, jit
+from fx import errors
 from fx.tracing import make_jaxpr
 from fx.vectorize import vmap
 

@@ -143,20 +143,38 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     flat, store = _flat_with_aux(fun, p_tree, has_aux)
     diff = [is_differentiable(get_aval(p)) for p in p_leaves]
     outs, linear = linearize_flat(flat, p_leaves, diff)
-    aux_zeros = [Zero(v.aval) for v in linear.jaxpr.outvars[store["n_out"]:]]
     outs = _split_aux(store, outs)
     out_tree = store["tree"]
-    out_avals = [get_aval(o) for o in outs]
+    spec = _Pullback(linear.jaxpr, _fun_name(fun), p_tree, out_tree, tuple(diff),
+                     tuple(get_aval(p) for p in p_leaves), tuple(get_aval(o) for o in outs),
+                     store["n_out"])
+    vjp_fn = VJPFunction(spec, list(linear.consts))
+    out = tree_util.tree_unflatten(out_tree, outs)
+    if has_aux:
+        return out, vjp_fn, store["aux"]
+    return out, vjp_fn
 
-    def vjp_fn(ct):
+
+class _Pullback:
+    """Everything about a vjp function but its residuals: the linear jaxpr to transpose and
+    the structures and types of the primal inputs and outputs (compared by identity, as the
+    aux data of a pytree node)."""
+
+    __slots__ = ("jaxpr", "name", "p_tree", "out_tree", "diff", "p_avals", "out_avals", "n_out")
+
+    def __init__(self, jaxpr, name, p_tree, out_tree, diff, p_avals, out_avals, n_out):
+        self.jaxpr, self.name, self.p_tree, self.out_tree = jaxpr, name, p_tree, out_tree
+        self.diff, self.p_avals, self.out_avals, self.n_out = diff, p_avals, out_avals, n_out
+
+    def __call__(self, residuals: list, ct):
         ct_leaves, ct_tree = tree_util.tree_flatten(ct)
-        if ct_tree != out_tree:
+        if ct_tree != self.out_tree:
             raise ValueError(
                 f"vjp: the cotangent has structure {ct_tree}, but the output of "
-                f"{_fun_name(fun)} has structure {out_tree}"
+                f"{self.name} has structure {self.out_tree}"
             )
         ct_leaves = _as_values(ct_leaves, "vjp")
-        for i, (c, a) in enumerate(zip(ct_leaves, out_avals)):
+        for i, (c, a) in enumerate(zip(ct_leaves, self.out_avals)):
             ca = get_aval(c)
             if ca.shape != a.shape:
                 raise ValueError(
@@ -165,21 +183,42 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
                 )
             if ca.dtype != a.dtype and is_differentiable(a):
                 ct_leaves[i] = lax.convert_element_type(c, a.dtype)
-        undefined = [UndefinedPrimal(v.aval) for v in linear.jaxpr.invars]
-        cts = backward_pass(linear.jaxpr, linear.consts, undefined, ct_leaves + aux_zeros)
+        aux_zeros = [Zero(v.aval) for v in self.jaxpr.outvars[self.n_out:]]
+        undefined = [UndefinedPrimal(v.aval) for v in self.jaxpr.invars]
+        cts = backward_pass(self.jaxpr, residuals, undefined, ct_leaves + aux_zeros)
         it = iter(cts)
-        flat_cts = [instantiate(next(it)) if d else _zero_cotangent(p) for p, d in zip(p_leaves,
-                                                                                   diff)]
-        return tree_util.tree_unflatten(p_tree, flat_cts)
-
-    out = tree_util.tree_unflatten(out_tree, outs)
-    if has_aux:
-        return out, vjp_fn, store["aux"]
-    return out, vjp_fn
+        flat_cts = [instantiate(next(it)) if d else instantiate(Zero(a))
+                    for a, d in zip(self.p_avals, self.diff)]
+        return tree_util.tree_unflatten(self.p_tree, flat_cts)
 
 
-def _zero_cotangent(p):
-    return instantiate(Zero.like(p))
+class VJPFunction:
+    """The function :func:`vjp` returns: ``vjp_fn(ct)`` gives the cotangents of the primal
+    arguments for a cotangent ``ct`` of the output.
+
+    It is a pytree whose leaves are the residuals saved by the forward pass (as jax's, a
+    ``Partial``), so it can be returned from or passed into ``fx.jit`` and ``fx.vmap``::
+
+        >>> y, f_vjp = fx.jit(lambda x: fx.vjp(fnp.sin, x))(1.0)
+        >>> f_vjp(1.0)          # (cos(1.0),)
+    """
+
+    __slots__ = ("_pullback", "_residuals")
+
+    def __init__(self, pullback: _Pullback, residuals: list):
+        self._pullback = pullback
+        self._residuals = residuals
+
+    def __call__(self, ct):
+        return self._pullback(self._residuals, ct)
+
+    def __repr__(self) -> str:
+        return f"<vjp function of {self._pullback.name}>"
+
+
+tree_util.register_pytree_node(VJPFunction, lambda f: (f._residuals, f._pullback),
+                               lambda pullback, residuals: VJPFunction(pullback,
+                                                                       list(residuals)))
 
 
 def _argnums_tuple(argnums, nargs: int, what: str) -> tuple[int, ...]:

@@ -22,11 +22,20 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from fx import tree_util
-from fx.core import EVAL_TRACE, Primitive, current_trace, get_aval
+from fx.core import (
+    EVAL_TRACE,
+    ConcretizationTypeError,
+    Primitive,
+    Trace,
+    current_trace,
+    get_aval,
+    set_current_trace,
+)
 from fx.interpreters import batching, jvp, transpose
 from fx.interpreters.batching import BatchAxis, batch_flat, bdim_at_front
 from fx.interpreters.call import body_param, checkpoint_p, eval_call_impl
-from fx.interpreters.jvp import Zero, instantiate
+from fx.interpreters.jvp import JVPTrace, Zero, instantiate
+from fx.interpreters.partial_eval import PartialEvalTrace
 from fx.jaxpr import ClosedJaxpr, Jaxpr
 from fx.lax import base
 from fx.numpy._promote import to_array
@@ -167,35 +176,82 @@ class custom_jvp:  # noqa: N801  (named like jax.custom_jvp)
             return tuple(static[i] if i in static else next(it) for i in range(len(args)))
 
         fun = lambda *d: self.fun(*full(d))  # noqa: E731
-        if current_trace() is EVAL_TRACE:
-            return fun(*dyn)
-        what = f"custom_jvp({_name(self.fun)})"
-        jaxpr, consts, leaves, in_tree, out_tree = _trace(fun, dyn, what)
-        user_jvp = self.jvp
+        trace = _deciding_trace(tree_util.tree_leaves(dyn))
+        if trace is EVAL_TRACE:
+            with set_current_trace(EVAL_TRACE):
+                return fun(*dyn)
+        user_jvp, name = self.jvp, _name(self.fun)
 
-        def flat_jvp(primal_leaves, tangent_leaves):
+        def flat_jvp(in_tree, out_tree, primal_leaves, tangent_leaves):
             p_args, _ = tree_util.tree_unflatten(in_tree, primal_leaves)
             t_args, _ = tree_util.tree_unflatten(in_tree, tangent_leaves)
             # As in jax: non-differentiable arguments first, then the tuples of the others.
             res = user_jvp(*static.values(), tuple(p_args), tuple(t_args))
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
                 raise TypeError(
-                    f"custom_jvp rule of {_name(self.fun)} must return a pair "
+                    f"custom_jvp rule of {name} must return a pair "
                     f"(primal_out, tangent_out), got {type(res).__name__}"
                 )
             out, tout = res
             o_leaves, o_tree = tree_util.tree_flatten(out)
             t_leaves, t_tree = tree_util.tree_flatten(tout)
-            if o_tree != out_tree or t_tree != out_tree:
+            if t_tree != o_tree or (out_tree is not None and o_tree != out_tree):
                 raise TypeError(
-                    f"custom_jvp rule of {_name(self.fun)} returned outputs of structure "
-                    f"{o_tree} / tangents {t_tree}; the function's output structure is {out_tree}"
+                    f"custom_jvp rule of {name} returned outputs of structure "
+                    f"{o_tree} / tangents {t_tree}; the function's output structure is "
+                    f"{out_tree or o_tree}"
                 )
-            return [to_array(x) for x in o_leaves], [to_array(x) for x in t_leaves]
+            return [to_array(x) for x in o_leaves], [to_array(x) for x in t_leaves], o_tree
 
-        outs = custom_jvp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, jvp=flat_jvp,
+        what = f"custom_jvp({name})"
+        if isinstance(trace, JVPTrace):
+            # The function is traced only to check the rule's outputs against it, where it
+            # can be traced: it may branch on the values the rule gets.
+            try:
+                jaxpr, *_, out_tree = _trace(fun, dyn, what)
+            except ConcretizationTypeError:
+                jaxpr = out_tree = None
+            return _jvp_with_values(trace, dyn, flat_jvp, name, jaxpr, out_tree)
+        jaxpr, consts, leaves, in_tree, out_tree = _trace(fun, dyn, what)
+        rule = lambda p, t: flat_jvp(in_tree, out_tree, p, t)[:2]  # noqa: E731
+        outs = custom_jvp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, jvp=rule,
                                       num_consts=len(consts))
         return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _deciding_trace(leaves) -> Trace:
+    """The trace that decides what a custom_jvp call does: the current one, skipping
+    differentiation traces to which every argument is a constant (a jvp trace seeing only zero
+    tangents, a linearize trace seeing only known values). Under ``grad`` outside ``jit`` this
+    is a jvp trace over concrete primals, or the eval trace, so the function and its rule run
+    on values and may use Python control flow on them, as in jax."""
+    trace = current_trace()
+    while True:
+        if isinstance(trace, JVPTrace) and all(
+                isinstance(trace.lift(x)[1], Zero) for x in leaves):
+            trace = trace.parent
+        elif isinstance(trace, PartialEvalTrace) and not any(trace.is_unknown(x)
+                                                              for x in leaves):
+            trace = trace.parent
+        else:
+            return trace
+
+
+def _jvp_with_values(trace: JVPTrace, dyn: tuple, flat_jvp: Callable, name: str,
+                     jaxpr: ClosedJaxpr | None, out_tree):
+    """Apply the user's rule directly to the primals and tangents of ``trace``'s tracers,
+    without tracing the function first (the primals may be concrete: the rule may branch on
+    them). Outputs are tracers of ``trace``."""
+    leaves, in_tree = tree_util.tree_flatten((dyn, {}))
+    primals, tangents = zip(*(trace.lift(to_array(x)) for x in leaves)) if leaves else ((), ())
+    with set_current_trace(trace.parent):
+        outs, touts, out_tree = flat_jvp(in_tree, out_tree, list(primals),
+                                         [instantiate(t) for t in tangents])
+    if jaxpr is not None:
+        _check_outs(f"custom_jvp rule of {name} (primal outputs)", jaxpr.out_avals, outs)
+    _check_outs(f"custom_jvp rule of {name} (tangent outputs)", [get_aval(o) for o in outs],
+                touts)
+    return tree_util.tree_unflatten(out_tree, [trace.wrap(o, t) for o, t in zip(outs, touts)])
 
 
 # --- custom_vjp ---------------------------------------------------------------------------------
@@ -367,12 +423,7 @@ class custom_vjp:  # noqa: N801  (named like jax.custom_vjp)
                     f"custom_vjp bwd of {name} must return a tuple with one cotangent per "
                     f"differentiable argument ({n_args}), got {got}"
                 )
-            c_leaves, c_tree = tree_util.tree_flatten(tuple(cts))
-            if c_tree != tree_util.tree_structure(tuple(dyn)):
-                raise TypeError(
-                    f"custom_vjp bwd of {name} returned cotangents of structure {c_tree}; they "
-                    f"must match the arguments' structure {tree_util.tree_structure(tuple(dyn))}"
-                )
+            c_leaves = _cotangent_leaves(tuple(cts), tuple(dyn), arg_avals, name)
             out = []
             for i, (c, a) in enumerate(zip(c_leaves, arg_avals)):
                 c = to_array(c)
@@ -387,6 +438,27 @@ class custom_vjp:  # noqa: N801  (named like jax.custom_vjp)
         outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, fwd=flat_fwd,
                                       bwd=flat_bwd, num_consts=len(consts))
         return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _cotangent_leaves(cts: tuple, args: tuple, arg_avals: list, name: str) -> list:
+    """The leaves of a custom_vjp bwd's cotangents, one per argument leaf. None stands for
+    zero cotangents of the whole (sub)tree it replaces, as in jax."""
+    args_tree = tree_util.tree_structure(args)
+    mismatch = TypeError(
+        f"custom_vjp bwd of {name} returned cotangents of structure "
+        f"{tree_util.tree_structure(cts)}; they must match the arguments' structure {args_tree} "
+        "(None stands for zero cotangents of a whole argument or subtree)"
+    )
+    c_leaves, c_tree = tree_util.tree_flatten(cts)
+    if c_tree == args_tree:
+        return c_leaves
+    try:
+        per_leaf = tree_util.broadcast_prefix(cts, args, is_leaf=lambda x: x is None)
+    except ValueError:
+        raise mismatch from None
+    if sum(c is not None for c in per_leaf) != len(c_leaves):  # a leaf stood for a subtree
+        raise mismatch
+    return [base.zeros_like_aval(a) if c is None else c for c, a in zip(per_leaf, arg_avals)]
 
 
 # --- checkpoint ---------------------------------------------------------------------------------

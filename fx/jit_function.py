@@ -10,6 +10,7 @@ call into C).
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 import threading
 import weakref
@@ -115,31 +116,33 @@ class JitFunction:
                  backend: str | None = None):
         functools.update_wrapper(self, fun)
         self._fun = fun
-        self._static_argnums = tuple(static_argnums) if not isinstance(static_argnums, int) \
+        nums = tuple(static_argnums) if not isinstance(static_argnums, int) \
             else (static_argnums,)
-        self._static_argnames = (static_argnames,) if isinstance(static_argnames, str) else \
+        names = (static_argnames,) if isinstance(static_argnames, str) else \
             tuple(static_argnames)
+        self._static_argnums, self._static_argnames = _static_positions_and_names(
+            fun, nums, names)
         self._donate = tuple(donate_argnums) if not isinstance(donate_argnums, int) \
             else (donate_argnums,)
         self._backend = backend
-        self._cache: dict = {}  # signature -> _Entry, once traced
-        self._tracing: dict = {}  # signature -> _Once(_Entry): one trace per signature
-        self._lock = threading.Lock()  # guards _tracing (never held while tracing)
-        self._last_signature = None
+        # Every wrapper of the same function with the same options shares one cache, so
+        # jit(f)(x) in a loop traces and compiles once (as jax caches per function).
+        traces = _traces_for(fun, (self._static_argnums, self._static_argnames, self._donate,
+                                   backend))
+        self._traces = traces
+        self._cache = traces.cache  # signature -> _Entry, once traced
+        self._tracing = traces.tracing  # signature -> _Once(_Entry): one trace per signature
+        self._lock = traces.lock  # guards _tracing (never held while tracing)
         # Fast path: calls with only positional fx Arrays, keyed by their avals.
-        self._fast: dict = {}
+        self._fast = traces.fast
         self._fast_ok = not self._static_argnums and not self._static_argnames
 
     # -- signatures -----------------------------------------------------------------------------
     def _split(self, args, kwargs):
         nargs = len(args)
-        statics = tuple(sorted(i % nargs if nargs else i for i in self._static_argnums))
-        for i in self._static_argnums:
-            if not -nargs <= i < nargs:
-                raise ValueError(
-                    f"jit({_fun_name(self._fun)}): static_argnums {i} is out of range for a call "
-                    f"with {nargs} positional arguments"
-                )
+        # A static position the call does not fill (passed by keyword, or left to its
+        # default) is not an error, as in jax.
+        statics = tuple(sorted(i % nargs for i in self._static_argnums if -nargs <= i < nargs))
         static_vals = []
         for i in statics:
             static_vals.append((i, _hashable_static(args[i], f"argument {i}", self._fun)))
@@ -168,7 +171,7 @@ class JitFunction:
     def _trace(self, key, args, kwargs, statics) -> _Entry:
         if config.log_compiles:
             self._log_compile(key, args, kwargs)
-        self._last_signature = (key, args, kwargs)
+        self._traces.last_key = key
         in_tree, avals = key[0], key[1]
 
         def call_with_statics(*dyn, **kw):
@@ -189,11 +192,11 @@ class JitFunction:
 
     def _log_compile(self, key, args, kwargs):
         name = _fun_name(self._fun)
-        if self._last_signature is None:
+        old_key = self._traces.last_key
+        if old_key is None:
             sig = ", ".join(a.str_short() for a in key[1])
             print(f"fx: compiling {name} for ({sig})", file=sys.stderr)
             return
-        old_key = self._last_signature[0]
         print(f"fx: recompiling {name} because {_explain(old_key, key)}", file=sys.stderr)
 
     # -- calling --------------------------------------------------------------------------------
@@ -288,6 +291,90 @@ class JitFunction:
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
+
+
+class _Traces:
+    """The traces and executables of one function under one set of jit options."""
+
+    __slots__ = ("cache", "tracing", "fast", "lock", "last_key")
+
+    def __init__(self):
+        self.cache: dict = {}
+        self.tracing: dict = {}
+        self.fast: dict = {}
+        self.lock = threading.Lock()
+        self.last_key = None  # the signature traced last, to explain a retrace
+
+    def clear(self) -> None:
+        with self.lock:
+            self.cache.clear()
+            self.tracing.clear()
+            self.fast.clear()
+
+
+# function -> {options: _Traces}. Weakly keyed: the caches go when the function does. A
+# function that cannot be weakly referenced or hashed gets a cache of its own per wrapper.
+_traces: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_traces_lock = threading.Lock()
+
+
+def _traces_for(fun: Callable, options: tuple) -> _Traces:
+    try:
+        with _traces_lock:
+            per_fun = _traces.get(fun)
+            if per_fun is None:
+                per_fun = _traces[fun] = {}
+            return per_fun.setdefault(options, _Traces())
+    except TypeError:  # not weakly referenceable, or unhashable
+        return _Traces()
+
+
+def clear_caches() -> None:
+    """Drop every jitted function's traces and compiled programs (as ``jax.clear_caches``);
+    the next call of each traces and compiles again. The on-disk cache of compiled C code
+    (``$FX_CACHE_DIR``) is kept."""
+    with _traces_lock:
+        all_traces = [t for per_fun in _traces.values() for t in per_fun.values()]
+    for t in all_traces:
+        t.clear()
+    with _compiled_lock:
+        _compiled.clear()
+
+
+def _static_positions_and_names(fun: Callable, nums: tuple, names: tuple):
+    """``static_argnums`` and ``static_argnames`` completed from each other through the
+    signature of ``fun`` (as jax: a static parameter is static however it is passed). When
+    both are given they are taken as they are."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):  # no signature (some builtins): take them as given
+        return nums, names
+    if names and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        known = {p.name for p in params if p.kind is not inspect.Parameter.VAR_POSITIONAL}
+        bad = sorted(set(names) - known)
+        if bad:
+            raise ValueError(
+                f"jit({_fun_name(fun)}): static_argnames {bad} name no parameter of "
+                f"{_fun_name(fun)}, whose parameters are {[p.name for p in params]}"
+            )
+    takes_varargs = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
+    n_positional = sum(p.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                  inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params)
+    bad_nums = [i for i in nums if not takes_varargs and not -n_positional <= i < n_positional]
+    if bad_nums:
+        raise ValueError(
+            f"jit({_fun_name(fun)}): static_argnums {bad_nums} are out of range: "
+            f"{_fun_name(fun)} takes {n_positional} positional arguments"
+        )
+    if nums and names:
+        return nums, names
+    positional = [(i, p.name) for i, p in enumerate(params)
+                  if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    if names:
+        nums = tuple(i for i, n in positional if n in names)
+    elif nums:
+        names = tuple(n for i, n in positional if i in nums)
+    return nums, names
 
 
 def _fast_key(args: tuple):

@@ -35,6 +35,7 @@ import numpy as np
 from fx import dtypes
 from fx.array import Array
 from fx.core import ConcretizationTypeError, Tracer, get_aval
+from fx.errors import NonConcreteBooleanIndexError
 from fx.lax import indexing as lax_indexing
 from fx.lax.base import broadcast_in_dim, full, reshape, transpose
 from fx.lax.dynamic_slicing import dynamic_slice
@@ -145,7 +146,10 @@ def _index_array(item, pos: int, name: str):
         )
     dt = get_aval(value).dtype if not isinstance(value, np.ndarray) else value.dtype
     if dt == np.bool_:
-        return _concrete(value, f"{name}: boolean mask indexing", "mask")
+        try:
+            return _concrete(value, f"{name}: boolean mask indexing", "mask")
+        except ConcretizationTypeError as e:  # jax's error type: an IndexError
+            raise NonConcreteBooleanIndexError(str(e)) from None
     if not np.issubdtype(dt, np.integer):
         raise TypeError(
             f"{name}: indexer at position {pos} has dtype {dt}; indices must have integer or "
