@@ -164,3 +164,59 @@ from fx.lax.convolution import (
     conv_transpose,
     conv_with_general_padding,
 )
+from fx.lax.composites import (  # noqa: A004
+    approx_max_k,
+    approx_min_k,
+    axis_size,
+    batch_matmul,
+    broadcast,
+    broadcast_like,
+    broadcast_shapes,
+    broadcast_to_rank,
+    composite,
+    dtype,
+    empty,
+    index_in_dim,
+    index_take,
+    optimization_barrier,
+    platform_dependent,
+    ragged_dot,
+    reciprocal,
+    reduce,
+    scatter_apply,
+    scatter_sub,
+    split,
+    stack,
+    stage,
+    tile,
+    unstack,
+    with_sharding_constraint,
+)
+from fx.lax.bits import (
+    clz,
+    mulhi,
+    population_count,
+    reduce_precision,
+    shift_right_arithmetic,
+)
+from fx.lax.patches import (
+    conv_general_dilated_local,
+    conv_general_dilated_patches,
+    conv_general_permutations,
+    conv_general_shape_tuple,
+    conv_shape_tuple,
+    conv_transpose_shape_tuple,
+    reduce_window_shape_tuple,
+)
+from fx.lax.options import (
+    ConvGeneralDilatedDimensionNumbers,
+    DotAlgorithmPreset,
+    DotDimensionNumbers,
+    GatherDimensionNumbers,
+    Precision,
+    PrecisionLike,
+    RoundingMethod,
+    ScatterDimensionNumbers,
+)
+from fx.lax.elementwise import zeros_like_array
+from fx.lax.primitives import *  # noqa: E402, F403  (the *_p objects, jax's names)

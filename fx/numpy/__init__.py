@@ -13,6 +13,7 @@ from fx.numpy import linalg  # noqa: F401
 from fx.numpy.convolutions import *  # noqa: F403
 from fx.numpy.creation import *  # noqa: F403
 from fx.numpy.diagonals import *  # noqa: F403
+from fx.numpy.histograms import *  # noqa: F403
 from fx.numpy.indexing import *  # noqa: F403
 from fx.numpy.linalg import *  # noqa: F403
 from fx.numpy.manipulation import *  # noqa: F403
@@ -20,6 +21,7 @@ from fx.numpy.mathematical import *  # noqa: F403
 from fx.numpy.nan_reductions import *  # noqa: F403
 from fx.numpy.reductions import *  # noqa: F403
 from fx.numpy.sorting import *  # noqa: F403
+from fx.numpy.statistics import *  # noqa: F403
 from fx.numpy.ufuncs import *  # noqa: F403
 from fx.numpy.vector_products import *  # noqa: F403
 from fx.numpy.windows import *  # noqa: F403
