@@ -10,6 +10,7 @@ from fx import dtypes as _dtypes
 from fx.array import Array as ndarray  # noqa: F401
 from fx.numpy import array_methods as _array_methods
 from fx.numpy import linalg  # noqa: F401
+from fx.numpy.compaction import *  # noqa: F403
 from fx.numpy.convolutions import *  # noqa: F403
 from fx.numpy.creation import *  # noqa: F403
 from fx.numpy.diagonals import *  # noqa: F403
@@ -20,6 +21,7 @@ from fx.numpy.manipulation import *  # noqa: F403
 from fx.numpy.mathematical import *  # noqa: F403
 from fx.numpy.nan_reductions import *  # noqa: F403
 from fx.numpy.reductions import *  # noqa: F403
+from fx.numpy.setops import *  # noqa: F403
 from fx.numpy.sorting import *  # noqa: F403
 from fx.numpy.statistics import *  # noqa: F403
 from fx.numpy.ufuncs import *  # noqa: F403

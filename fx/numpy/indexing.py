@@ -1,4 +1,5 @@
-"""NumPy indexing for fx arrays and tracers: ``x[idx]``, ``x.at[idx]``, ``take``, ``nonzero``.
+"""NumPy indexing for fx arrays and tracers: ``x[idx]``, ``x.at[idx]``, ``take`` (``nonzero``
+&c.: ``fx.numpy.compaction``).
 
 ``getitem(x, idx)`` takes any NumPy index (ints, slices with any step, ``None``, ``...``,
 integer arrays, concrete boolean masks, or a tuple of them) and returns ``x[idx]`` with NumPy's
@@ -45,7 +46,7 @@ from fx.lax.structural import concatenate, expand_dims, rev, squeeze
 from fx.lax.structural import slice as lax_slice
 from fx.numpy._promote import asarray, broadcast_to_shape, canonical_axis, to_array
 
-__all__ = ["AtIndexer", "argwhere", "getitem", "nonzero", "take", "take_along_axis"]
+__all__ = ["AtIndexer", "getitem", "take", "take_along_axis"]  # nonzero: compaction.py
 
 # --- parsing an index into one entry per dimension ---------------------------------------------
 
@@ -591,31 +592,4 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
             columns.append((np.arange(out_shape[d]) * (s != 1), d))
     return lax_indexing.gather(x, _stack_columns(columns, out_shape), tuple(range(len(shape))),
                                mode=gmode, fill_value=fill_value)
-
-
-def nonzero(a, *, size=None, fill_value=None):
-    """Indices of the nonzero elements of a concrete ``a``, one int32 array per dimension.
-
-    ``size`` pads (with ``fill_value``, default 0) or truncates each result to that length.
-    """
-    host = _concrete(a, "fx.numpy.nonzero", "argument")
-    if host.ndim == 0:
-        raise ValueError("fx.numpy.nonzero: 0-d arrays are not allowed; use "
-                         "fx.numpy.atleast_1d(x).nonzero()")
-    found = np.nonzero(host)
-    if size is not None:
-        pad = 0 if fill_value is None else fill_value
-        pads = np.broadcast_to(np.asarray(pad), (host.ndim,))
-        found = [np.concatenate([f[:size], np.full(max(size - f.size, 0), p)])
-                 for f, p in zip(found, pads)]
-    return tuple(Array(np.asarray(f, dtypes.default_int)) for f in found)
-
-
-def argwhere(a, *, size=None, fill_value=None):
-    """The indices of the nonzero elements of a concrete ``a`` as rows, shape (N, a.ndim)."""
-    host = _concrete(a, "fx.numpy.argwhere", "argument")
-    if host.ndim == 0:
-        return Array(np.zeros((int(bool(host)), 0), dtypes.default_int))
-    cols = nonzero(host, size=size, fill_value=fill_value)
-    return Array(np.stack([np.asarray(c) for c in cols], -1).astype(dtypes.default_int))
 

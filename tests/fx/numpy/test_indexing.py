@@ -1,7 +1,7 @@
 """Tests of NumPy indexing (``x[idx]``, ``x.at[idx]``, take, take_along_axis, nonzero) against
 jax.numpy and NumPy: values, jvp/vjp (the vjp of indexing is a scatter-add, so repeated indices
 accumulate), vmap over the array and/or the indices, out-of-range behaviour, the primitives the
-jaxprs use, and error messages."""
+jaxprs use, and error messages (nonzero/argwhere: test_compaction.py)."""
 
 from __future__ import annotations
 
@@ -432,25 +432,6 @@ def test_take_along_axis_vmap_and_argsort_pattern():
     check_vmap(OpCase("tal", f, jf, None), [x, i], (0, 0))
     check_vmap(OpCase("tal", f, jf, None), [x, i[0]], (0, None))
     np.testing.assert_array_equal(np.asarray(f(*to_fx([x, i]))), np.sort(x, -1))
-
-
-def test_nonzero_and_argwhere():
-    # NumPy is the oracle (jax's nonzero agrees, but compiles slowly).
-    a = np.array([[0, 1, 0], [2, 0, 3]])
-    for got, want in zip(fnp.nonzero(a), np.nonzero(a)):
-        np.testing.assert_array_equal(np.asarray(got), want)
-        assert got.dtype == np.int32  # fx's default int; jax in x64 mode gives int64
-    rows, cols = fnp.nonzero(a, size=5, fill_value=-1)  # jnp.nonzero's padding
-    np.testing.assert_array_equal(np.asarray(rows), [0, 1, 1, -1, -1])
-    np.testing.assert_array_equal(np.asarray(cols), [1, 0, 2, -1, -1])
-    np.testing.assert_array_equal(np.asarray(fnp.nonzero(a, size=2)[1]), [1, 0])
-    np.testing.assert_array_equal(np.asarray(fnp.argwhere(a)), np.argwhere(a))
-    assert fnp.argwhere(5).shape == np.argwhere(5).shape == (1, 0)
-    np.testing.assert_array_equal(np.asarray(fnp.asarray(a).nonzero()[1]), [1, 0, 2])
-    with pytest.raises(fx.ConcretizationTypeError, match=r"nonzero needs a concrete argument"):
-        fx.make_jaxpr(fnp.nonzero)(fnp.asarray(a))
-    with pytest.raises(ValueError, match=r"nonzero: 0-d arrays are not allowed"):
-        fnp.nonzero(np.float32(1))
 
 
 # --- errors -----------------------------------------------------------------------------------
