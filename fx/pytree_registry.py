@@ -337,8 +337,8 @@ class Partial(functools.partial):
     Example::
 
         >>> p = Partial(lambda a, b: a + b, 1.0)
-        >>> fx.jit(lambda p, x: p(x))(p, 2.0)
-        Array(3., dtype=float32)
+        >>> float(fx.jit(lambda p, x: p(x))(p, 2.0))
+        3.0
     """
 
     def __new__(cls, func, *args, **kwargs):

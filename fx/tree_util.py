@@ -436,7 +436,7 @@ def tree_reduce(function: Callable[[Any, Any], Any], tree: Any, initializer: Any
 
     Example::
 
-        >>> tree_reduce(operator.add, {"a": 1, "b": (2, 3)})
+        >>> tree_reduce(lambda a, b: a + b, {"a": 1, "b": (2, 3)})
         6
     """
     leaves = tree_leaves(tree, is_leaf)

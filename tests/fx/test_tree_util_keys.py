@@ -14,9 +14,12 @@ import jax
 import jax.tree_util as jtu
 import numpy as np
 import pytest
+from harness import run_doctests
 
 import fx
+import fx.flatten_util
 import fx.numpy as fnp
+import fx.pytree_registry
 from fx import tree_util as tu
 
 Point = collections.namedtuple("Point", ["x", "y"])
@@ -543,3 +546,7 @@ def test_tree_covers_jax():
     assert fx.tree.reduce_associative(operator.add, tree) == 6
     field = fx.tree.static(default=1, metadata={"doc": "d"})
     assert field.metadata == {"doc": "d", "static": True} and field.default == 1
+
+
+def test_docstring_examples():
+    assert run_doctests(fx.tree_util, fx.pytree_registry, fx.tree, fx.flatten_util) >= 17
