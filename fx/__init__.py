@@ -34,6 +34,27 @@ from fx.debug import disable_jit
 from fx.devices import default_backend, devices
 from fx.jit_function import clear_caches, jit
 from fx import errors
+from fx.api import (
+    ShapeDtypeStruct,
+    block_until_ready,
+    debug_nans,
+    device_count,
+    device_get,
+    ensure_compile_time_eval,
+    eval_shape,
+    local_device_count,
+    local_devices,
+    log_compiles,
+    named_call,
+    named_scope,
+    process_count,
+    process_index,
+    typeof,
+)
+from fx.autodiff import jacobian, linear_transpose
+from fx.custom_derivatives import closure_convert, custom_gradient
+from fx import ad_checkpoint
+from fx.ad_checkpoint import checkpoint_policies
 from fx.tracing import make_jaxpr
 from fx.vectorize import vmap
 

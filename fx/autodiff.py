@@ -137,7 +137,14 @@ def linearize(fun: Callable, *primals):
 
 def vjp(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), vjp_fn)`` where ``vjp_fn(ct)`` returns the cotangents of the primals
-    (a tuple, one per argument) given a cotangent ``ct`` shaped like the output."""
+    (a tuple, one per argument) given a cotangent ``ct`` shaped like the output.
+
+    ``vjp_fn`` is a ``fx.tree_util.Partial`` whose leaves are the residuals of the forward
+    pass, so ``jit`` can return it and take it as an argument::
+
+        >>> y, f_vjp = fx.jit(lambda x: fx.vjp(fnp.sin, x))(1.0)
+        >>> f_vjp(1.0)          # (cos(1.0),)
+    """
     p_leaves, p_tree = tree_util.tree_flatten(primals)
     p_leaves = _as_values(p_leaves, "vjp")
     flat, store = _flat_with_aux(fun, p_tree, has_aux)
@@ -148,7 +155,9 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     spec = _Pullback(linear.jaxpr, _fun_name(fun), p_tree, out_tree, tuple(diff),
                      tuple(get_aval(p) for p in p_leaves), tuple(get_aval(o) for o in outs),
                      store["n_out"])
-    vjp_fn = VJPFunction(spec, list(linear.consts))
+    # As jax's, the vjp function is a Partial: its residuals are pytree leaves, so it can be
+    # returned from or passed into jit and vmap.
+    vjp_fn = tree_util.Partial(spec, list(linear.consts))
     out = tree_util.tree_unflatten(out_tree, outs)
     if has_aux:
         return out, vjp_fn, store["aux"]
@@ -192,33 +201,6 @@ class _Pullback:
         return tree_util.tree_unflatten(self.p_tree, flat_cts)
 
 
-class VJPFunction:
-    """The function :func:`vjp` returns: ``vjp_fn(ct)`` gives the cotangents of the primal
-    arguments for a cotangent ``ct`` of the output.
-
-    It is a pytree whose leaves are the residuals saved by the forward pass (as jax's, a
-    ``Partial``), so it can be returned from or passed into ``fx.jit`` and ``fx.vmap``::
-
-        >>> y, f_vjp = fx.jit(lambda x: fx.vjp(fnp.sin, x))(1.0)
-        >>> f_vjp(1.0)          # (cos(1.0),)
-    """
-
-    __slots__ = ("_pullback", "_residuals")
-
-    def __init__(self, pullback: _Pullback, residuals: list):
-        self._pullback = pullback
-        self._residuals = residuals
-
-    def __call__(self, ct):
-        return self._pullback(self._residuals, ct)
-
-    def __repr__(self) -> str:
-        return f"<vjp function of {self._pullback.name}>"
-
-
-tree_util.register_pytree_node(VJPFunction, lambda f: (f._residuals, f._pullback),
-                               lambda pullback, residuals: VJPFunction(pullback,
-                                                                       list(residuals)))
 
 
 def _argnums_tuple(argnums, nargs: int, what: str) -> tuple[int, ...]:
@@ -423,6 +405,63 @@ def _assemble(out_tree, blocks, in_tree, argnums):
         inner = tree_util.tree_unflatten(in_tree, row)
         rows.append(inner[0] if isinstance(argnums, int) else inner)
     return tree_util.tree_unflatten(out_tree, rows)
+
+
+jacobian = jacrev  # jax's name: reverse mode
+
+
+def linear_transpose(fun: Callable, *primals):
+    """The transpose of the linear function ``fun`` at the types of ``primals`` (only their
+    shapes and dtypes are used): ``fun_t(ct)`` returns one cotangent per primal, a tuple, as
+    ``jax.linear_transpose``.
+
+    Example::
+
+        >>> f_t = fx.linear_transpose(lambda x: 2.0 * x.sum(), fnp.zeros(3))
+        >>> f_t(1.0)
+        (Array([2., 2., 2.], dtype=float32),)
+    """
+    from fx.tracing import abstractify, flatten_fun, trace_to_jaxpr
+
+    name = _fun_name(fun)
+    p_leaves, p_tree = tree_util.tree_flatten(primals)
+    in_avals = [abstractify(x) for x in p_leaves]
+    for i, a in enumerate(in_avals):
+        if not dtypes.is_float(a.dtype):
+            raise TypeError(
+                f"linear_transpose of {name}: primal leaf {i} is {a.str_short()}; a linear "
+                "function's inputs must be floating-point"
+            )
+    flat, store = flatten_fun(lambda *a: fun(*a), tree_util.tree_structure((primals, {})),
+                              name)
+    closed = trace_to_jaxpr(flat, in_avals, (), f"linear_transpose({name})")
+    out_tree = store["tree"]
+    out_avals = closed.out_avals
+
+    def transposed(ct):
+        ct_leaves, ct_tree = tree_util.tree_flatten(ct)
+        if ct_tree != out_tree:
+            raise TypeError(
+                f"linear_transpose of {name}: the cotangent has structure {ct_tree}, but the "
+                f"function's output has structure {out_tree}"
+            )
+        ct_leaves = _as_values(ct_leaves, "linear_transpose")
+        for i, (c, a) in enumerate(zip(ct_leaves, out_avals)):
+            ca = get_aval(c)
+            if ca.shape != a.shape or ca.dtype != a.dtype:
+                raise TypeError(
+                    f"linear_transpose of {name}: cotangent {i} is {ca.str_short()}, but the "
+                    f"output is {a.str_short()}; they must have equal shapes and dtypes"
+                )
+        undefined = [UndefinedPrimal(a) for a in in_avals]
+        try:
+            cts = backward_pass(closed.jaxpr, closed.consts, undefined, ct_leaves)
+        except NotImplementedError as e:
+            e.add_note(f"(linear_transpose of {name}: is the function linear in its inputs?)")
+            raise
+        return tuple(tree_util.tree_unflatten(p_tree, [instantiate(c) for c in cts]))
+
+    return transposed
 
 
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):

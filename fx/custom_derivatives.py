@@ -34,6 +34,7 @@ from fx.core import (
 from fx.interpreters import batching, jvp, transpose
 from fx.interpreters.batching import BatchAxis, batch_flat, bdim_at_front
 from fx.interpreters.call import body_param, checkpoint_p, eval_call_impl
+from fx.interpreters.eval import eval_jaxpr
 from fx.interpreters.jvp import JVPTrace, Zero, instantiate
 from fx.interpreters.partial_eval import PartialEvalTrace
 from fx.jaxpr import ClosedJaxpr, Jaxpr
@@ -464,11 +465,47 @@ def _cotangent_leaves(cts: tuple, args: tuple, arg_avals: list, name: str) -> li
 # --- checkpoint ---------------------------------------------------------------------------------
 
 
-def checkpoint(fun: Callable, prevent_cse: bool = True, policy=None) -> Callable:
+def everything_saveable(*_, **__) -> bool:
+    """The checkpoint policy that saves every intermediate (no rematerialization)."""
+    return True
+
+
+def nothing_saveable(*_, **__) -> bool:
+    """The checkpoint policy that saves nothing but the inputs (fx.checkpoint's default)."""
+    return False
+
+
+def checkpoint(fun: Callable, prevent_cse: bool = True, policy: Callable | None = None,
+               static_argnums: int | tuple[int, ...] = ()) -> Callable:
     """Rematerialization: reverse mode recomputes ``fun``'s intermediates in the backward pass
-    instead of saving them (only ``fun``'s inputs are saved). Same results, less memory."""
-    if policy is not None:
-        raise NotImplementedError("fx.checkpoint: save policies are not supported yet")
+    instead of saving them (only ``fun``'s inputs are saved). Same results, less memory.
+
+    ``policy`` is one of ``fx.checkpoint_policies``: ``nothing_saveable`` (the default) or
+    ``everything_saveable`` (save all, as without checkpoint). ``static_argnums`` are passed
+    through untraced (Python values the function may branch on)."""
+    if policy is everything_saveable:
+        return fun
+    if policy is not None and policy is not nothing_saveable:
+        raise NotImplementedError(
+            f"fx.checkpoint({_name(fun)}): the save policy {_name(policy)} is not supported; "
+            "fx has fx.checkpoint_policies.nothing_saveable (the default) and "
+            "everything_saveable"
+        )
+    statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    if statics:
+        @functools.wraps(fun)
+        def with_statics(*args):
+            fixed = {i % len(args): args[i] for i in statics}
+            dyn = [a for i, a in enumerate(args) if i not in fixed]
+
+            def inner(*d):
+                it = iter(d)
+                return fun(*[fixed[i] if i in fixed else next(it) for i in range(len(args))])
+
+            inner.__name__ = _name(fun)
+            return checkpoint(inner, prevent_cse)(*dyn)
+
+        return with_statics
 
     @functools.wraps(fun)
     def remat_f(*args):
@@ -482,3 +519,96 @@ def checkpoint(fun: Callable, prevent_cse: bool = True, policy=None) -> Callable
 
 
 remat = checkpoint
+
+
+# --- closure conversion and custom_gradient ---------------------------------------------------
+
+
+def closure_convert(fun: Callable, *example_args):
+    """``(converted, consts)``: ``converted(*args, *consts)`` computes ``fun(*args)`` with the
+    values ``fun`` closes over passed in explicitly (as ``jax.closure_convert``), so that a
+    function closing over traced values can be handed to a custom rule. ``example_args`` give
+    the argument types (their values are not used).
+
+    Example::
+
+        >>> def outer(x):
+        ...     f = lambda y: y * x                 # closes over x
+        ...     g, consts = fx.closure_convert(f, 1.0)
+        ...     return g(2.0, *consts)              # == f(2.0)
+    """
+    leaves, in_tree = tree_util.tree_flatten((example_args, {}))
+    avals = [abstractify(to_array(x)) for x in leaves]
+    flat, store = flatten_fun(fun, in_tree, _name(fun))
+    closed = trace_to_jaxpr(flat, avals, (), f"closure_convert({_name(fun)})")
+    jaxpr, consts, out_tree = closed.jaxpr, list(closed.consts), store["tree"]
+    n_args = len(example_args)
+
+    def converted(*args_and_consts):
+        if len(args_and_consts) != n_args + len(consts):
+            raise TypeError(
+                f"closure_convert({_name(fun)}): expected {n_args} arguments followed by "
+                f"{len(consts)} constants, got {len(args_and_consts)} values"
+            )
+        args, cs = args_and_consts[:n_args], args_and_consts[n_args:]
+        a_leaves, a_tree = tree_util.tree_flatten((tuple(args), {}))
+        if a_tree != in_tree:
+            raise TypeError(
+                f"closure_convert({_name(fun)}): arguments of structure {a_tree}, but it was "
+                f"converted for {in_tree}"
+            )
+        outs = eval_jaxpr(jaxpr, list(cs), *[to_array(x) for x in a_leaves])
+        return tree_util.tree_unflatten(out_tree, outs)
+
+    converted.__name__ = _name(fun)
+    return converted, consts
+
+
+class _ConvertedVjp:
+    """A custom_gradient's vjp function as residuals: its closed-over values are the leaves,
+    the converted function the aux data (so the residuals cross jit boundaries as arrays)."""
+
+    __slots__ = ("fn", "consts")
+
+    def __init__(self, fn: Callable, consts: list):
+        self.fn, self.consts = fn, consts
+
+
+tree_util.register_pytree_node(_ConvertedVjp, lambda r: (r.consts, r.fn),
+                               lambda fn, consts: _ConvertedVjp(fn, list(consts)))
+
+
+def custom_gradient(fun: Callable) -> Callable:
+    """A function with a gradient given by ``fun`` itself (as ``jax.custom_gradient``):
+    ``fun(*args)`` returns ``(output, vjp_fn)`` where ``vjp_fn(ct)`` returns the cotangents of
+    the arguments (a tuple, or a single value for a single argument).
+
+    Example::
+
+        >>> @fx.custom_gradient
+        ... def clipped_log(x):
+        ...     return fnp.log(x), lambda g: g / fnp.maximum(x, 1e-3)
+    """
+
+    @custom_vjp
+    def f(*args):
+        return fun(*args)[0]
+
+    def fwd(*args):
+        res = fun(*args)
+        if not (isinstance(res, (tuple, list)) and len(res) == 2 and callable(res[1])):
+            raise TypeError(
+                f"custom_gradient: {_name(fun)} must return a pair (output, vjp_fn), got "
+                f"{type(res).__name__}"
+            )
+        out, vjp_fn = res
+        converted, consts = closure_convert(vjp_fn, out)
+        return out, _ConvertedVjp(converted, consts)
+
+    def bwd(res: _ConvertedVjp, ct):
+        cts = res.fn(ct, *res.consts)
+        return tuple(cts) if isinstance(cts, (tuple, list)) else (cts,)
+
+    f.defvjp(fwd, bwd)
+    functools.update_wrapper(f, fun)
+    return f

@@ -63,6 +63,7 @@ class SourceInfo:
     file: str
     line: int
     function: str
+    name_stack: str = ""  # the enclosing fx.named_scope names, "outer/inner"
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line} ({self.function})"
@@ -194,7 +195,9 @@ def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, namer: _Namer | None = None) -> str:
         lhs = " ".join(typed(v) for v in eqn.outvars) or "()"
         params = _pp_params(eqn.params, indent + 4, namer)
         rhs = " ".join(namer(v) for v in eqn.invars)
-        lines.append(f"{pad}    {lhs} = {eqn.primitive.name}{params} {rhs}".rstrip())
+        line = f"{pad}    {lhs} = {eqn.primitive.name}{params} {rhs}".rstrip()
+        names = eqn.source_info.name_stack if eqn.source_info is not None else ""
+        lines.append(f"{line}  # {names}" if names else line)
     outs = ", ".join(namer(v) for v in jaxpr.outvars)
     trail = "," if len(jaxpr.outvars) == 1 else ""
     lines.append(f"{pad}  in ({outs}{trail}) }}")

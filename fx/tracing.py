@@ -9,6 +9,8 @@ equation records the user's source line. A traced value that Python needs concre
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import inspect
 import sys
 from collections.abc import Callable, Sequence
@@ -128,17 +130,33 @@ class JaxprTrace(Trace):
 
 _LIBRARY_PREFIXES = ("fx.", "fx")
 
+# The names of the enclosing ``fx.named_scope`` blocks, outermost first.
+_name_stack: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
+    "fx_name_stack", default=())
+
+
+@contextlib.contextmanager
+def name_scope(name: str):
+    """Push ``name`` on the name stack recorded with each traced equation."""
+    token = _name_stack.set(_name_stack.get() + (name,))
+    try:
+        yield
+    finally:
+        _name_stack.reset(token)
+
 
 def user_source_info() -> SourceInfo | None:
-    """The innermost stack frame outside fx (the user's line that caused this equation)."""
+    """The innermost stack frame outside fx (the user's line that caused this equation), with
+    the current name stack."""
     frame = sys._getframe(2)
+    names = "/".join(_name_stack.get())
     while frame is not None:
         mod = frame.f_globals.get("__name__", "")
         if not (mod == "fx" or mod.startswith("fx.")):
             code = frame.f_code
-            return SourceInfo(code.co_filename, frame.f_lineno, code.co_name)
+            return SourceInfo(code.co_filename, frame.f_lineno, code.co_name, names)
         frame = frame.f_back
-    return None
+    return SourceInfo("", 0, "", names) if names else None
 
 
 # --- flattening functions over pytrees ----------------------------------------------------------

@@ -180,6 +180,7 @@ def test_jit_returns_the_vjp_function():
     eye = np.eye(4, dtype=np.float32)
     close(fx.vmap(f_vjp)(eye)[0], jax.vmap(f_vjp_j)(eye)[0])
     assert len(fx.tree_util.tree_leaves(f_vjp)) == len(jax.tree_util.tree_leaves(f_vjp_j)) > 0
+    assert isinstance(f_vjp, fx.tree_util.Partial)  # (jax 0.10's is its own VJP pytree class)
 
 
 # --- A5: a traced boolean mask is an IndexError -------------------------------------------------
