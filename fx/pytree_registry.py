@@ -256,13 +256,23 @@ def _seq_keys(t):
     return [(SequenceKey(i), c) for i, c in enumerate(t)], None
 
 
+def _sorted_keys(d) -> tuple:
+    try:
+        return tuple(sorted(d))
+    except TypeError as e:
+        kinds = sorted({type(k).__name__ for k in d})
+        raise ValueError(
+            f"pytree flattening: a dict's keys must be sortable (dicts flatten in sorted key "
+            f"order), got keys of types {', '.join(kinds)} ({e}); use keys of one type") from None
+
+
 def _dict_flatten(d):
-    keys = tuple(sorted(d))
+    keys = _sorted_keys(d)
     return tuple(d[k] for k in keys), keys
 
 
 def _dict_keys(d):
-    keys = tuple(sorted(d))
+    keys = _sorted_keys(d)
     return [(DictKey(k), d[k]) for k in keys], keys
 
 
@@ -283,7 +293,7 @@ register_pytree_node(
     collections.OrderedDict, lambda d: (tuple(d.values()), tuple(d)),
     lambda keys, c: collections.OrderedDict(zip(keys, c)), _ordered_keys)
 register_pytree_node(
-    collections.defaultdict, lambda d: (_dict_flatten(d)[0], (d.default_factory, tuple(sorted(d)))),
+    collections.defaultdict, lambda d: (_dict_flatten(d)[0], (d.default_factory, _sorted_keys(d))),
     lambda aux, c: collections.defaultdict(aux[0], zip(aux[1], c)), _default_keys)
 
 

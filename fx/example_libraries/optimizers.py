@@ -33,7 +33,8 @@ import fx.numpy as fnp
 from fx import tree_util
 
 __all__ = [
-    "JoinPoint", "Optimizer", "OptimizerState", "Schedule", "adagrad", "adam", "adamax",
+    "InitFn", "JoinPoint", "Optimizer", "OptimizerState", "Params", "ParamsFn", "Schedule",
+    "State", "Step", "UpdateFn", "Updates", "adagrad", "adam", "adamax",
     "clip_grads", "constant", "exponential_decay", "inverse_time_decay", "l2_norm",
     "make_schedule", "momentum", "nesterov", "optimizer", "pack_optimizer_state",
     "piecewise_constant", "polynomial_decay", "rmsprop", "rmsprop_momentum", "sgd", "sm3",
@@ -41,7 +42,9 @@ __all__ = [
 ]
 
 Schedule = Callable[[Any], Any]
+Step = int
 Params = Any
+Updates = Any  # a pytree of gradients, shaped as Params
 State = Any
 InitFn = Callable[[Params], "OptimizerState"]
 UpdateFn = Callable[[Any, Params, "OptimizerState"], "OptimizerState"]

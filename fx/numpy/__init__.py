@@ -20,6 +20,7 @@ from fx.numpy.linalg import *  # noqa: F403
 from fx.numpy.manipulation import *  # noqa: F403
 from fx.numpy.mathematical import *  # noqa: F403
 from fx.numpy.nan_reductions import *  # noqa: F403
+from fx.numpy.polynomial import *  # noqa: F403
 from fx.numpy.reductions import *  # noqa: F403
 from fx.numpy.setops import *  # noqa: F403
 from fx.numpy.sorting import *  # noqa: F403

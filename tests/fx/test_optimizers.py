@@ -176,6 +176,18 @@ def test_docstring_examples():
     assert run_doctests(opt) >= 6
 
 
+# Names jax's module has only because it imports them for its own use (jax, its Array type,
+# its safe_map/safe_zip/unzip2 helpers and the builtins it rebinds to them).
+JAX_MODULE_IMPORTS = {"Array", "jax", "jnp", "map", "namedtuple", "partial", "safe_map",
+                      "safe_zip", "unzip2", "zip"}
+
+
+def test_covers_jax_optimizers():
+    public = lambda m: {n for n in dir(m) if not n.startswith("_")}
+    assert public(jopt) - public(opt) == JAX_MODULE_IMPORTS
+    assert set(opt.__all__) <= public(opt)
+
+
 # --- utilities and state packing -----------------------------------------------------------------
 
 

@@ -355,6 +355,14 @@ def test_register_dataclass_fields_and_errors():
     assert (p.a, p.b) == (9, "m")
 
 
+def test_unsortable_dict_keys():
+    with pytest.raises(ValueError):  # jax refuses them too
+        jtu.tree_leaves({1: "a", "b": "c"})
+    with pytest.raises(ValueError, match=r"a dict's keys must be sortable .* got keys of types "
+                                         r"int, str"):
+        tu.tree_leaves({1: "a", "b": "c"})
+
+
 def test_register_errors():
     with pytest.raises(ValueError, match="register_pytree_node: Box is already registered"):
         tu.register_pytree_node(Box, lambda b: ((), None), lambda a, c: None)
