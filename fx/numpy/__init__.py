@@ -15,6 +15,7 @@ from fx.numpy.convolutions import *  # noqa: F403
 from fx.numpy.creation import *  # noqa: F403
 from fx.numpy.diagonals import *  # noqa: F403
 from fx.numpy.histograms import *  # noqa: F403
+from fx.numpy.index_tricks import *  # noqa: F403
 from fx.numpy.indexing import *  # noqa: F403
 from fx.numpy.linalg import *  # noqa: F403
 from fx.numpy.manipulation import *  # noqa: F403
