@@ -13,6 +13,9 @@ compared through a canonical form taken when the tree is flattened (dicts by the
 and tuples by their elements, NumPy arrays by dtype, shape and bytes), and anything else by
 ``==`` where that answers True or False, else by identity. Mutating aux data after flattening
 does not change the treedef's identity.
+
+Node types, key entries, the registration functions and ``Partial`` are defined in
+:mod:`fx.pytree_registry` and re-exported here.
 """
 
 from __future__ import annotations
@@ -563,5 +566,7 @@ def _describe(x) -> str:
     if isinstance(x, (list, tuple)):
         return f"{type(x).__name__} of length {len(x)}"
     children, aux = _node_of(type(x)).flatten(x)
-    return f"{type(x).__name__} with {len(list(children))} children and aux data {aux!r}"
+    n = len(list(children))
+    return (f"{type(x).__name__} with {n} {'child' if n == 1 else 'children'} and aux data "
+            f"{aux!r}")
 

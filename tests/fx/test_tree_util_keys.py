@@ -329,6 +329,11 @@ def test_register_dataclass_fields_and_errors():
     leaves, td = tu.tree_flatten(layer)
     assert td.node_data() == jtu.tree_structure(layer).node_data() == (Layer, ("x", "tanh"))
     assert tu.tree_unflatten(td, [5, 6]) == Layer(5, 6, "x", "tanh")
+    with pytest.raises(ValueError, match=r"tree prefix mismatch at root: Layer with 2 children "
+                                         r"and aux data \('a', 'relu'\) vs Layer with 2 "
+                                         r"children and aux data \('b', 'relu'\)"):
+        tu.broadcast_prefix(Layer(0, 0, "a"), Layer(1, 2, "b"))
+    assert tu.broadcast_prefix(Layer(0, None), Layer([1, 2], 3)) == [0, 0, None]
 
     @dataclasses.dataclass
     class Three:
