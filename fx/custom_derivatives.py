@@ -388,12 +388,24 @@ class custom_vjp:  # noqa: N801  (named like jax.custom_vjp)
             return tuple(static[i] if i in static else next(it) for i in range(len(args)))
 
         fun = lambda *d: self.fun(*full(d))  # noqa: E731
-        if current_trace() is EVAL_TRACE:
-            return fun(*dyn)
+        trace = _deciding_trace(tree_util.tree_leaves(dyn))
+        if trace is EVAL_TRACE:
+            with set_current_trace(EVAL_TRACE):
+                return fun(*dyn)
         what = f"custom_vjp({_name(self.fun)})"
-        jaxpr, consts, leaves, in_tree, out_tree = _trace(fun, dyn, what)
+        if isinstance(trace, JVPTrace):
+            # As for custom_jvp: fwd runs on the primal values (it may branch on them); the
+            # function is traced only to check fwd's outputs against it, where it can be.
+            try:
+                jaxpr, *_, out_tree = _trace(fun, dyn, what)
+            except ConcretizationTypeError:
+                jaxpr = out_tree = None
+            leaves, in_tree = tree_util.tree_flatten((dyn, {}))
+            leaves = [to_array(x) for x in leaves]
+        else:
+            jaxpr, consts, leaves, in_tree, out_tree = _trace(fun, dyn, what)
         user_fwd, user_bwd, name = self.fwd, self.bwd, _name(self.fun)
-        res_tree: dict[str, Any] = {}
+        trees: dict[str, Any] = {"out": out_tree}
         arg_avals = [get_aval(x) for x in leaves]
 
         def flat_fwd(arg_leaves):
@@ -403,18 +415,20 @@ class custom_vjp:  # noqa: N801  (named like jax.custom_vjp)
                 raise TypeError(f"custom_vjp fwd of {name} must return (output, residuals)")
             out, residuals = res
             o_leaves, o_tree = tree_util.tree_flatten(out)
-            if o_tree != out_tree:
+            if trees["out"] is None:
+                trees["out"] = o_tree
+            elif o_tree != trees["out"]:
                 raise TypeError(
                     f"custom_vjp fwd of {name} returned output structure {o_tree}, but the "
-                    f"function's is {out_tree}"
+                    f"function's is {trees['out']}"
                 )
-            r_leaves, res_tree["tree"] = tree_util.tree_flatten(residuals)
+            r_leaves, trees["res"] = tree_util.tree_flatten(residuals)
             return [to_array(x) for x in o_leaves], [to_array(x) for x in r_leaves]
 
         def flat_bwd(res_leaves, ct_leaves):
-            residuals = tree_util.tree_unflatten(res_tree["tree"], res_leaves)
+            residuals = tree_util.tree_unflatten(trees["res"], res_leaves)
             cts = user_bwd(*static.values(), residuals,
-                           tree_util.tree_unflatten(out_tree, ct_leaves))
+                           tree_util.tree_unflatten(trees["out"], ct_leaves))
             n_args = len(args) - len(static)
             if not isinstance(cts, (tuple, list)) or len(cts) != n_args:
                 got = type(cts).__name__
@@ -436,9 +450,27 @@ class custom_vjp:  # noqa: N801  (named like jax.custom_vjp)
                 out.append(c)
             return out
 
+        if isinstance(trace, JVPTrace):
+            return _vjp_with_values(trace, leaves, flat_fwd, flat_bwd, jaxpr, trees, name)
         outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, fwd=flat_fwd,
                                       bwd=flat_bwd, num_consts=len(consts))
         return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _vjp_with_values(trace: JVPTrace, leaves: list, flat_fwd: Callable, flat_bwd: Callable,
+                     jaxpr: ClosedJaxpr | None, trees: dict, name: str):
+    """What the jvp rule of ``custom_vjp_call`` does, on ``trace``'s primals directly: run
+    fwd, and emit a ``custom_lin`` of the tangents whose transpose calls bwd."""
+    primals, tangents = zip(*(trace.lift(x) for x in leaves)) if leaves else ((), ())
+    with set_current_trace(trace.parent):
+        outs, res = flat_fwd(list(primals))
+        if jaxpr is not None:
+            _check_outs(f"custom_vjp fwd of {name} (primal outputs)", jaxpr.out_avals, outs)
+        out_avals = tuple(jaxpr.out_avals if jaxpr is not None else map(get_aval, outs))
+        touts = custom_lin_p.bind(*res, *[instantiate(t) for t in tangents], bwd=flat_bwd,
+                                  num_res=len(res), out_avals=out_avals)
+    return tree_util.tree_unflatten(trees["out"],
+                                    [trace.wrap(o, t) for o, t in zip(outs, touts)])
 
 
 def _cotangent_leaves(cts: tuple, args: tuple, arg_avals: list, name: str) -> list:

@@ -124,6 +124,31 @@ def test_custom_jvp_branching_under_jit_is_a_concretization_error_as_in_jax():
         fx.jit(fx.grad(_abs_like(fx.custom_jvp)))(1.5)
 
 
+def _relu_like(custom_vjp, np_):
+    @custom_vjp
+    def f(x):
+        if x > 0:
+            return np_.sin(x)
+        return 0.5 * x
+
+    def fwd(x):
+        return f(x), (x,)
+
+    def bwd(res, g):
+        (x,) = res
+        return (g * np_.cos(x) if x > 0 else 0.5 * g,)
+
+    f.defvjp(fwd, bwd)
+    return f
+
+
+@pytest.mark.parametrize("x", [1.5, -2.0])
+def test_custom_vjp_fwd_and_bwd_branch_on_concrete_primals(x):
+    f_fx, f_jax = _relu_like(fx.custom_vjp, fnp), _relu_like(jax.custom_vjp, jnp)
+    close(fx.grad(f_fx)(x), jax.grad(f_jax)(x))
+    close(fx.grad(lambda v: f_fx(v) * v)(x), jax.grad(lambda v: f_jax(v) * v)(x))
+
+
 # --- A3: a custom_vjp bwd may return None for a zero cotangent ---------------------------------
 
 
@@ -256,3 +281,29 @@ def test_clear_caches_retraces():
     fx.clear_caches()
     fx.jit(f)(X)
     assert len(traces) == 2
+
+
+def test_threads_making_new_wrappers_trace_once():
+    import threading
+
+    traces = []
+    barrier = threading.Barrier(4)
+
+    def f(x):
+        traces.append(1)
+        return fnp.tanh(x) * 3
+
+    results = [None] * 4
+
+    def work(i):
+        barrier.wait()
+        results[i] = np.asarray(fx.jit(f)(X))  # each thread its own wrapper
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(traces) == 1
+    for r in results:
+        close(r, jnp.tanh(X) * 3)
