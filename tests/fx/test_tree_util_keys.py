@@ -15,6 +15,8 @@ import jax.tree_util as jtu
 import numpy as np
 import pytest
 from harness import run_doctests
+from hypothesis import given
+from hypothesis import strategies as st
 
 import fx
 import fx.flatten_util
@@ -563,3 +565,58 @@ def test_tree_covers_jax():
 
 def test_docstring_examples():
     assert run_doctests(fx.tree_util, fx.pytree_registry, fx.tree, fx.flatten_util) >= 17
+
+
+# --- random pytrees of every node kind, against jax ----------------------------------------------
+
+# A drawn tree is a recipe ``build(partial_cls)``, built once with fx's Partial and once with
+# jax's (every other node type is registered with both libraries), so the jax twin is made
+# without fx's flattening.
+_leaf = st.integers(-5, 5).map(lambda v: lambda P: v)
+_key = st.sampled_from(["a", "b", "c", "zz"])
+
+
+def _recipe_dict(kind):
+    def build(items):
+        return lambda P: kind((k, f(P)) for k, f in items)
+    return build
+
+
+def _nodes(c):
+    items = st.lists(st.tuples(_key, c), max_size=3, unique_by=lambda kv: kv[0])
+    return st.one_of(
+        st.tuples(c, c).map(lambda t: lambda P: (t[0](P), t[1](P))),
+        st.lists(c, max_size=3).map(lambda fs: lambda P: [f(P) for f in fs]),
+        items.map(_recipe_dict(dict)),
+        items.map(_recipe_dict(collections.OrderedDict)),
+        items.map(lambda it: lambda P: collections.defaultdict(list, _recipe_dict(dict)(it)(P))),
+        st.tuples(c, c).map(lambda t: lambda P: Point(t[0](P), t[1](P))),
+        st.tuples(c, c).map(lambda t: lambda P: Box(t[0](P), t[1](P))),
+        st.tuples(c, c).map(lambda t: lambda P: Keyed(t[0](P), t[1](P))),
+        st.tuples(c, c, st.sampled_from(["p", "q"])).map(
+            lambda t: lambda P: Layer(t[0](P), t[1](P), t[2])),
+        st.tuples(c, c).map(lambda t: lambda P: P(_add3, t[0](P), c=t[1](P))),
+        st.just(lambda P: None),
+        st.integers(0, 1).map(lambda d: lambda P: Config(d)),
+    )
+
+
+random_trees = st.recursive(_leaf, _nodes, max_leaves=10)
+
+
+@given(random_trees, random_trees)
+def test_random_trees_match_jax(make_a, make_b):
+    a, b = make_a(tu.Partial), make_b(tu.Partial)
+    ja, jb = make_a(jtu.Partial), make_b(jtu.Partial)
+    pairs = tu.tree_flatten_with_path(a)[0]
+    jpairs = _jax_pairs(ja)
+    assert _neutral(pairs) == _neutral(jpairs)
+    assert [tu.keystr(p) for p, _ in pairs] == [jtu.keystr(p) for p, _ in jpairs]
+    assert tu.tree_structure(a).num_nodes == jtu.tree_structure(ja).num_nodes
+    renumbered = tu.tree_unflatten(tu.tree_structure(a), range(len(pairs)))
+    assert tu.tree_leaves(renumbered) == list(range(len(pairs)))
+    # Treedef equality agrees with jax's, and equal treedefs hash alike.
+    same = tu.tree_structure(a) == tu.tree_structure(b)
+    assert same == (jtu.tree_structure(ja) == jtu.tree_structure(jb))
+    if same:
+        assert hash(tu.tree_structure(a)) == hash(tu.tree_structure(b))
