@@ -27,7 +27,30 @@ class Config:
         self.debug_nans = _env_flag("FX_DEBUG_NANS")
         self.enable_x64 = False
 
+    # jax's spellings of the options, and fx's own prefixed ones.
+    _aliases = {
+        "jax_enable_x64": "enable_x64",
+        "fx_enable_x64": "enable_x64",
+        "jax_debug_nans": "debug_nans",
+        "jax_disable_jit": "disable_jit",
+        "jax_log_compiles": "log_compiles",
+    }
+
+    def __getattr__(self, name: str):
+        # Only reached when the attribute is missing: fx.config.jax_enable_x64 reads
+        # enable_x64 (plain reads of fx's own names never come here).
+        option = type(self)._aliases.get(name)
+        if option is None:
+            raise AttributeError(f"fx.config has no option {name!r}; known: "
+                                 f"{sorted(self._names)} (or jax's spelling, jax_...)")
+        return getattr(self, option)
+
+    def read(self, name: str):
+        """The value of option ``name`` (fx's or jax's spelling), as ``jax.config.read``."""
+        return getattr(self, self._aliases.get(name, name))
+
     def update(self, name: str, value) -> None:
+        name = self._aliases.get(name, name)
         if name not in self._names:
             raise KeyError(f"fx.config: unknown option {name!r}; known: {sorted(self._names)}")
         setattr(self, name, value)

@@ -264,6 +264,23 @@ def test_print_saved_residuals_matches_jax():
 # --- config spellings and switches ------------------------------------------------------------
 
 
+@pytest.mark.parametrize("option", ["debug_nans", "disable_jit", "log_compiles"])
+def test_config_takes_jax_spellings(option):
+    jax_name = f"jax_{option}"
+    assert hasattr(jax.config, jax_name)  # the spelling jax code uses
+    old = getattr(fx.config, option)
+    try:
+        fx.config.update(jax_name, True)
+        assert getattr(fx.config, option) is True
+        assert getattr(fx.config, jax_name) is True and fx.config.read(jax_name) is True
+    finally:
+        fx.config.update(option, old)
+    with pytest.raises(KeyError, match="fx.config: unknown option 'jax_no_such'"):
+        fx.config.update("jax_no_such", True)
+    with pytest.raises(AttributeError, match="fx.config has no option 'no_such'"):
+        fx.config.no_such  # noqa: B018
+
+
 def test_config_switch_context_managers():
     assert not fx.config.debug_nans
     with fx.debug_nans(True):
