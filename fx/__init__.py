@@ -30,14 +30,13 @@ from fx.config import config
 from fx.core import ConcretizationTypeError, UnexpectedTracerError
 from fx.custom_derivatives import checkpoint, custom_jvp, custom_vjp, remat
 from fx import debug
-from fx.debug import disable_jit
+from fx.debug import debug_infs, debug_nans, disable_jit
 from fx.devices import default_backend, devices
 from fx.jit_function import clear_caches, jit
 from fx import errors
 from fx.api import (
     ShapeDtypeStruct,
     block_until_ready,
-    debug_nans,
     device_count,
     device_get,
     ensure_compile_time_eval,

@@ -251,30 +251,23 @@ def ensure_compile_time_eval() -> Iterator[None]:
         yield
 
 
-# --- config switches as context managers (jax.debug_nans(True), ...) -------------------------
+# --- config switches as context managers (jax.log_compiles(True), ...) -----------------------
 
 
-def _config_switch(option: str) -> Callable[..., contextlib.AbstractContextManager]:
-    @contextlib.contextmanager
-    def switch(value: bool = True) -> Iterator[None]:
-        old = getattr(config, option)
-        config.update(option, value)
-        try:
-            yield
-        finally:
-            config.update(option, old)
+@contextlib.contextmanager
+def log_compiles(enable: bool = True) -> Iterator[None]:
+    """Within the block, each jit compilation is printed with why it happened (as
+    ``fx.config.update("log_compiles", True)``)."""
+    previous = config.log_compiles
+    config.update("log_compiles", bool(enable))
+    try:
+        yield
+    finally:
+        config.update("log_compiles", previous)
 
-    switch.__name__ = option
-    switch.__doc__ = (f"``with fx.{option}(True):`` sets ``fx.config.{option}`` for the body "
-                      "and restores it after.")
-    return switch
-
-
-debug_nans = _config_switch("debug_nans")
-log_compiles = _config_switch("log_compiles")
 
 __all__: list[Any] = [
-    "ShapeDtypeStruct", "block_until_ready", "debug_nans", "device_count", "device_get",
+    "ShapeDtypeStruct", "block_until_ready", "device_count", "device_get",
     "ensure_compile_time_eval", "eval_shape", "local_device_count", "local_devices",
     "log_compiles", "named_call", "named_scope", "process_count", "process_index", "typeof",
 ]

@@ -5,6 +5,9 @@ variable.
 - ``disable_jit`` (``FX_DISABLE_JIT=1``): run jitted functions op by op.
 - ``debug_nans`` (``FX_DEBUG_NANS=1``): when a jitted function returns a NaN, re-run it op by op
   and raise ``FloatingPointError`` naming the first primitive that produced one, with its line.
+- ``debug_infs`` (``FX_DEBUG_INFS=1``): the same for infinities.
+
+Each has jax's spelling too: ``fx.config.update("jax_debug_nans", True)``.
 """
 
 from __future__ import annotations
@@ -19,12 +22,13 @@ def _env_flag(name: str) -> bool:
 class Config:
     # Options are plain attributes: every jitted call reads some, and an attribute read costs
     # a tenth of a __getattr__ hook.
-    _names = ("log_compiles", "disable_jit", "debug_nans", "enable_x64")
+    _names = ("log_compiles", "disable_jit", "debug_nans", "debug_infs", "enable_x64")
 
     def __init__(self):
         self.log_compiles = _env_flag("FX_LOG_COMPILES")
         self.disable_jit = _env_flag("FX_DISABLE_JIT")
         self.debug_nans = _env_flag("FX_DEBUG_NANS")
+        self.debug_infs = _env_flag("FX_DEBUG_INFS")
         self.enable_x64 = False
 
     # jax's spellings of the options, and fx's own prefixed ones.
@@ -32,6 +36,7 @@ class Config:
         "jax_enable_x64": "enable_x64",
         "fx_enable_x64": "enable_x64",
         "jax_debug_nans": "debug_nans",
+        "jax_debug_infs": "debug_infs",
         "jax_disable_jit": "disable_jit",
         "jax_log_compiles": "log_compiles",
     }

@@ -9,6 +9,7 @@ finding the operation that produced a NaN.
 - :func:`check_nans` is the ``debug_nans`` hook: given a jaxpr, its inputs and its outputs, it
   re-runs the jaxpr op by op when an output holds a NaN and raises ``FloatingPointError``
   naming the first primitive that produced one and the user's source line that created it.
+  Under ``debug_infs`` an inf counts as well.
 - :func:`source_location` formats an equation's recorded source line for error messages.
 """
 
@@ -35,7 +36,7 @@ from fx.lax.control_flow.conditionals import cond_p, run_cond
 from fx.lax.control_flow.loops import run_while, while_p
 from fx.lax.control_flow.scans import run_scan, scan_p
 
-__all__ = ["print", "disable_jit", "debug_nans", "check_nans", "source_location",
+__all__ = ["print", "disable_jit", "debug_nans", "debug_infs", "check_nans", "source_location",
            "debug_print_p"]
 
 # --- fx.debug.print -----------------------------------------------------------------------------
@@ -173,6 +174,19 @@ def debug_nans(enable: bool = True) -> Iterator[None]:
         config.update("debug_nans", previous)
 
 
+@contextlib.contextmanager
+def debug_infs(enable: bool = True) -> Iterator[None]:
+    """As :func:`debug_nans`, for infinities: within the block, a jitted function returning
+    an inf raises ``FloatingPointError`` naming the first primitive that produced one (same
+    as ``fx.config.update("debug_infs", True)`` or ``FX_DEBUG_INFS=1``)."""
+    previous = config.debug_infs
+    config.update("debug_infs", bool(enable))
+    try:
+        yield
+    finally:
+        config.update("debug_infs", previous)
+
+
 class _NanFound(Exception):
     def __init__(self, eqn: JaxprEqn, inputs_had_nan: bool):
         super().__init__(eqn.primitive.name)
@@ -188,7 +202,9 @@ def _has_nan(x) -> bool:
     host = _host(buf)
     if dt.itemsize < 4:
         host = host.astype(np.float32)
-    return bool(np.isnan(host).any())
+    # Under debug_infs an inf counts too (what jax's flag of that name checks).
+    bad = np.isnan(host) | np.isinf(host) if config.debug_infs else np.isnan(host)
+    return bool(bad.any())
 
 
 def _evaluate(closed: ClosedJaxpr, args: list) -> list:
@@ -235,6 +251,7 @@ def check_nans(closed: ClosedJaxpr, args: Sequence, outs: Sequence, name: str = 
     """
     if not any(_has_nan(o) for o in outs):
         return
+    what = "nan or inf" if config.debug_infs else "nan"
     values = [a if isinstance(a, Array) else Array(a, v.aval.weak_type)
               for a, v in zip(args, closed.jaxpr.invars)]
     try:
@@ -245,10 +262,10 @@ def check_nans(closed: ClosedJaxpr, args: Sequence, outs: Sequence, name: str = 
         origin = (" Its operands already held NaN, so the NaN came from the inputs of "
                   f"{name}." if found.inputs_had_nan else "")
         raise FloatingPointError(
-            f"invalid value (nan) encountered in {eqn.primitive.name} at "
-            f"{source_location(eqn)}: {name} returned NaN and, run op by op, this is the first "
-            f"operation to produce one.{origin}") from None
+            f"invalid value ({what}) encountered in {eqn.primitive.name} at "
+            f"{source_location(eqn)}: {name} returned {what} and, run op by op, this is the "
+            f"first operation to produce one.{origin}") from None
     raise FloatingPointError(
-        f"{name} returned NaN, but running it op by op produced none: the NaN comes from the "
+        f"{name} returned {what}, but running it op by op produced none: it comes from the "
         "compiled program (a fused or reordered computation); run it under fx.disable_jit() "
         "to compare")

@@ -92,7 +92,7 @@ def _jit_impl(*bufs, jaxpr, name, donated, backend):
         return eval_call_impl(*bufs, jaxpr=jaxpr)
     exe = compiled_executable(jaxpr, _backend(backend), name)
     outs = exe(list(bufs))
-    if config.debug_nans:
+    if config.debug_nans or config.debug_infs:
         check_nans(jaxpr, bufs, outs, f"jit({name})")
     return outs
 
@@ -204,7 +204,7 @@ class JitFunction:
         if current_trace() is EVAL_TRACE:
             if config.disable_jit:
                 return self._fun(*args, **kwargs)  # op by op, on values (as jax.disable_jit)
-            if self._fast_ok and not kwargs and not config.debug_nans:
+            if self._fast_ok and not kwargs and not (config.debug_nans or config.debug_infs):
                 hit = self._fast.get(_fast_key(args))
                 if hit is not None:
                     exe, const_bufs, out_avals, rebuild = hit
@@ -228,7 +228,7 @@ class JitFunction:
                 for x in leaves
             ]
             raw = entry.executable(bufs)
-            if config.debug_nans:  # before donated inputs are deleted: the re-run reads them
+            if config.debug_nans or config.debug_infs:  # before donated inputs are deleted
                 check_nans(entry.jaxpr, bufs, raw, f"jit({name})")
             outs = [Array._wrap(b, ShapedArray(b.shape, b.dtype, w))
                     for b, w in zip(raw, entry.out_weak)]

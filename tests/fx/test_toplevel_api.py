@@ -264,7 +264,7 @@ def test_print_saved_residuals_matches_jax():
 # --- config spellings and switches ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("option", ["debug_nans", "disable_jit", "log_compiles"])
+@pytest.mark.parametrize("option", ["debug_nans", "debug_infs", "disable_jit", "log_compiles"])
 def test_config_takes_jax_spellings(option):
     jax_name = f"jax_{option}"
     assert hasattr(jax.config, jax_name)  # the spelling jax code uses
@@ -291,6 +291,26 @@ def test_config_switch_context_managers():
     with fx.log_compiles():
         assert fx.config.log_compiles
     assert not fx.config.log_compiles
+
+
+def test_debug_infs():
+    def run(m, np_):
+        with m.debug_infs(True):
+            m.jit(lambda x: np_.exp(x) * 2)(np.float32(100.0))
+
+    with pytest.raises(FloatingPointError, match=r"inf"):
+        run(jax, jnp)
+    with pytest.raises(FloatingPointError, match=r"invalid value \(nan or inf\) encountered in "
+                                                  r"exp at .*test_toplevel_api.py"):
+        run(fx, fnp)
+    assert not fx.config.debug_infs
+    fx.jit(lambda x: fnp.exp(x) * 2)(np.float32(100.0))  # off again: no error
+    fx.config.update("jax_debug_infs", True)
+    try:
+        with pytest.raises(FloatingPointError):
+            fx.jit(lambda x: -fnp.exp(x))(np.float32(100.0))
+    finally:
+        fx.config.update("debug_infs", False)
 
 
 # --- coverage of jax's top-level namespace ----------------------------------------------------
@@ -333,7 +353,6 @@ MISSING_FROM_FX = {
     "Ref": "no mutable refs", "ref": "no mutable refs", "new_ref": "no mutable refs",
     "empty_ref": "no mutable refs", "free_ref": "no mutable refs", "freeze": "no mutable refs",
     # jax config switches fx has no counterpart for
-    "debug_infs": "not yet: needs an inf check beside fx.debug's NaN check",
     "allow_f16_reductions": "config of XLA's reductions", "check_tracer_leaks": "jax config",
     "checking_leaks": "jax config", "debug_key_reuse": "jax config (typed keys)",
     "default_matmul_precision": "fx has no matmul precision modes",
