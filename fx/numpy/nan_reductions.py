@@ -197,12 +197,16 @@ def _take_per_row(data, index):
 def _nanquantile(a, q, axis, out, overwrite_input, method, keepdims, weights, name):
     if out is not None or overwrite_input:
         raise NotImplementedError(f"{name}: 'out' and 'overwrite_input' are not supported")
-    if weights is not None:
-        raise NotImplementedError(f"{name}: weights= is not supported yet; drop it or use "
-                                  "repeated samples")
-    if method not in _METHODS:
-        raise ValueError(f"{name}: method must be one of {_METHODS}, got {method!r}")
-    (a,) = promote_to_inexact(to_array(a, name), name=name)
+    if method not in _METHODS + ("inverted_cdf",):
+        raise ValueError(f"{name}: method must be one of {_METHODS + ('inverted_cdf',)}, got "
+                         f"{method!r}")
+    if weights is not None and method != "inverted_cdf":
+        raise NotImplementedError(f"{name}: method {method!r} does not support weights; only "
+                                  "method='inverted_cdf' does (as in numpy and JAX)")
+    if weights is None:
+        (a,) = promote_to_inexact(to_array(a, name), name=name)
+    else:  # the weights take part in the promotion, as in JAX
+        a, weights = promote_to_inexact(a, weights, name=name)
     dt = get_aval(a).dtype
     q = asarray(q, dt)
     flat, keep_shape = _reduce_axes_last(a, axis, name)
@@ -210,14 +214,66 @@ def _nanquantile(a, q, axis, out, overwrite_input, method, keepdims, weights, na
     if n == 0:
         raise ValueError(f"{name}: cannot take a quantile over zero elements "
                          f"(shape {get_aval(a).shape}, axis {axis})")
-    data = lax.sort(flat, -1)  # NaNs last
-    last = get_aval(data).ndim - 1
-    rest = get_aval(data).shape[:-1]
+    last = get_aval(flat).ndim - 1
+    rest = get_aval(flat).shape[:-1]
     q_nd = get_aval(q).ndim
     full = get_aval(q).shape + rest
+    qb = lax.broadcast_in_dim(q, full, tuple(range(q_nd)))
+    if method == "inverted_cdf":
+        result, count = _inverted_cdf(a, flat, qb, axis, weights, name)
+    else:
+        data = lax.sort(flat, -1)  # NaNs last
+        count = lax.reduce_sum(lax.convert_element_type(lax.eq(data, data), dt), (last,))
+        count = lax.broadcast_in_dim(count, full, tuple(range(q_nd, len(full))))
+        result = _interpolate(data, qb, count, method)
+    result = lax.select(lax.eq(count, 0), lax.full_like(result, np.nan), result)
+    if keepdims:
+        result = lax.reshape(result, get_aval(q).shape + keep_shape)
+    return result
+
+
+def _inverted_cdf(a, flat, qb, axis, weights, name):
+    """The first sorted value whose cumulative weight reaches ``q`` times the total (NaNs
+    weigh nothing); unit weights without ``weights``."""
+    dt = get_aval(flat).dtype
+    last = get_aval(flat).ndim - 1
+    full = get_aval(qb).shape
+    q_nd = len(full) - last
+    if weights is None:
+        w = lax.full_like(flat, 1)
+    else:
+        w = lax.convert_element_type(to_array(weights, name), dt)
+        a_shape = get_aval(a).shape
+        if get_aval(w).shape != a_shape:
+            if get_aval(w).ndim == 1 and isinstance(axis, (int, np.integer)):
+                ax = canonical_axis(axis, len(a_shape), name)
+                if get_aval(w).shape[0] != a_shape[ax]:
+                    raise ValueError(f"{name}: {get_aval(w).shape[0]} weights for axis {ax} "
+                                     f"of length {a_shape[ax]}")
+                w = lax.broadcast_in_dim(w, a_shape, (ax,))
+            else:
+                raise ValueError(f"{name}: weights of shape {get_aval(w).shape} must have a's "
+                                 f"shape {a_shape} (or be 1-d along a single axis)")
+        w, _ = _reduce_axes_last(w, axis, name)
+    w = lax.select(_isnan(flat), lax.full_like(w, 0), w)
+    data, w = lax.sort((flat, w), last, num_keys=1)
+    cw = lax.cumsum(w, last)
+    n = get_aval(flat).shape[-1]
+    total = lax.slice_in_dim(cw, n - 1, n, 1, last)
     count = lax.reduce_sum(lax.convert_element_type(lax.eq(data, data), dt), (last,))
     count = lax.broadcast_in_dim(count, full, tuple(range(q_nd, len(full))))
-    qb = lax.broadcast_in_dim(q, full, tuple(range(q_nd)))
+    grid = full + (n,)
+    target = lax.mul(lax.broadcast_in_dim(qb, grid, tuple(range(len(full)))),
+                     lax.broadcast_in_dim(lax.reshape(total, get_aval(total).shape[:-1]), grid,
+                                          tuple(range(q_nd, len(full)))))
+    below = lax.lt(lax.broadcast_in_dim(cw, grid, tuple(range(q_nd, len(grid)))), target)
+    index = lax.reduce_sum(lax.convert_element_type(below, dtypes.int32), (len(grid) - 1,))
+    top = lax.sub(lax.convert_element_type(count, dtypes.int32), 1)
+    index = lax.clamp(0, lax.min(index, lax.max(top, lax.full_like(top, 0))), n - 1)
+    return _take_per_row(data, index), count
+
+
+def _interpolate(data, qb, count, method):
     top = lax.max(lax.sub(count, 1.0), lax.full_like(count, 0))
     pos = lax.mul(qb, top)
     low, high = lax.floor(pos), lax.ceil(pos)
@@ -235,9 +291,6 @@ def _nanquantile(a, q, axis, out, overwrite_input, method, keepdims, weights, na
         result = lax.select(lax.le(high_w, 0.5), low_v, high_v)
     else:
         result = lax.mul(lax.add(low_v, high_v), 0.5)
-    result = lax.select(lax.eq(count, 0), lax.full_like(result, np.nan), result)
-    if keepdims:
-        result = lax.reshape(result, get_aval(q).shape + keep_shape)
     return result
 
 
@@ -246,6 +299,10 @@ def nanquantile(a, q, axis: int | Sequence[int] | None = None, out=None,
                 *, weights=None):
     """The ``q``-th quantiles of the non-NaN entries of ``a`` over ``axis`` (see
     :func:`fx.numpy.quantile`); NaN where a slice holds nothing but NaNs.
+
+    ``method="inverted_cdf"`` gives the first sorted value whose cumulative weight reaches
+    ``q`` times the total; it alone takes ``weights`` (``a``'s shape, or 1-d along a single
+    ``axis``), as in numpy and JAX.
 
     Example: ``fnp.nanquantile(fnp.array([1.0, nan, 3.0, 2.0]), 0.5)`` is ``2.0``.
     """
@@ -257,7 +314,7 @@ def nanpercentile(a, q, axis: int | Sequence[int] | None = None, out=None,
                   overwrite_input: bool = False, method: str = "linear",
                   keepdims: bool = False, *, weights=None):
     """The ``q``-th percentiles (``0 <= q <= 100``) of the non-NaN entries; see
-    :func:`nanquantile`."""
+    :func:`nanquantile` (``weights`` with ``method="inverted_cdf"``)."""
     name = "fx.numpy.nanpercentile"
     (a,) = promote_to_inexact(to_array(a, name), name=name)
     q = lax.div(asarray(q, get_aval(a).dtype), 100.0)

@@ -101,6 +101,26 @@ def test_nanquantile_and_nanpercentile(method, axis):
                     jnp.nanquantile(x32, 0.3, axis=axis, method=method), what="float32")
 
 
+@pytest.mark.parametrize("axis", [None, 1, (0, 2), -1], ids=str)
+def test_inverted_cdf_with_and_without_weights(axis):
+    x = _data(np.float64, seed=9)
+    w = np.random.default_rng(10).uniform(0.1, 2.0, x.shape)
+    w[0, 0, :2] = 0.0  # zero weights count for nothing but may be picked at q == 0
+    q = np.array([0.0, 0.1, 0.37, 0.5, 0.9, 1.0])
+    kw = dict(axis=axis, method="inverted_cdf")
+    assert_allclose(fnp.nanquantile(to_fx(x), to_fx(q), **kw), jnp.nanquantile(x, q, **kw),
+                    what="unweighted")
+    assert_allclose(fnp.nanquantile(to_fx(x), to_fx(q), weights=to_fx(w), keepdims=True,
+                                    **kw),
+                    jnp.nanquantile(x, q, weights=w, keepdims=True, **kw), what="weighted")
+    assert_allclose(fnp.nanpercentile(to_fx(x), 37.0, weights=to_fx(w), **kw),
+                    jnp.nanpercentile(x, 37.0, weights=w, **kw), what="percentile")
+    if isinstance(axis, int):
+        w1 = w[0, 0, : x.shape[axis]] + 0.5 if axis == -1 else w[0, :, 0] + 0.5
+        assert_allclose(fnp.nanquantile(to_fx(x), 0.4, weights=to_fx(w1), **kw),
+                        jnp.nanquantile(x, 0.4, weights=w1, **kw), what="1-d weights")
+
+
 def test_options():
     x = _data(np.float64, seed=3)
     mask = np.random.default_rng(4).random(x.shape) < 0.7
@@ -141,8 +161,11 @@ def test_errors():
     x = to_fx(_data(np.float32))
     with pytest.raises(ValueError, match=r"fx\.numpy\.nanquantile: method"):
         fnp.nanquantile(x, 0.5, method="bogus")
-    with pytest.raises(NotImplementedError, match=r"fx\.numpy\.nanpercentile: weights"):
+    with pytest.raises(NotImplementedError, match=r"fx\.numpy\.nanpercentile: method "
+                       r"'linear' does not support weights.*inverted_cdf"):
         fnp.nanpercentile(x, 50, weights=x)
+    with pytest.raises(ValueError, match=r"fx\.numpy\.nanquantile: weights of shape \(2,\)"):
+        fnp.nanquantile(x, 0.5, axis=(0, 1), weights=to_fx(np.ones(2)), method="inverted_cdf")
     with pytest.raises(ValueError, match=r"fx\.numpy\.nanmedian.*zero elements"):
         fnp.nanmedian(to_fx(np.zeros((2, 0))), axis=1)
     with pytest.raises(ValueError, match=r"nanargmax.*out of bounds"):
@@ -173,6 +196,11 @@ AD_CASES = [
 ] + [
     OpCase("nanquantile", lambda x: fnp.nanquantile(x, np.array([0.2, 0.7]), axis=0),
            lambda x: jnp.nanquantile(x, np.array([0.2, 0.7]), axis=0), _ad_data),
+    OpCase("nanquantile_weighted",
+           lambda x: fnp.nanquantile(x, np.array([0.2, 0.7]), axis=1, method="inverted_cdf",
+                                     weights=np.arange(1.0, 6.0)),
+           lambda x: jnp.nanquantile(x, np.array([0.2, 0.7]), axis=1, method="inverted_cdf",
+                                     weights=np.arange(1.0, 6.0)), _ad_data),
 ]
 
 
