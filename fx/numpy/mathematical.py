@@ -241,8 +241,7 @@ def lcm(x1, x2, /):
 
 
 def bitwise_count(x, /):
-    """The number of one bits in ``|x|``, as ``numpy.bitwise_count``, as uint8 (fx has no
-    uint8 yet: the nearest supported unsigned type until it does).
+    """The number of one bits in ``|x|``, as ``numpy.bitwise_count``, as uint8.
 
     Example: ``fnp.bitwise_count(fnp.array([7, -1]))`` is ``[3, 1]``.
     """
