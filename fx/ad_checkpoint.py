@@ -15,14 +15,45 @@ from fx import tree_util
 from fx.api import ShapeDtypeStruct
 from fx.core import current_trace, get_aval, new_trace
 from fx.custom_derivatives import checkpoint, everything_saveable, nothing_saveable, remat
+from fx.interpreters.call import body_param
 from fx.interpreters.jvp import is_differentiable
 from fx.interpreters.partial_eval import linearize_flat
+from fx.lax.linalg import dot_general_p
 from fx.numpy._promote import to_array
 from fx.tracing import JaxprTrace, JaxprTracer, argument_names, flatten_fun
 
+
+def dots_saveable(prim, *avals, **params) -> bool:
+    """Save the results of matrix products (``dot_general``), recompute the rest."""
+    return prim is dot_general_p
+
+
+def dots_with_no_batch_dims_saveable(prim, *avals, **params) -> bool:
+    """Save the results of matrix products without batch dimensions, recompute the rest."""
+    if prim is not dot_general_p:
+        return False
+    (_, _), (lhs_batch, rhs_batch) = params["dimension_numbers"]
+    return not lhs_batch and not rhs_batch
+
+
+def save_from_both_policies(policy_1: Callable, policy_2: Callable) -> Callable:
+    """Save what either policy saves."""
+    def policy(prim, *avals, **params) -> bool:
+        return policy_1(prim, *avals, **params) or policy_2(prim, *avals, **params)
+
+    return policy
+
+
+# jax's policies over values named by checkpoint_name (save_only_these_names, ...) are not
+# here: fx's checkpoint_name does not mark values yet.
 checkpoint_policies = SimpleNamespace(
     everything_saveable=everything_saveable,
     nothing_saveable=nothing_saveable,
+    dots_saveable=dots_saveable,
+    checkpoint_dots=dots_saveable,
+    dots_with_no_batch_dims_saveable=dots_with_no_batch_dims_saveable,
+    checkpoint_dots_with_no_batch_dims=dots_with_no_batch_dims_saveable,
+    save_from_both_policies=save_from_both_policies,
 )
 
 
@@ -57,13 +88,26 @@ def saved_residuals(fun: Callable, *args, **kwargs) -> list[tuple[ShapeDtypeStru
         if var in arg_of:
             what = "from the " + arg_of[var].replace("'", "", 2)  # argument x, as jax
         elif var in producer:
-            eqn = producer[var]
+            eqn = _origin(producer[var], var)
             where = f" from {eqn.source_info}" if eqn.source_info is not None else ""
             what = f"output of {eqn.primitive.name}{where}"
         else:
-            what = "a constant"
+            what = "from a constant"
         out.append((spec, what))
     return out
+
+
+def _origin(eqn, var):
+    """The equation that computed ``var``, looking through calls (a checkpoint with a save
+    policy returns the values it saves from inside its body)."""
+    while eqn.primitive in body_param:
+        body = eqn.params[body_param[eqn.primitive]].jaxpr
+        inner = body.outvars[eqn.outvars.index(var)]
+        found = next((e for e in body.eqns if inner in e.outvars), None)
+        if found is None:
+            break
+        eqn, var = found, inner
+    return eqn
 
 
 def print_saved_residuals(fun: Callable, *args, **kwargs) -> None:

@@ -512,16 +512,24 @@ def checkpoint(fun: Callable, prevent_cse: bool = True, policy: Callable | None 
     """Rematerialization: reverse mode recomputes ``fun``'s intermediates in the backward pass
     instead of saving them (only ``fun``'s inputs are saved). Same results, less memory.
 
-    ``policy`` is one of ``fx.checkpoint_policies``: ``nothing_saveable`` (the default) or
-    ``everything_saveable`` (save all, as without checkpoint). ``static_argnums`` are passed
-    through untraced (Python values the function may branch on)."""
+    ``policy`` is one of ``fx.checkpoint_policies`` (``nothing_saveable``, the default;
+    ``everything_saveable``; ``dots_saveable``, ...): a function ``policy(prim, *avals,
+    **params) -> bool`` telling which equations' outputs reverse mode may save rather than
+    recompute. ``static_argnums`` are passed through untraced (Python values the function may
+    branch on)."""
     if policy is everything_saveable:
         return fun
-    if policy is not None and policy is not nothing_saveable:
-        raise NotImplementedError(
-            f"fx.checkpoint({_name(fun)}): the save policy {_name(policy)} is not supported; "
-            "fx has fx.checkpoint_policies.nothing_saveable (the default) and "
-            "everything_saveable"
+    if policy is nothing_saveable:
+        policy = None
+    if policy is not None and not callable(policy):
+        raise TypeError(
+            f"fx.checkpoint({_name(fun)}): policy must be one of fx.checkpoint_policies (a "
+            f"function of (primitive, *avals, **params) -> bool), got {type(policy).__name__}"
+        )
+    if policy is not None and getattr(policy, "__module__", "").startswith("jax"):
+        raise TypeError(
+            f"fx.checkpoint({_name(fun)}): the policy {_name(policy)} is jax's, which looks for "
+            "jax's primitives; use the one of the same name in fx.checkpoint_policies"
         )
     statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
     if statics:
@@ -535,7 +543,7 @@ def checkpoint(fun: Callable, prevent_cse: bool = True, policy: Callable | None 
                 return fun(*[fixed[i] if i in fixed else next(it) for i in range(len(args))])
 
             inner.__name__ = _name(fun)
-            return checkpoint(inner, prevent_cse)(*dyn)
+            return checkpoint(inner, prevent_cse, policy)(*dyn)
 
         return with_statics
 
@@ -544,7 +552,10 @@ def checkpoint(fun: Callable, prevent_cse: bool = True, policy: Callable | None 
         if current_trace() is EVAL_TRACE:
             return fun(*args)
         jaxpr, consts, leaves, _, out_tree = _trace(fun, args, f"checkpoint({_name(fun)})")
-        outs = checkpoint_p.bind(*consts, *leaves, jaxpr=jaxpr, prevent_cse=prevent_cse)
+        # A policy is a param only when there is one: plain checkpoints print as before.
+        extra = {} if policy is None else {"policy": policy}
+        outs = checkpoint_p.bind(*consts, *leaves, jaxpr=jaxpr, prevent_cse=prevent_cse,
+                                 **extra)
         return tree_util.tree_unflatten(out_tree, outs)
 
     return remat_f

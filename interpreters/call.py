@@ -103,10 +103,13 @@ def _checkpoint_partial_eval(trace: partial_eval.PartialEvalTrace, args: Sequenc
     # The known part comes from a partial evaluation of the body, which splits nested calls
     # (the jvp of an inner checkpoint computes primal and tangent outputs in one call); the
     # residuals it would save are dropped: the unknown part recomputes them.
-    known, _, out_unknowns, num_res = partial_eval.partial_eval_jaxpr(closed, unknowns)
+    known, unknown, out_unknowns, num_res = partial_eval.partial_eval_jaxpr(closed, unknowns)
     n_known = len(known.jaxpr.outvars) - num_res
-    known_body, _ = dce_jaxpr(known.jaxpr, [True] * n_known + [False] * num_res)
     known_args = [a for a, u in zip(args, unknowns) if not u]
+    if params.get("policy") is not None:
+        return _checkpoint_with_policy(trace, args, params, known, unknown, out_unknowns,
+                                       num_res)
+    known_body, _ = dce_jaxpr(known.jaxpr, [True] * n_known + [False] * num_res)
     known_jaxpr = ClosedJaxpr(known_body, known.consts)
     with set_current_trace(trace.parent):
         known_outs = checkpoint_p.bind(*known_args, **dict(params, jaxpr=known_jaxpr))
@@ -115,6 +118,67 @@ def _checkpoint_partial_eval(trace: partial_eval.PartialEvalTrace, args: Sequenc
     unknown_outs = trace.stage(checkpoint_p, list(args), dict(params, jaxpr=unknown_jaxpr))
     k_it, u_it = iter(known_outs), iter(unknown_outs)
     return [next(u_it) if u else next(k_it) for u in out_unknowns]
+
+
+def _checkpoint_with_policy(trace, args, params, known: ClosedJaxpr, unknown: ClosedJaxpr,
+                            out_unknowns: list[bool], num_res: int):
+    """A checkpoint with a save policy: of the residuals a plain partial evaluation would
+    save, those computed by an equation the policy accepts (``policy(prim, *avals,
+    **params)``) are saved; the others are recomputed in the unknown call from the saved ones
+    and the known inputs."""
+    policy = params["policy"]
+    k = known.jaxpr
+    n_known = len(k.outvars) - num_res
+    res_vars = k.outvars[n_known:]
+    producer = {v: (i, eqn) for i, eqn in enumerate(k.eqns) for v in eqn.outvars}
+    given = set(k.invars) | set(k.constvars)
+    saved: list[Var] = []
+    recompute: set[int] = set()
+    seen: set[Var] = set()
+    stack = [v for v in res_vars if isinstance(v, Var)]
+    while stack:  # backwards from the residuals, stopping at saveable values and inputs
+        v = stack.pop()
+        if v in seen or v in given:
+            continue
+        seen.add(v)
+        i, eqn = producer[v]
+        if eqn.primitive not in body_param and policy(
+                eqn.primitive, *[x.aval for x in eqn.invars], **eqn.params):
+            saved.append(v)
+        elif i not in recompute:
+            recompute.add(i)
+            stack.extend(x for x in eqn.invars if isinstance(x, Var))
+    known_body, _ = dce_jaxpr(Jaxpr(k.constvars, k.invars, k.outvars[:n_known] + saved,
+                                    k.eqns))
+    u = unknown.jaxpr
+    rename = dict(zip(u.invars[:num_res], res_vars))
+
+    def sub(atoms):
+        return [rename.get(a, a) if isinstance(a, Var) else a for a in atoms]
+
+    unknown_body = Jaxpr(
+        list(k.constvars) + list(u.constvars), saved + list(k.invars) + list(u.invars[num_res:]),
+        sub(u.outvars),
+        [k.eqns[i] for i in sorted(recompute)] + [e.replace(invars=sub(e.invars))
+                                                  for e in u.eqns])
+    # Known inputs the unknown call does not read are not saved.
+    unknown_body, used = dce_jaxpr(unknown_body)
+    n_saved, n_in = len(saved), len(k.invars)
+    keep_in = [n_saved <= i < n_saved + n_in and not used[i] for i in range(len(used))]
+    unknown_body = Jaxpr(unknown_body.constvars,
+                         [v for v, drop in zip(unknown_body.invars, keep_in) if not drop],
+                         unknown_body.outvars, unknown_body.eqns)
+    known_args = [a for a in args if not trace.is_unknown(a)]
+    with set_current_trace(trace.parent):
+        known_outs = checkpoint_p.bind(
+            *known_args, **dict(params, jaxpr=ClosedJaxpr(known_body, known.consts)))
+    unknown_args = [a for a in args if trace.is_unknown(a)]
+    read_known = [a for a, u_ in zip(known_args, used[n_saved:n_saved + n_in]) if u_]
+    staged = [*known_outs[n_known:], *read_known, *unknown_args]
+    unknown_outs = trace.stage(checkpoint_p, staged, dict(
+        params, jaxpr=ClosedJaxpr(unknown_body, list(known.consts) + list(unknown.consts))))
+    k_it, u_it = iter(known_outs[:n_known]), iter(unknown_outs)
+    return [next(u_it) if un else next(k_it) for un in out_unknowns]
 
 
 def forward_dependence(jaxpr: Jaxpr, unknown_inputs: Sequence[bool]) -> list[bool]:
