@@ -19,10 +19,12 @@ from fx.numpy.index_tricks import *  # noqa: F403
 from fx.numpy.indexing import *  # noqa: F403
 from fx.numpy.linalg import *  # noqa: F403
 from fx.numpy.manipulation import *  # noqa: F403
+from fx.numpy.manipulation_more import *  # noqa: F403
 from fx.numpy.mathematical import *  # noqa: F403
 from fx.numpy.nan_reductions import *  # noqa: F403
 from fx.numpy.polynomial import *  # noqa: F403
 from fx.numpy.reductions import *  # noqa: F403
+from fx.numpy.selection import *  # noqa: F403
 from fx.numpy.setops import *  # noqa: F403
 from fx.numpy.sorting import *  # noqa: F403
 from fx.numpy.statistics import *  # noqa: F403

@@ -1,0 +1,473 @@
+"""More array manipulation, as in ``jax.numpy``: ``append``, ``insert``, ``delete``,
+``block``, ``concat``, ``copy``, ``hsplit``/``vsplit``/``dsplit``, ``unstack``, ``resize``,
+``rollaxis``, ``rot90``, ``ediff1d``, ``diagflat``, ``vander``, ``trim_zeros``,
+``partition``/``argpartition`` and ``apply_along_axis``/``apply_over_axes``.
+
+Positions given as static data (``insert``/``delete`` indices, shapes, axes) are resolved on
+the host: NumPy's own ``insert``/``delete`` run on an array of *labels* (the flat position of
+each input entry), which gives NumPy's exact placement and broadcasting rules, and the result
+is one gather from the inputs, so it is exact and differentiable. Everything else is built from
+``fx.numpy``/``fx.lax`` functions that trace, differentiate and batch.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from fx import dtypes, lax
+from fx.core import ConcretizationTypeError, Tracer, get_aval
+from fx.numpy._promote import canonical_axis, promote_dtypes, to_array
+from fx.numpy.compaction import concrete, flat
+from fx.numpy.manipulation import (
+    concatenate,
+    expand_dims,
+    flip,
+    moveaxis,
+    ravel,
+    split,
+    swapaxes,
+    tile,
+)
+
+__all__ = [
+    "append", "apply_along_axis", "apply_over_axes", "argpartition", "block", "concat", "copy",
+    "delete", "diagflat", "dsplit", "ediff1d", "hsplit", "insert", "partition", "resize",
+    "rollaxis", "rot90", "trim_zeros", "unstack", "vander", "vsplit",
+]
+
+
+def _arr(a, name: str):
+    return to_array(a, f"fx.numpy.{name}")
+
+
+# --- insert, delete, append ---------------------------------------------------------------------
+
+
+def _gather_labels(sources, labels: np.ndarray):
+    """``concatenate([ravel(s) for s in sources])[labels]``: one gather (a slice when the
+    labels are a contiguous run)."""
+    from fx.numpy.indexing import take  # noqa: PLC0415
+
+    pool = lax.concatenate([flat(s) for s in sources], 0) if len(sources) > 1 else flat(
+        sources[0])
+    labels = np.asarray(labels, np.int64)
+    if labels.size == 0:
+        return lax.full(labels.shape, 0, get_aval(pool).dtype)
+    small = labels.max() < 2**31
+    return take(pool, np.asarray(labels, np.int32 if small else np.int64), mode="clip")
+
+
+def _static_obj(obj, name: str):
+    if isinstance(obj, slice):
+        return obj
+    try:
+        host = concrete(obj, f"fx.numpy.{name}", "obj") if isinstance(obj, Tracer) else obj
+    except ConcretizationTypeError:
+        raise ConcretizationTypeError(
+            f"fx.numpy.{name}: the positions (obj) must be static: the result's shape depends "
+            "on them, and they are traced here (jit, vmap, make_jaxpr)") from None
+    host = np.asarray(host)
+    if host.dtype.kind not in "biu":
+        raise TypeError(f"fx.numpy.{name}: obj must be an int, a slice, or an integer or "
+                        f"boolean array, got dtype {host.dtype}")
+    return host
+
+
+def delete(arr, obj, axis: int | None = None, *, assume_unique_indices: bool = False):
+    """``arr`` without the entries (``axis=None``: of the flattened array) or the slices along
+    ``axis`` named by ``obj``: an int, a slice, or an integer or boolean array (static).
+
+    >>> fx.numpy.delete(fx.numpy.arange(5), [0, 3])
+    Array([1, 2, 4], dtype=int32)
+    """
+    x = _arr(arr, "delete")
+    if axis is None:
+        x, axis = ravel(x), 0
+    shape = get_aval(x).shape
+    axis = canonical_axis(axis, len(shape), "fx.numpy.delete")
+    labels = np.arange(get_aval(x).size).reshape(shape)
+    try:
+        kept = np.delete(labels, _static_obj(obj, "delete"), axis)
+    except IndexError as e:
+        raise IndexError(f"fx.numpy.delete: {e} (array of shape {shape})") from None
+    return _gather_labels([x], kept)
+
+
+def insert(arr, obj, values, axis: int | None = None):
+    """``arr`` with ``values`` inserted before the positions ``obj`` (an int, slice or int
+    array, static) along ``axis`` (``None``: the flattened array), with NumPy's placement and
+    broadcasting of ``values``; ``values`` is converted to ``arr``'s dtype.
+
+    >>> fx.numpy.insert(fx.numpy.arange(3), 1, 9)
+    Array([0, 9, 1, 2], dtype=int32)
+    """
+    x = _arr(arr, "insert")
+    v = lax.convert_element_type(_arr(values, "insert"), get_aval(x).dtype)
+    if axis is None:
+        x, axis = ravel(x), 0
+    shape = get_aval(x).shape
+    axis = canonical_axis(axis, len(shape), "fx.numpy.insert")
+    n = get_aval(x).size
+    labels = np.arange(n).reshape(shape)
+    vals = n + np.arange(get_aval(v).size).reshape(get_aval(v).shape)
+    try:
+        out = np.insert(labels, _static_obj(obj, "insert"), vals, axis)
+    except (IndexError, ValueError) as e:
+        raise type(e)(f"fx.numpy.insert: {e} (array of shape {shape}, values of shape "
+                      f"{get_aval(v).shape})") from None
+    return _gather_labels([x, v], out)
+
+
+def append(arr, values, axis: int | None = None):
+    """``values`` joined to the end of ``arr`` (both flattened when ``axis`` is None),
+    promoting dtypes.
+
+    >>> fx.numpy.append(fx.numpy.array([1, 2]), fx.numpy.array([[3], [4]]))
+    Array([1, 2, 3, 4], dtype=int32)
+    """
+    x, v = promote_dtypes(arr, values, name="fx.numpy.append")
+    if axis is None:
+        return concatenate([ravel(x), ravel(v)], 0)
+    return concatenate([x, v], axis)
+
+
+# --- joining, copying and splitting -------------------------------------------------------------
+
+
+def concat(arrays, /, *, axis: int | None = 0):
+    """The array API's name for :func:`fx.numpy.concatenate`."""
+    return concatenate(arrays, axis)
+
+
+def copy(a, order=None):
+    """A copy of ``a`` as an fx array (fx arrays are immutable, so this is ``asarray``)."""
+    if order not in (None, "C", "K", "A"):
+        raise NotImplementedError(f"fx.numpy.copy: order={order!r} is not supported")
+    return _arr(a, "copy")
+
+
+def _block_depth(arrays, name: str) -> int:
+    if isinstance(arrays, tuple):
+        raise TypeError(f"{name}: arrays must be nested lists, not tuples")
+    if isinstance(arrays, list):
+        if not arrays:
+            raise ValueError(f"{name}: lists cannot be empty")
+        depths = {_block_depth(a, name) for a in arrays}
+        if len(depths) != 1:
+            raise ValueError(f"{name}: list depths are mismatched ({sorted(depths)}); every "
+                             "entry must be nested equally deep")
+        return 1 + depths.pop()
+    return 0
+
+
+def _block(arrays, depth: int, ndim: int):
+    if depth == 0:
+        x = to_array(arrays, "fx.numpy.block")
+        shape = get_aval(x).shape
+        return lax.reshape(x, (1,) * (ndim - len(shape)) + shape)
+    parts = [_block(a, depth - 1, ndim) for a in arrays]
+    return concatenate(promote_dtypes(*parts, name="fx.numpy.block"), -depth)
+
+
+def block(arrays):
+    """Assemble an array from nested lists of blocks: the innermost lists join along the last
+    axis, the next ones along the axis before it, and so on (blocks are raised to a common
+    rank with leading ones).
+
+    >>> fx.numpy.block([[fx.numpy.ones((1, 2)), fx.numpy.zeros((1, 1))]]).shape
+    (1, 3)
+    """
+    depth = _block_depth(arrays, "fx.numpy.block")
+
+    def max_ndim(a):
+        if isinstance(a, list):
+            return max(max_ndim(b) for b in a)
+        return get_aval(to_array(a, "fx.numpy.block")).ndim
+
+    return _block(arrays, depth, max(depth, max_ndim(arrays)))
+
+
+def _split_axis(name: str, axis: int, need: int):
+    def f(ary, indices_or_sections):
+        x = _arr(ary, name)
+        nd = get_aval(x).ndim
+        if nd < need:
+            raise ValueError(f"fx.numpy.{name}: needs an array of at least {need} dimensions, "
+                             f"got shape {get_aval(x).shape}")
+        ax = 0 if (name == "hsplit" and nd == 1) else axis
+        return split(x, indices_or_sections, ax)
+
+    f.__name__ = name
+    f.__doc__ = (f"``split`` along axis {axis}" + (" (axis 0 for 1-D arrays)" if
+                 name == "hsplit" else "") + f"; needs rank >= {need}.")
+    return f
+
+
+hsplit = _split_axis("hsplit", 1, 1)
+vsplit = _split_axis("vsplit", 0, 2)
+dsplit = _split_axis("dsplit", 2, 3)
+
+
+def unstack(x, /, *, axis: int = 0) -> tuple:
+    """The slices of ``x`` along ``axis``, as a tuple (the inverse of ``stack``)."""
+    a = _arr(x, "unstack")
+    nd = get_aval(a).ndim
+    if nd == 0:
+        raise ValueError("fx.numpy.unstack: needs an array of at least one dimension")
+    axis = canonical_axis(axis, nd, "fx.numpy.unstack")
+    n = get_aval(a).shape[axis]
+    return tuple(lax.squeeze(lax.slice_in_dim(a, i, i + 1, 1, axis), (axis,)) for i in range(n))
+
+
+# --- shapes and axes ----------------------------------------------------------------------------
+
+
+def resize(a, new_shape):
+    """An array of ``new_shape`` filled with ``a``'s flattened entries, repeated as needed
+    (zeros if ``a`` is empty).
+
+    >>> fx.numpy.resize(fx.numpy.arange(3), (2, 2))
+    Array([[0, 1],
+           [2, 0]], dtype=int32)
+    """
+    x = ravel(_arr(a, "resize"))
+    shape = (operator.index(new_shape),) if not isinstance(new_shape, (tuple, list)) else tuple(
+        operator.index(s) for s in new_shape)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"fx.numpy.resize: all elements of new_shape must be non-negative, "
+                         f"got {shape}")
+    total = int(np.prod(shape, dtype=np.int64))
+    n = get_aval(x).shape[0]
+    if n == 0:
+        return lax.full(shape, 0, get_aval(x).dtype)
+    reps = -(-total // n)
+    return lax.reshape(lax.slice_in_dim(tile(x, reps), 0, total), shape)
+
+
+def rollaxis(a, axis: int, start: int = 0):
+    """Move ``axis`` to come before position ``start`` (NumPy's older ``moveaxis``)."""
+    x = _arr(a, "rollaxis")
+    nd = get_aval(x).ndim
+    axis = canonical_axis(axis, nd, "fx.numpy.rollaxis")
+    if not -nd <= start <= nd:
+        raise ValueError(f"fx.numpy.rollaxis: start {start} is out of bounds for an array of "
+                         f"rank {nd}")
+    start = start + nd if start < 0 else start
+    if axis < start:
+        start -= 1
+    return moveaxis(x, axis, start)
+
+
+def rot90(m, k: int = 1, axes: tuple[int, int] = (0, 1)):
+    """``m`` rotated by 90 degrees ``k`` times, from the first towards the second of ``axes``.
+
+    >>> fx.numpy.rot90(fx.numpy.array([[1, 2], [3, 4]]))
+    Array([[2, 4],
+           [1, 3]], dtype=int32)
+    """
+    x = _arr(m, "rot90")
+    nd = get_aval(x).ndim
+    if nd < 2:
+        raise ValueError(f"fx.numpy.rot90: needs an array of at least 2 dimensions, got shape "
+                         f"{get_aval(x).shape}")
+    a0, a1 = (canonical_axis(ax, nd, "fx.numpy.rot90") for ax in axes)
+    if a0 == a1:
+        raise ValueError(f"fx.numpy.rot90: axes must be different, got {tuple(axes)}")
+    k = operator.index(k) % 4
+    if k == 0:
+        return x
+    if k == 2:
+        return flip(x, (a0, a1))
+    if k == 1:
+        return swapaxes(flip(x, a1), a0, a1)
+    return flip(swapaxes(x, a0, a1), a1)
+
+
+# --- differences, diagonals, powers -------------------------------------------------------------
+
+
+def ediff1d(ary, to_end=None, to_begin=None):
+    """The differences of consecutive entries of ``ravel(ary)``, with ``to_begin`` and
+    ``to_end`` (flattened, converted to ``ary``'s dtype) around them.
+
+    >>> fx.numpy.ediff1d(fx.numpy.array([1, 4, 9]), to_end=0)
+    Array([3, 5, 0], dtype=int32)
+    """
+    x = ravel(_arr(ary, "ediff1d"))
+    n = get_aval(x).shape[0]
+    dt = get_aval(x).dtype
+    if n >= 1:
+        hi, lo = lax.slice_in_dim(x, 1, n), lax.slice_in_dim(x, 0, n - 1)
+        d = lax.ne(hi, lo) if dt == dtypes.bool_ else lax.sub(hi, lo)
+    else:
+        d = x
+    parts = [d]
+    if to_begin is not None:
+        parts.insert(0, lax.convert_element_type(ravel(_arr(to_begin, "ediff1d")), dt))
+    if to_end is not None:
+        parts.append(lax.convert_element_type(ravel(_arr(to_end, "ediff1d")), dt))
+    return lax.concatenate(parts, 0) if len(parts) > 1 else d
+
+
+def diagflat(v, k: int = 0):
+    """A 2-D array with the flattened ``v`` on the ``k``-th diagonal."""
+    from fx.numpy.diagonals import diag  # noqa: PLC0415
+
+    return diag(ravel(_arr(v, "diagflat")), k)
+
+
+def vander(x, N: int | None = None, increasing: bool = False):  # noqa: N803
+    """The Vandermonde matrix of the 1-D ``x``: column ``j`` is ``x ** (N - 1 - j)`` (``x **
+    j`` when ``increasing``), by binary exponentiation in ``x``'s dtype: exact for integers;
+    for floats within rounding of jax (which uses ``pow``).
+
+    >>> fx.numpy.vander(fx.numpy.array([2, 3]), 3)
+    Array([[4, 2, 1],
+           [9, 3, 1]], dtype=int32)
+    """
+    a = _arr(x, "vander")
+    if get_aval(a).ndim != 1:
+        raise ValueError(f"fx.numpy.vander: x must be 1-D, got shape {get_aval(a).shape}")
+    n = get_aval(a).shape[0]
+    N = n if N is None else operator.index(N)  # noqa: N806
+    if N < 0:
+        raise ValueError(f"fx.numpy.vander: N must be non-negative, got {N}")
+    cols = [lax.reshape(_int_power(a, j), (n, 1)) for j in range(N)]
+    if not cols:
+        return lax.full((n, 0), 0, get_aval(a).dtype)
+    out = lax.concatenate(cols, 1)
+    return out if increasing else flip(out, 1)
+
+
+def _int_power(x, j: int):
+    """``x ** j`` by square-and-multiply from the low bits (``1`` for ``j = 0``)."""
+    acc, base = None, x
+    while j:
+        if j & 1:
+            acc = base if acc is None else lax.mul(acc, base)
+        j >>= 1
+        if j:
+            base = lax.mul(base, base)
+    return lax.full_like(x, 1) if acc is None else acc
+
+
+# --- trimming (data-dependent) ------------------------------------------------------------------
+
+
+def trim_zeros(filt, trim: str = "fb", axis=None):
+    """``filt`` without its leading (``'f'`` in ``trim``) and trailing (``'b'``) zeros, along
+    ``axis`` (all axes when None: the bounding box of the nonzero entries). The result's shape
+    depends on the data, so ``filt`` must be concrete.
+
+    >>> fx.numpy.trim_zeros(fx.numpy.array([0, 0, 1, 0, 2, 0]))
+    Array([1, 0, 2], dtype=int32)
+    """
+    name = "fx.numpy.trim_zeros"
+    x = _arr(filt, "trim_zeros")
+    if not set(trim.lower()) <= {"f", "b"}:
+        raise ValueError(f"{name}: trim must contain only 'f' and 'b', got {trim!r}")
+    host = concrete(x, name, "its argument")
+    if host.ndim == 0:
+        raise ValueError(f"{name}: needs an array of at least one dimension")
+    axes = range(host.ndim) if axis is None else [
+        canonical_axis(a, host.ndim, name) for a in np.atleast_1d(axis)]
+    nz = host != 0
+    out = x
+    for ax in axes:
+        other = tuple(i for i in range(host.ndim) if i != ax)
+        hits = np.flatnonzero(nz.any(axis=other)) if host.size else np.zeros(0, int)
+        n = host.shape[ax]
+        if hits.size == 0:  # all zeros: nothing is left, whichever side is trimmed
+            lo = hi = 0
+        else:
+            lo = int(hits[0]) if "f" in trim.lower() else 0
+            hi = int(hits[-1]) + 1 if "b" in trim.lower() else n
+        out = lax.slice_in_dim(out, lo, hi, 1, ax)
+    return out
+
+
+# --- partitions ---------------------------------------------------------------------------------
+
+
+def partition(a, kth: int, axis: int = -1):
+    """``a`` rearranged along ``axis`` so that the entry at position ``kth`` is the one a sort
+    would put there, with no larger entries before it and no smaller ones after. fx returns
+    the fully sorted array, which is such an arrangement (as jax, the order within each side
+    is not part of the contract).
+    """
+    from fx.numpy.sorting import sort  # noqa: PLC0415
+
+    x = _arr(a, "partition")
+    nd = get_aval(x).ndim
+    axis = canonical_axis(axis, nd, "fx.numpy.partition")
+    _check_kth(kth, get_aval(x).shape[axis], "partition")
+    return sort(x, axis)
+
+
+def argpartition(a, kth: int, axis: int = -1):
+    """The indices that :func:`partition` ``a`` (a stable ``argsort``; see there)."""
+    from fx.numpy.sorting import argsort  # noqa: PLC0415
+
+    x = _arr(a, "argpartition")
+    nd = get_aval(x).ndim
+    axis = canonical_axis(axis, nd, "fx.numpy.argpartition")
+    _check_kth(kth, get_aval(x).shape[axis], "argpartition")
+    return argsort(x, axis).astype(dtypes.default_int_dtype())
+
+
+def _check_kth(kth, n: int, name: str) -> None:
+    k = operator.index(kth)
+    if not -n <= k < n:
+        raise ValueError(f"fx.numpy.{name}: kth {k} is out of bounds for an axis of length {n}")
+
+
+# --- applying functions -------------------------------------------------------------------------
+
+
+def apply_along_axis(func1d, axis: int, arr, *args, **kwargs):
+    """``func1d`` applied to every 1-D slice of ``arr`` along ``axis`` (vectorized with
+    ``fx.vmap``); the dimensions of ``func1d``'s result replace ``axis``.
+
+    >>> fx.numpy.apply_along_axis(lambda v: v.sum(), 1, fx.numpy.ones((2, 3)))
+    Array([3., 3.], dtype=float32)
+    """
+    from fx.vectorize import vmap  # noqa: PLC0415
+
+    x = _arr(arr, "apply_along_axis")
+    nd = get_aval(x).ndim
+    axis = canonical_axis(axis, nd, "fx.numpy.apply_along_axis")
+
+    def f(v):
+        return func1d(v, *args, **kwargs)
+
+    # Map over the dimensions after axis, then over those before it, innermost first, so the
+    # result's dimensions land where NumPy puts them.
+    for _ in range(nd - axis - 1):
+        f = vmap(f, in_axes=-1, out_axes=-1)
+    for _ in range(axis):
+        f = vmap(f, in_axes=0, out_axes=0)
+    return to_array(f(x), "fx.numpy.apply_along_axis")
+
+
+def apply_over_axes(func, a, axes):
+    """``func(a, axis)`` applied for each of ``axes`` in turn; a result with one dimension
+    fewer gets it back (``expand_dims``), so the rank stays ``a``'s.
+
+    >>> fx.numpy.apply_over_axes(fx.numpy.sum, fx.numpy.ones((2, 3)), [0, 1])
+    Array([[6.]], dtype=float32)
+    """
+    x = _arr(a, "apply_over_axes")
+    nd = get_aval(x).ndim
+    for ax in np.atleast_1d(axes):
+        ax = int(ax)
+        out = to_array(func(x, ax), "fx.numpy.apply_over_axes")
+        if get_aval(out).ndim == nd - 1:
+            out = expand_dims(out, ax)
+        elif get_aval(out).ndim != nd:
+            raise ValueError(f"fx.numpy.apply_over_axes: func must keep the rank {nd} or drop "
+                             f"one dimension, got shape {get_aval(out).shape}")
+        x = out
+    return x
+
