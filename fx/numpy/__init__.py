@@ -13,6 +13,7 @@ from fx.numpy import linalg  # noqa: F401
 from fx.numpy.compaction import *  # noqa: F403
 from fx.numpy.convolutions import *  # noqa: F403
 from fx.numpy.creation import *  # noqa: F403
+from fx.numpy.creation_more import *  # noqa: F403
 from fx.numpy.diagonals import *  # noqa: F403
 from fx.numpy.histograms import *  # noqa: F403
 from fx.numpy.index_tricks import *  # noqa: F403
