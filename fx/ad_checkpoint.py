@@ -13,11 +13,12 @@ from types import SimpleNamespace
 
 from fx import tree_util
 from fx.api import ShapeDtypeStruct
-from fx.core import current_trace, get_aval, new_trace
+from fx.core import EVAL_TRACE, current_trace, get_aval, new_trace
 from fx.custom_derivatives import checkpoint, everything_saveable, nothing_saveable, remat
-from fx.interpreters.call import body_param
+from fx.interpreters.call import body_param, checkpoint_name_p
 from fx.interpreters.jvp import is_differentiable
 from fx.interpreters.partial_eval import linearize_flat
+from fx.jaxpr import ClosedJaxpr, Jaxpr, Var
 from fx.lax.linalg import dot_general_p
 from fx.numpy._promote import to_array
 from fx.tracing import JaxprTrace, JaxprTracer, argument_names, flatten_fun
@@ -44,8 +45,55 @@ def save_from_both_policies(policy_1: Callable, policy_2: Callable) -> Callable:
     return policy
 
 
-# jax's policies over values named by checkpoint_name (save_only_these_names, ...) are not
-# here: fx's checkpoint_name does not mark values yet.
+def checkpoint_name(x, name: str):
+    """``x`` (a pytree) with its values named ``name``, for the save policies that select
+    values by name (``save_only_these_names``, ...), as ``jax.ad_checkpoint``. The identity:
+    outside a transformation it returns ``x`` itself."""
+    if not isinstance(name, str):
+        raise TypeError(f"checkpoint_name: the name must be a str, got {type(name).__name__}")
+
+    def named(v):
+        if current_trace() is EVAL_TRACE:
+            return v
+        v = to_array(v)
+        var = Var(get_aval(v))
+        body = ClosedJaxpr(Jaxpr([], [var], [var], []), [])
+        return checkpoint_name_p.bind(v, jaxpr=body, name=name)[0]
+
+    return tree_util.tree_map(named, x)
+
+
+def save_only_these_names(*names: str) -> Callable:
+    """Save the values named (by :func:`checkpoint_name`) one of ``names``; recompute the
+    rest."""
+    chosen = frozenset(names)
+
+    def policy(prim, *avals, **params) -> bool:
+        return prim is checkpoint_name_p and params["name"] in chosen
+
+    return policy
+
+
+def save_any_names_but_these(*names: str) -> Callable:
+    """Save every named value except those named one of ``names``; recompute the rest."""
+    excluded = frozenset(names)
+
+    def policy(prim, *avals, **params) -> bool:
+        return prim is checkpoint_name_p and params["name"] not in excluded
+
+    return policy
+
+
+def save_anything_except_these_names(*names: str) -> Callable:
+    """Save every value except those named one of ``names``."""
+    excluded = frozenset(names)
+
+    def policy(prim, *avals, **params) -> bool:
+        return not (prim is checkpoint_name_p and params["name"] in excluded)
+
+    return policy
+
+
 checkpoint_policies = SimpleNamespace(
     everything_saveable=everything_saveable,
     nothing_saveable=nothing_saveable,
@@ -54,15 +102,10 @@ checkpoint_policies = SimpleNamespace(
     dots_with_no_batch_dims_saveable=dots_with_no_batch_dims_saveable,
     checkpoint_dots_with_no_batch_dims=dots_with_no_batch_dims_saveable,
     save_from_both_policies=save_from_both_policies,
+    save_only_these_names=save_only_these_names,
+    save_any_names_but_these=save_any_names_but_these,
+    save_anything_except_these_names=save_anything_except_these_names,
 )
-
-
-def checkpoint_name(x, name: str):
-    """``x`` (a pytree), named ``name`` for save policies (as ``jax.ad_checkpoint``). fx's
-    policies save everything or nothing, so the name changes nothing yet: the identity."""
-    if not isinstance(name, str):
-        raise TypeError(f"checkpoint_name: the name must be a str, got {type(name).__name__}")
-    return tree_util.tree_map(lambda v: v, x)
 
 
 def saved_residuals(fun: Callable, *args, **kwargs) -> list[tuple[ShapeDtypeStruct, str]]:
@@ -90,7 +133,8 @@ def saved_residuals(fun: Callable, *args, **kwargs) -> list[tuple[ShapeDtypeStru
         elif var in producer:
             eqn = _origin(producer[var], var)
             where = f" from {eqn.source_info}" if eqn.source_info is not None else ""
-            what = f"output of {eqn.primitive.name}{where}"
+            what = (f"named {eqn.params['name']!r}{where}" if eqn.primitive is checkpoint_name_p
+                    else f"output of {eqn.primitive.name}{where}")
         else:
             what = "from a constant"
         out.append((spec, what))

@@ -132,6 +132,15 @@ def _checkpoint_with_policy(trace, args, params, known: ClosedJaxpr, unknown: Cl
     res_vars = k.outvars[n_known:]
     producer = {v: (i, eqn) for i, eqn in enumerate(k.eqns) for v in eqn.outvars}
     given = set(k.invars) | set(k.constvars)
+
+    def saveable(eqn) -> bool:
+        return policy(eqn.primitive, *[x.aval for x in eqn.invars], **eqn.params)
+
+    # A value whose name the policy saves is saved under that name wherever it is needed
+    # (the named value is the same array).
+    named = {e.invars[0]: e.outvars[0] for e in k.eqns if e.primitive is checkpoint_name_p
+             and isinstance(e.invars[0], Var) and saveable(e)}
+    alias: dict[Var, Var] = {}
     saved: list[Var] = []
     recompute: set[int] = set()
     seen: set[Var] = set()
@@ -141,9 +150,12 @@ def _checkpoint_with_policy(trace, args, params, known: ClosedJaxpr, unknown: Cl
         if v in seen or v in given:
             continue
         seen.add(v)
+        if v in named:
+            alias[v] = named[v]
+            stack.append(named[v])
+            continue
         i, eqn = producer[v]
-        if eqn.primitive not in body_param and policy(
-                eqn.primitive, *[x.aval for x in eqn.invars], **eqn.params):
+        if saveable(eqn):
             saved.append(v)
         elif i not in recompute:
             recompute.add(i)
@@ -151,7 +163,7 @@ def _checkpoint_with_policy(trace, args, params, known: ClosedJaxpr, unknown: Cl
     known_body, _ = dce_jaxpr(Jaxpr(k.constvars, k.invars, k.outvars[:n_known] + saved,
                                     k.eqns))
     u = unknown.jaxpr
-    rename = dict(zip(u.invars[:num_res], res_vars))
+    rename = {**alias, **{a: alias.get(r, r) for a, r in zip(u.invars[:num_res], res_vars)}}
 
     def sub(atoms):
         return [rename.get(a, a) if isinstance(a, Var) else a for a in atoms]
@@ -159,8 +171,8 @@ def _checkpoint_with_policy(trace, args, params, known: ClosedJaxpr, unknown: Cl
     unknown_body = Jaxpr(
         list(k.constvars) + list(u.constvars), saved + list(k.invars) + list(u.invars[num_res:]),
         sub(u.outvars),
-        [k.eqns[i] for i in sorted(recompute)] + [e.replace(invars=sub(e.invars))
-                                                  for e in u.eqns])
+        [k.eqns[i].replace(invars=sub(k.eqns[i].invars)) for i in sorted(recompute)]
+        + [e.replace(invars=sub(e.invars)) for e in u.eqns])
     # Known inputs the unknown call does not read are not saved.
     unknown_body, used = dce_jaxpr(unknown_body)
     n_saved, n_in = len(saved), len(k.invars)
@@ -257,9 +269,13 @@ def _call_batch(prim: Primitive):
 body_param: dict[Primitive, str] = {}
 
 jit_p = Primitive("jit", multiple_results=True)  # params: jaxpr, name, donated, backend
-checkpoint_p = Primitive("checkpoint", multiple_results=True)  # params: jaxpr, prevent_cse
+checkpoint_p = Primitive("checkpoint", multiple_results=True)  # params: jaxpr, prevent_cse,
+# and policy when it has one
+# A value named by fx.ad_checkpoint.checkpoint_name: an identity call (so every transformation
+# and the compiler handle it as a call) that save policies recognize by its name.
+checkpoint_name_p = Primitive("checkpoint_name", multiple_results=True)  # params: jaxpr, name
 
-for _prim in (jit_p, checkpoint_p):
+for _prim in (jit_p, checkpoint_p, checkpoint_name_p):
     _prim.def_abstract_eval(_call_abstract_eval(_prim.name))
     jvp.jvp_rules[_prim] = _call_jvp(_prim)
     transpose.transpose_rules[_prim] = _call_transpose(_prim)
@@ -268,6 +284,17 @@ for _prim in (jit_p, checkpoint_p):
     body_param[_prim] = "jaxpr"
 
 checkpoint_p.def_impl(eval_call_impl)
+checkpoint_name_p.def_impl(eval_call_impl)
+
+
+# The name marks the primal value (what a save policy can save); the tangent passes unnamed,
+# so the jvp is not one call computing both (which reverse mode would have to split again).
+def _checkpoint_name_jvp(primals, tangents, **params):
+    return checkpoint_name_p.bind(*primals, **params), list(tangents)
+
+
+jvp.jvp_rules[checkpoint_name_p] = _checkpoint_name_jvp
+transpose.transpose_rules[checkpoint_name_p] = lambda cts, *args, **params: list(cts)
 jit_p.def_impl(eval_call_impl)  # replaced by the compiler when fx.jit is imported
 partial_eval.pe_rules[jit_p] = _jit_partial_eval
 partial_eval.pe_rules[checkpoint_p] = _checkpoint_partial_eval

@@ -484,6 +484,14 @@ def test_checkpoint_pytrees_closures_and_other_transforms():
     assert fx.remat is fx.checkpoint
 
 
-def test_checkpoint_policy_is_not_supported_yet():
-    with pytest.raises(NotImplementedError, match="policies"):
-        fx.checkpoint(fnp.sin, policy=lambda *a: True)
+def test_checkpoint_policy_is_a_function_of_the_equation():
+    # Save policies are in fx.checkpoint_policies (tested against jax in test_toplevel_api.py);
+    # any function of (primitive, *avals, **params) is one.
+    f = lambda x: fnp.sum(fnp.sin(fnp.sin(x)))  # noqa: E731
+    x = np.linspace(0.1, 1.0, 5)
+    seen = []
+    policy = lambda prim, *avals, **params: seen.append(prim.name) or prim.name == "sin"  # noqa: E731
+    assert_allclose(fx.grad(fx.checkpoint(f, policy=policy))(x), fx.grad(f)(x))
+    assert "sin" in seen
+    with pytest.raises(TypeError, match="policy must be one of fx.checkpoint_policies"):
+        fx.checkpoint(f, policy="dots")
