@@ -18,6 +18,7 @@ from fx.numpy.diagonals import *  # noqa: F403
 from fx.numpy.histograms import *  # noqa: F403
 from fx.numpy.index_tricks import *  # noqa: F403
 from fx.numpy.indexing import *  # noqa: F403
+from fx.numpy.io import *  # noqa: F403
 from fx.numpy.linalg import *  # noqa: F403
 from fx.numpy.manipulation import *  # noqa: F403
 from fx.numpy.manipulation_more import *  # noqa: F403
@@ -31,6 +32,7 @@ from fx.numpy.sorting import *  # noqa: F403
 from fx.numpy.statistics import *  # noqa: F403
 from fx.numpy.ufuncs import *  # noqa: F403
 from fx.numpy.vector_products import *  # noqa: F403
+from fx.numpy.vectorization import *  # noqa: F403
 from fx.numpy.windows import *  # noqa: F403
 
 
