@@ -1,5 +1,5 @@
 """Host-side input/output and printing: ``save``, ``savez``, ``load``, ``frombuffer``,
-``fromstring``, ``fromiter``, ``array_repr``, ``array_str``, the print options and
+``fromstring``, ``fromiter``, ``fromfile``, ``array_repr``, ``array_str``, the print options and
 ``iterable``.
 
 These delegate to NumPy on host data: fx values are copied to the host (``numpy.asarray``),
@@ -15,7 +15,8 @@ import numpy as np
 from fx.numpy._promote import asarray, is_fx_value
 
 __all__ = [
-    "array_repr", "array_str", "frombuffer", "fromiter", "fromstring", "get_printoptions",
+    "array_repr", "array_str", "frombuffer", "fromfile", "fromiter", "fromstring",
+    "get_printoptions",
     "iterable", "load", "printoptions", "save", "savez", "set_printoptions",
 ]
 
@@ -71,6 +72,12 @@ def fromiter(iterable, dtype, count: int = -1):
     """An fx array from the values of a Python iterable (consumed on the host, so not inside
     traced code). jax raises ``NotImplementedError`` here; fx follows NumPy."""
     return asarray(np.fromiter(iterable, dtype=dtype, count=count))
+
+
+def fromfile(file, dtype=float, count: int = -1, sep: str = "", offset: int = 0):
+    """An fx array from a binary (``sep=""``) or text file, as ``numpy.fromfile`` (read on the
+    host; jax raises ``NotImplementedError`` here)."""
+    return asarray(np.fromfile(file, dtype=dtype, count=count, sep=sep, offset=offset))
 
 
 def array_repr(arr, max_line_width=None, precision=None, suppress_small=None) -> str:

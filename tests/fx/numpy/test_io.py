@@ -54,6 +54,13 @@ def test_fromiter():
                    np.array([1.5, 2.5], np.float32))
 
 
+def test_fromfile(tmp_path):
+    path = tmp_path / "raw.bin"
+    np.arange(5, dtype=np.int32).tofile(path)
+    assert_bitwise(fnp.fromfile(path, np.int32), np.arange(5, dtype=np.int32))
+    assert_bitwise(fnp.fromfile(path, np.int32, count=2, offset=4), np.array([1, 2], np.int32))
+
+
 def test_printing():
     x = np.array([[1.5, 2.25], [3.0, -4.0]], np.float32)
     a = fnp.asarray(x)
