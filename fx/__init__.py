@@ -31,7 +31,7 @@ from fx.core import ConcretizationTypeError, UnexpectedTracerError
 from fx.custom_derivatives import checkpoint, custom_jvp, custom_vjp, remat
 from fx import debug
 from fx.debug import debug_infs, debug_nans, disable_jit
-from fx.devices import default_backend, devices
+from fx.devices import Device, default_backend, devices
 from fx.jit_function import clear_caches, jit
 from fx import errors
 from fx.api import (

@@ -115,7 +115,7 @@ def typeof(x) -> ShapedArray:
     Example::
 
         >>> fx.typeof(fnp.ones((2, 3)))
-        ShapedArray(float32[2,3])
+        ShapedArray(f32[2,3])
     """
     try:
         return get_aval(x)

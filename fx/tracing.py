@@ -145,6 +145,17 @@ def name_scope(name: str):
         _name_stack.reset(token)
 
 
+@contextlib.contextmanager
+def replaced_name_stack(label: str):
+    """Record ``label`` as the whole name stack of the equations traced in the body (reverse
+    mode labels the equations transposing a named one ``transpose(outer/inner)``)."""
+    token = _name_stack.set((label,))
+    try:
+        yield
+    finally:
+        _name_stack.reset(token)
+
+
 def user_source_info() -> SourceInfo | None:
     """The innermost stack frame outside fx (the user's line that caused this equation), with
     the current name stack."""

@@ -21,6 +21,7 @@ from fx.core import Primitive, current_trace, get_aval, new_trace
 from fx.interpreters.jvp import Zero
 from fx.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from fx.lax import base
+from fx.tracing import replaced_name_stack
 
 
 class UndefinedPrimal:
@@ -113,8 +114,13 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Seque
             ct_arg = [Zero(v.aval) if ct is None else ct for v, ct in zip(eqn.outvars, cts)]
         else:
             ct_arg = cts[0]
+        names = eqn.source_info.name_stack if eqn.source_info is not None else ""
         try:
-            cts_in = rule(ct_arg, *eqn_args, **eqn.params)
+            if names:
+                with replaced_name_stack(f"transpose({names})"):
+                    cts_in = rule(ct_arg, *eqn_args, **eqn.params)
+            else:
+                cts_in = rule(ct_arg, *eqn_args, **eqn.params)
         except Exception as e:  # point at the user's line the equation came from
             if eqn.source_info is not None:
                 e.add_note(f"(transposing '{eqn.primitive.name}' from {eqn.source_info})")

@@ -100,6 +100,7 @@ def test_block_until_ready_and_device_get():
 def test_device_counts():
     assert fx.device_count() == len(fx.devices()) == fx.local_device_count() >= 1
     assert fx.local_devices() == fx.devices()
+    assert all(isinstance(d, fx.Device) for d in fx.devices())
     assert (fx.process_index(), fx.process_count()) == (jax.process_index(), jax.process_count())
 
 
@@ -193,6 +194,11 @@ def test_named_scope_and_named_call_in_make_jaxpr():
     assert "#" not in str(fx.make_jaxpr(layer)(1.0))  # no scope: the printer is unchanged
     close(f(0.3), np.tanh(np.sin(0.3)) * 2)
     assert fx.named_call(layer).__name__ == "layer"
+    # Reverse mode labels the equations transposing named ones (as jax's transpose(...)).
+    grad_lines = str(fx.make_jaxpr(fx.grad(f))(0.3)).splitlines()
+    assert any(ln.endswith("# transpose(outer/inner)") for ln in grad_lines)
+    assert any(ln.endswith("# transpose(outer/dense)") for ln in grad_lines)
+    close(fx.grad(f)(0.3), jax.grad(lambda x: jnp.tanh(jnp.sin(x)) * 2)(0.3))
 
 
 def test_ensure_compile_time_eval():
@@ -427,7 +433,6 @@ MISSING_FROM_FX = {
     "sharding": "no sharding", "reshard": "no sharding", "set_mesh": "no meshes",
     "make_mesh": "no meshes", "shard_map": "no sharding", "smap": "no sharding",
     "auto_pcast": "no sharding", "remove_size_one_mesh_axis_from_type": "no meshes",
-    "Device": "fx.devices.Device is fx's device type",
     "default_device": "a config context of jax's; fx picks devices with FX_BACKEND",
     "copy_to_host_async": "fx copies synchronously (fx.device_get)",
     "transfer_guard": "no implicit transfers to guard",
