@@ -4,9 +4,10 @@
 
 Lengths are static (they are shapes), so everything is a fixed sequence of ``fx.lax`` ops:
 ``polyval`` is Horner's rule, ``polymul`` a convolution, ``polydiv`` unrolled long division,
-``polyfit`` a Householder QR least-squares solve of the column-scaled Vandermonde matrix.
-All differentiate, vmap and compile. ``roots`` (and ``poly`` of a matrix) need eigenvalues,
-which fx does not have yet, and are not provided.
+``polyfit`` a Householder QR of the column-scaled Vandermonde matrix and a Jacobi SVD of
+its triangular factor. All differentiate, vmap and compile. ``roots`` (and ``poly`` of a
+matrix) need the eigenvalues of a general matrix, complex in general, which fx does not
+compute yet, and are not provided.
 """
 
 from __future__ import annotations
@@ -230,17 +231,15 @@ def poly(seq_of_zeros):
 # --- least squares ----------------------------------------------------------------------------
 
 
-def _householder_solve(a, b):
-    """Least-squares ``x`` minimizing ``|a x - b|`` for a tall ``a`` (n, k) of full column
-    rank and ``b`` (n, r): QR by Householder reflections (k of them, unrolled), then back
-    substitution. Also returns R (k, k), for the covariance."""
+def _householder_qr(a, b):
+    """``R`` (k, k) and ``Q^T b`` (k, r) of a tall ``a`` (n, k) and ``b`` (n, r): k
+    Householder reflections, unrolled."""
     n, k = get_aval(a).shape
     dt = get_aval(a).dtype
     rows = lax.broadcasted_iota(dtypes.int32, (n,), 0)
     for j in range(k):
         col = lax.reshape(lax.slice_in_dim(a, j, j + 1, 1, 1), (n,))
-        below = lax.ge(rows, j)
-        x = lax.select(below, col, lax.full_like(col, 0))
+        x = lax.select(lax.ge(rows, j), col, lax.full_like(col, 0))
         norm = lax.sqrt(lax.reduce_sum(lax.mul(x, x), (0,)))
         x0 = lax.reshape(lax.slice_in_dim(col, j, j + 1, 1, 0), ())
         # Reflect onto -sign(x0) |x| e_j (no cancellation in x0 - alpha).
@@ -257,34 +256,60 @@ def _householder_solve(a, b):
             return lax.sub(m, upd)
 
         a, b = reflect(a), reflect(b)
-    r = lax.slice(a, (0, 0), (k, k))
-    qb = lax.slice(b, (0, 0), (k, get_aval(b).shape[1]))
-    sol = [None] * k
-    for i in reversed(range(k)):
-        acc = lax.slice_in_dim(qb, i, i + 1, 1, 0)
-        for j in range(i + 1, k):
-            rij = lax.reshape(lax.slice(r, (i, j), (i + 1, j + 1)), ())
-            acc = lax.sub(acc, lax.mul(sol[j], rij))
-        rii = lax.reshape(lax.slice(r, (i, i), (i + 1, i + 1)), ())
-        sol[i] = lax.div(acc, rii)
-    return lax.concatenate(sol, 0), r
+    return lax.slice(a, (0, 0), (k, k)), lax.slice(b, (0, 0), (k, get_aval(b).shape[1]))
 
 
-def _upper_inverse(r):
-    """``R^-1`` of an upper-triangular (k, k) ``R`` by back substitution, column by column."""
+def _dot(x, y):
+    return lax.reduce_sum(lax.mul(x, y), (0,))
+
+
+def _rotate_pairs(w, v):
+    """One cyclic sweep of plane rotations over every column pair ``(p, q)`` of ``w``,
+    applied to ``v`` too; ``w`` and ``v`` are (k, k)."""
+    k = get_aval(w).shape[0]
+    wc = [lax.reshape(lax.slice_in_dim(w, j, j + 1, 1, 1), (k,)) for j in range(k)]
+    vc = [lax.reshape(lax.slice_in_dim(v, j, j + 1, 1, 1), (k,)) for j in range(k)]
+    for p in range(k):
+        for q in range(p + 1, k):
+            alpha, beta, gamma = _dot(wc[p], wc[p]), _dot(wc[q], wc[q]), _dot(wc[p], wc[q])
+            zero = lax.eq(gamma, 0)
+            zeta = lax.div(lax.sub(beta, alpha),
+                           lax.mul(lax.select(zero, lax.full_like(gamma, 1), gamma), 2.0))
+            big = lax.gt(lax.abs(zeta), 1e8)
+            z = lax.select(big, lax.full_like(zeta, 1), zeta)
+            sgn = lax.select(lax.ge(z, 0), lax.full_like(z, 1), lax.full_like(z, -1))
+            t = lax.div(sgn, lax.add(lax.abs(z), lax.sqrt(lax.add(lax.mul(z, z), 1.0))))
+            zsafe = lax.select(big, zeta, lax.full_like(zeta, 1))
+            t = lax.select(big, lax.div(0.5, zsafe), t)
+            t = lax.select(zero, lax.full_like(t, 0), t)
+            c = lax.rsqrt(lax.add(lax.mul(t, t), 1.0))
+            s = lax.mul(c, t)
+            for cols in (wc, vc):
+                a, b = cols[p], cols[q]
+                cols[p] = lax.sub(lax.mul(a, c), lax.mul(b, s))
+                cols[q] = lax.add(lax.mul(a, s), lax.mul(b, c))
+    return _stack_columns(wc), _stack_columns(vc)
+
+
+def _jacobi_svd(r, sweeps: int):
+    """One-sided (Hestenes) Jacobi on the columns of a small square ``r``: plane rotations
+    ``V`` make the columns of ``W = r V`` orthogonal, so ``r = U S V^T`` with ``S`` the
+    column norms of ``W`` and ``U = W / S``. Cyclic sweeps converge quadratically; a fixed
+    number of them runs as a loop (``fori_loop``, differentiable with static bounds).
+    Returns the columns of ``W`` and of ``V``."""
     k = get_aval(r).shape[0]
     dt = get_aval(r).dtype
-    inv = [[None] * k for _ in range(k)]
-    for c in range(k):
-        for i in reversed(range(k)):
-            acc = lax.full((), 1.0 if i == c else 0.0, dt)
-            for j in range(i + 1, k):
-                acc = lax.sub(acc, lax.mul(lax.reshape(lax.slice(r, (i, j), (i + 1, j + 1)), ()),
-                                           inv[j][c]))
-            inv[i][c] = lax.div(acc, lax.reshape(lax.slice(r, (i, i), (i + 1, i + 1)), ()))
-    rows = [lax.concatenate([lax.reshape(inv[i][c], (1, 1)) for c in range(k)], 1)
-            for i in range(k)]
-    return lax.concatenate(rows, 0)
+    eye = lax.convert_element_type(lax.eq(lax.broadcasted_iota(dtypes.int32, (k, k), 0),
+                                          lax.broadcasted_iota(dtypes.int32, (k, k), 1)), dt)
+    w, v = lax.fori_loop(0, sweeps, lambda i, wv: _rotate_pairs(*wv), (r, eye))
+    w_cols = [lax.reshape(lax.slice_in_dim(w, j, j + 1, 1, 1), (k,)) for j in range(k)]
+    v_cols = [lax.reshape(lax.slice_in_dim(v, j, j + 1, 1, 1), (k,)) for j in range(k)]
+    return w_cols, v_cols
+
+
+def _stack_columns(cols):
+    k = get_aval(cols[0]).shape[0]
+    return lax.concatenate([lax.reshape(c, (k, 1)) for c in cols], 1)
 
 
 def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov=False):
@@ -292,11 +317,13 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov=False):
     (``y`` may hold several data sets in its columns), highest power first, as
     ``numpy.polyfit``; ``w`` weights each point's residual.
 
-    Solved by a Householder QR of the Vandermonde matrix with unit-norm columns, which is as
-    accurate as numpy's SVD for full-rank problems; ``rcond`` (an SVD rank cutoff) has
-    nothing to cut and is accepted for compatibility. ``cov=True`` also returns the
-    coefficients' covariance (scaled by the residual variance; ``cov="unscaled"`` leaves it
-    out). ``full=True`` (residuals, rank, singular values) needs an SVD and is not supported.
+    The Vandermonde matrix, its columns scaled to unit norm, is reduced by a Householder QR
+    and its small triangular factor decomposed by one-sided Jacobi (an SVD); singular values
+    below ``rcond`` (default ``len(x) * eps``) times the largest are cut, so rank-deficient
+    fits give the minimum-norm solution, as numpy's and JAX's SVD-based fits do.
+    ``full=True`` returns ``(coefficients, residuals, rank, singular_values, rcond)``;
+    ``cov=True`` returns ``(coefficients, covariance)``, the covariance scaled by the
+    residual variance unless ``cov="unscaled"``.
 
     Example: ``fnp.polyfit(fnp.array([0., 1., 2.]), fnp.array([1., 3., 5.]), 1)`` is
     ``[2., 1.]``.
@@ -305,27 +332,23 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov=False):
     deg = int(deg)
     if deg < 0:
         raise ValueError(f"{name}: expected deg >= 0, got {deg}")
-    if full:
-        raise NotImplementedError(f"{name}: full=True needs a singular value decomposition, "
-                                  "which fx does not have yet; call without full=")
-    del rcond
     x, y = promote_to_inexact(x, y, name=name)
     xa, ya = get_aval(x), get_aval(y)
-    if xa.ndim != 1:
-        raise TypeError(f"{name}: expected 1-d x, got shape {xa.shape}")
+    if xa.ndim != 1 or xa.shape[0] == 0:
+        raise TypeError(f"{name}: expected non-empty 1-d x, got shape {xa.shape}")
     if ya.ndim not in (1, 2) or ya.shape[0] != xa.shape[0]:
         raise TypeError(f"{name}: expected y of shape ({xa.shape[0]},) or ({xa.shape[0]}, K), "
                         f"got {ya.shape}")
     n, order = xa.shape[0], deg + 1
-    if n < order:
-        raise ValueError(f"{name}: {n} points cannot determine a polynomial of degree {deg}; "
-                         "lower deg")
     dt = xa.dtype
+    if rcond is None:
+        rcond = n * float(dtypes.finfo(dt).eps)
     cols = [lax.full((n, 1), 1, dt)]
     for _ in range(deg):
         cols.insert(0, lax.mul(cols[0], lax.reshape(x, (n, 1))))
     lhs = lax.concatenate(cols, 1)
     rhs = y if ya.ndim == 2 else lax.reshape(y, (n, 1))
+    nrhs = get_aval(rhs).shape[1]
     if w is not None:
         w = lax.convert_element_type(to_array(w, name), dt)
         if get_aval(w).shape != (n,):
@@ -334,27 +357,46 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov=False):
         rhs = lax.mul(rhs, lax.broadcast_in_dim(w, get_aval(rhs).shape, (0,)))
     scale = lax.sqrt(lax.reduce_sum(lax.mul(lhs, lhs), (0,)))
     lhs = lax.div(lhs, lax.broadcast_in_dim(scale, (n, order), (1,)))
-    c, r = _householder_solve(lhs, rhs)
-    c = lax.div(c, lax.broadcast_in_dim(scale, get_aval(c).shape, (0,)))
+    # Fewer points than coefficients: zero rows change no residual and let QR run.
+    a, b = lhs, rhs
+    if n < order:
+        a = lax.concatenate([a, lax.full((order - n, order), 0, dt)], 0)
+        b = lax.concatenate([b, lax.full((order - n, nrhs), 0, dt)], 0)
+    r, qb = _householder_qr(a, b)
+    wcols, vcols = _jacobi_svd(r, sweeps=max(8, order))
+    sv = lax.sqrt(lax.concatenate([lax.reshape(_dot(c, c), (1,)) for c in wcols], 0))
+    cutoff = lax.mul(lax.reduce_max(sv, (0,)), lax.convert_element_type(to_array(rcond), dt))
+    kept = lax.gt(sv, cutoff)
+    inv_sq = lax.select(kept, lax.div(1.0, lax.mul(sv, sv)), lax.full_like(sv, 0))
+    wmat, vmat = _stack_columns(wcols), _stack_columns(vcols)
+    # r = U S V^T with U = W / S: the pseudo-inverse solution is V S^-2 W^T (Q^T b).
+    proj = lax.mul(lax.broadcast_in_dim(inv_sq, (order, nrhs), (0,)),
+                   lax.dot_general(wmat, qb, (((0,), (0,)), ((), ()))))
+    c_scaled = lax.dot_general(vmat, proj, (((1,), (0,)), ((), ())))
+    c = lax.div(c_scaled, lax.broadcast_in_dim(scale, (order, nrhs), (0,)))
     coeffs = c if ya.ndim == 2 else lax.reshape(c, (order,))
+    resid = lax.sub(lax.dot_general(lhs, c_scaled, (((1,), (0,)), ((), ()))), rhs)
+    resids = lax.reduce_sum(lax.mul(resid, resid), (0,))
+    if full:
+        rank = lax.reduce_sum(lax.convert_element_type(kept, dtypes.default_int_dtype()), (0,))
+        s_sorted = lax.rev(lax.sort(sv, 0), (0,))
+        return coeffs, resids, rank, s_sorted, to_array(rcond)
     if not cov:
         return coeffs
-    rinv = _upper_inverse(r)
-    base = lax.dot_general(rinv, rinv, (((1,), (1,)), ((), ())))  # (A^T A)^-1, scaled A
+    # (A^T A)^-1 of the scaled A is V S^-2 V^T; undo the column scaling on both sides.
+    base = lax.dot_general(lax.mul(vmat, lax.broadcast_in_dim(inv_sq, (order, order), (1,))),
+                           vmat, (((1,), (1,)), ((), ())))
     base = lax.div(base, lax.mul(lax.broadcast_in_dim(scale, (order, order), (0,)),
                                  lax.broadcast_in_dim(scale, (order, order), (1,))))
     if cov == "unscaled":
-        fac = lax.full((get_aval(rhs).shape[1],), 1, dt)
+        fac = lax.full((nrhs,), 1, dt)
     else:
         if n <= order:
             raise ValueError(f"{name}: the number of data points ({n}) must exceed the order "
                              f"({order}) to scale the covariance; use cov='unscaled'")
-        resid = lax.sub(lax.dot_general(lhs, lax.mul(c, lax.broadcast_in_dim(
-            scale, get_aval(c).shape, (0,))), (((1,), (0,)), ((), ()))), rhs)
-        fac = lax.div(lax.reduce_sum(lax.mul(resid, resid), (0,)), float(n - order))
+        fac = lax.div(resids, float(n - order))
     if ya.ndim == 1:
         return coeffs, lax.mul(base, lax.reshape(fac, ()))
-    k = get_aval(rhs).shape[1]
-    grid = (order, order, k)
+    grid = (order, order, nrhs)
     return coeffs, lax.mul(lax.broadcast_in_dim(base, grid, (0, 1)),
                            lax.broadcast_in_dim(fac, grid, (2,)))
