@@ -228,3 +228,8 @@ def _holds_numpy_int64(data) -> bool:
     if isinstance(data, (list, tuple)):
         return any(_holds_numpy_int64(d) for d in data)
     return False
+
+
+class prng_key(np.generic):  # noqa: N801  (jax's name: jax.dtypes.prng_key)
+    """The abstract type of jax's typed PRNG keys. fx keys are raw ``uint32`` data, so
+    ``issubdtype(k.dtype, prng_key)`` is False for them, as it is for jax's raw keys."""

@@ -329,3 +329,20 @@ def one_hot(x, num_classes: int, *, dtype=None, axis: int = -1):
     rhs_shape.insert(axis, num_classes)
     classes = lax.broadcasted_iota(aval.dtype, tuple(rhs_shape), axis)
     return lax.convert_element_type(fnp.equal(lhs, classes), out_dt)
+
+# The rest of jax.nn (fx/nn_functions.py) and the initializers, as fx.nn.initializers.
+import sys as _sys  # noqa: E402
+
+from fx import nn_initializers as initializers  # noqa: E402, F401
+from fx.nn_functions import (  # noqa: E402, F401
+    dot_product_attention,
+    identity,
+    log1mexp,
+    logmeanexp,
+    sparse_plus,
+    sparse_sigmoid,
+    squareplus,
+    tanh,
+)
+
+_sys.modules.setdefault("fx.nn.initializers", initializers)  # `import fx.nn.initializers`

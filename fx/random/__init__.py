@@ -25,6 +25,7 @@ from fx.random.distributions import (
     truncated_normal,
     uniform,
 )
+from fx.random.keys import clone, key_data, key_impl, wrap_key_data
 from fx.random.permutations import choice, permutation, shuffle
 from fx.random.threefry import PRNGKey, bits, fold_in, key, split
 
@@ -34,9 +35,12 @@ __all__ = [
     "bits",
     "categorical",
     "choice",
+    "clone",
     "fold_in",
     "gumbel",
     "key",
+    "key_data",
+    "key_impl",
     "normal",
     "permutation",
     "randint",
@@ -44,4 +48,5 @@ __all__ = [
     "split",
     "truncated_normal",
     "uniform",
+    "wrap_key_data",
 ]
