@@ -16,8 +16,10 @@ Example::
     >>> init(fx.random.key(0), (3, 4)).shape
     (3, 4)
 
-``orthogonal`` and ``delta_orthogonal`` need a QR decomposition, which fx does not have yet
-(issue 14); they are not defined here.
+``orthogonal`` orthonormalizes a normal draw by Householder reflections (a QR
+decomposition, written here with ``fx.lax`` in a ``fori_loop``, until fx.numpy.linalg has one),
+with the signs of R's diagonal made positive: that ``Q`` is unique, so it equals jax's for the
+same key up to rounding.
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ from fx import dtypes, lax, random
 from fx.array import Array
 
 __all__ = [
-    "Initializer", "constant", "glorot_normal", "glorot_uniform", "he_normal", "he_uniform",
-    "kaiming_normal", "kaiming_uniform", "lecun_normal", "lecun_uniform", "normal", "ones",
+    "Initializer", "constant", "delta_orthogonal", "glorot_normal", "glorot_uniform",
+    "he_normal", "he_uniform", "kaiming_normal", "kaiming_uniform", "lecun_normal",
+    "lecun_uniform", "normal", "ones", "orthogonal",
     "truncated_normal", "uniform", "variance_scaling", "xavier_normal", "xavier_uniform",
     "zeros",
 ]
@@ -206,3 +209,108 @@ he_normal = _preset(2.0, "fan_in", "truncated_normal",
                     "He/Kaiming normal: ``variance_scaling(2, 'fan_in', 'truncated_normal')``.")
 xavier_uniform, xavier_normal = glorot_uniform, glorot_normal
 kaiming_uniform, kaiming_normal = he_uniform, he_normal
+
+
+# --- orthogonal ---------------------------------------------------------------------------------
+
+
+def _orthonormal_columns(a):
+    """``Q`` of the thin QR decomposition ``a = Q R`` (``a`` is ``m x n``, ``m >= n``) with
+    ``R``'s diagonal non-negative, by Householder reflections in a ``fori_loop``."""
+    m, n = a.shape
+    dt = a.dtype
+    rows = lax.broadcasted_iota(dtypes.int32, (m, 1), 0)
+    zero, two = Array(np.asarray(0, dt)), Array(np.asarray(2, dt))
+
+    def reflect(v, x):
+        """``(I - 2 v v^T) x`` for a unit (or zero) column ``v`` (``m x 1``)."""
+        v = lax.broadcast_in_dim(lax.reshape(v, (m,)), (m, n), (0,))
+        vx = lax.broadcast_in_dim(lax.reduce_sum(lax.mul(v, x), (0,)), (m, n), (1,))
+        return lax.sub(x, lax.mul(two, lax.mul(v, vx)))
+
+    def step(j, carry):
+        r, vs, signs = carry
+        j = lax.convert_element_type(j, dtypes.int32)
+        col = lax.dynamic_slice_in_dim(r, j, 1, 1)                          # (m, 1)
+        below = lax.ge(rows, lax.broadcast_in_dim(j, (m, 1), ()))
+        x = lax.select(below, col, lax.full_like(col, 0))
+        norm = lax.sqrt(lax.reduce_sum(lax.mul(x, x), (0, 1)))
+        xj = lax.reduce_sum(lax.select(lax.eq(rows, lax.broadcast_in_dim(j, (m, 1), ())), x,
+                                       lax.full_like(x, 0)), (0, 1))
+        sign = lax.select(lax.lt(xj, zero), Array(np.asarray(-1, dt)), Array(np.asarray(1, dt)))
+        alpha = lax.neg(lax.mul(sign, norm))                                 # R[j, j]
+        at_j = lax.eq(rows, lax.broadcast_in_dim(j, (m, 1), ()))
+        v = lax.select(at_j, lax.sub(x, lax.broadcast_in_dim(alpha, (m, 1), ())), x)
+        vnorm = lax.sqrt(lax.reduce_sum(lax.mul(v, v), (0, 1)))
+        safe = lax.select(lax.gt(vnorm, zero), vnorm, Array(np.asarray(1, dt)))
+        v = lax.div(v, lax.broadcast_in_dim(safe, (m, 1), ()))
+        r = reflect(v, r)
+        vs = lax.dynamic_update_slice_in_dim(vs, v, j, 1)
+        diag_sign = lax.select(lax.lt(alpha, zero), Array(np.asarray(-1, dt)),
+                               Array(np.asarray(1, dt)))
+        signs = lax.dynamic_update_slice_in_dim(signs, lax.reshape(diag_sign, (1,)), j, 0)
+        return r, vs, signs
+
+    init = (a, lax.full((m, n), 0, dt), lax.full((n,), 1, dt))
+    _, vs, signs = lax.fori_loop(0, n, step, init)
+
+    def apply(i, q):  # Q = H_0 ... H_{n-1} I[:, :n], applied right to left
+        i = lax.convert_element_type(i, dtypes.int32)
+        v = lax.dynamic_slice_in_dim(vs, lax.sub(np.asarray(n - 1, np.int32), i), 1, 1)
+        return reflect(v, q)
+
+    eye = lax.convert_element_type(lax.eq(lax.broadcasted_iota(dtypes.int32, (m, n), 0),
+                                          lax.broadcasted_iota(dtypes.int32, (m, n), 1)), dt)
+    q = lax.fori_loop(0, n, apply, eye)
+    return lax.mul(q, lax.broadcast_in_dim(signs, (m, n), (1,)))
+
+
+def orthogonal(scale=1.0, column_axis=-1, dtype=None) -> Initializer:
+    """A (semi-)orthogonal matrix times ``scale``: the ``column_axis`` dimension indexes
+    orthonormal columns (or rows, if there are more of them than the other dimensions'
+    product), the other dimensions are flattened. As jax's: the Q factor of a normal draw."""
+
+    def init(key, shape, dtype=dtype):
+        from fx import numpy as fnp
+
+        shape = _shape("orthogonal", shape)
+        dt = _float_dtype("orthogonal", dtype)
+        if len(shape) < 2:
+            raise ValueError(f"fx.nn.initializers.orthogonal: needs a shape of rank >= 2, got "
+                             f"{shape}")
+        axis = column_axis % len(shape)
+        n_cols = shape[axis]
+        n_rows = math.prod(shape) // n_cols if n_cols else 0
+        wide = n_rows < n_cols
+        a = random.normal(key, (n_cols, n_rows) if wide else (n_rows, n_cols), dt)
+        q = _orthonormal_columns(a)
+        if wide:
+            q = lax.transpose(q, (1, 0))
+        q = lax.reshape(q, tuple(d for i, d in enumerate(shape) if i != axis) + (n_cols,))
+        q = fnp.moveaxis(q, -1, axis)
+        return _scaled(q, scale, dt)
+
+    return init
+
+
+def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None) -> Initializer:
+    """For convolution kernels ``(*spatial, in, out)`` of 1 to 3 spatial dimensions with
+    ``in <= out``: zeros except an orthogonal ``(in, out)`` matrix at the spatial center
+    (Xiao et al. 2018), as jax's."""
+
+    def init(key, shape, dtype=dtype):
+        shape = _shape("delta_orthogonal", shape)
+        dt = _float_dtype("delta_orthogonal", dtype)
+        if len(shape) not in (3, 4, 5):
+            raise ValueError(f"fx.nn.initializers.delta_orthogonal: needs a 3-D, 4-D or 5-D "
+                             f"shape (spatial..., in, out), got {shape}")
+        if shape[-1] < shape[-2]:
+            raise ValueError(f"fx.nn.initializers.delta_orthogonal: in features {shape[-2]} "
+                             f"must be <= out features {shape[-1]} (shape {shape})")
+        ortho = orthogonal(scale, column_axis, dt)(key, shape[-2:])
+        center = tuple((k - 1) // 2 for k in shape[:-2])
+        w = lax.full(shape, 0, dt)
+        block = lax.reshape(ortho, (1,) * len(center) + shape[-2:])
+        return lax.dynamic_update_slice(w, block, center + (0, 0))
+
+    return init

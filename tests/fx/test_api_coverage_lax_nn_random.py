@@ -94,10 +94,7 @@ NN_EXCLUDED = {
     "get_scaled_dot_general_config": "as scaled_dot_general",
 }
 
-INITIALIZERS_EXCLUDED = {
-    "orthogonal": "issue 14: needs a QR decomposition",
-    "delta_orthogonal": "issue 14: built on orthogonal (QR)",
-}
+INITIALIZERS_EXCLUDED: dict[str, str] = {}
 
 RANDOM_EXCLUDED = {
     name: _ISSUE14_DIST for name in (

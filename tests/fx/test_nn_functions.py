@@ -224,6 +224,30 @@ def test_initializer_matches_jax(name, args):
                 assert_allclose(jitted, got, rtol=jtol, atol=jtol, what=what + " jit")
 
 
+@pytest.mark.parametrize("shape, axis", [((4, 3), -1), ((3, 5), -1), ((2, 3, 4), 0),
+                                         ((6, 6), -1), ((3, 4, 5), 1), ((64, 32), -1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_orthogonal_matches_jax(shape, axis, dtype):
+    want = J.orthogonal(1.5, axis)(jax.random.key(1), shape, dtype)
+    with fx.enable_x64():
+        init = I.orthogonal(1.5, axis)
+        got = init(fx.random.key(1), shape, dtype)
+        jitted = fx.jit(lambda k: init(k, shape, dtype))(fx.random.key(1))
+    tol = 2e-6 if dtype == np.float32 else 1e-13
+    assert_allclose(got, want, rtol=tol, atol=tol)
+    assert_allclose(jitted, got, rtol=tol, atol=tol)
+    m = np.moveaxis(np.asarray(got, np.float64), axis, -1).reshape(-1, shape[axis]) / 1.5
+    gram = m.T @ m if m.shape[0] >= m.shape[1] else m @ m.T
+    np.testing.assert_allclose(gram, np.eye(len(gram)), atol=50 * tol)
+
+
+@pytest.mark.parametrize("shape", [(3, 2, 4), (3, 3, 2, 2), (3, 1, 2, 3, 5)])
+def test_delta_orthogonal_matches_jax(shape):
+    want = J.delta_orthogonal(0.5)(jax.random.key(2), shape, np.float32)
+    got = I.delta_orthogonal(0.5)(fx.random.key(2), shape, np.float32)
+    assert_allclose(got, want, rtol=2e-6, atol=2e-6)
+
+
 def test_initializer_default_dtype_is_the_modes():
     assert I.glorot_uniform()(fx.random.key(0), (2, 3)).dtype == fx.dtypes.default_float_dtype()
     with fx.enable_x64():
@@ -255,6 +279,9 @@ def test_initializer_statistics():
     (lambda: I.variance_scaling(1.0, "fan_in", "cauchy"), r"invalid distribution 'cauchy'"),
     (lambda: I.normal()(fx.random.key(0), (2,), np.int32), r"normal: needs a floating dtype"),
     (lambda: I.ones(fx.random.key(0), (2, -1)), r"ones: negative dimension"),
+    (lambda: I.orthogonal()(fx.random.key(0), (3,)), r"orthogonal: needs a shape of rank >= 2"),
+    (lambda: I.delta_orthogonal()(fx.random.key(0), (3, 4)), r"needs a 3-D, 4-D or 5-D"),
+    (lambda: I.delta_orthogonal()(fx.random.key(0), (3, 4, 2)), r"in features 4 must be <="),
 ])
 def test_initializer_errors(call, match):
     with pytest.raises((TypeError, ValueError), match=match):
