@@ -487,9 +487,16 @@ class Compiled:
 
 def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (),
         static_argnames: str | Sequence[str] = (), donate_argnums: int | Sequence[int] = (),
-        backend: str | None = None):
+        donate_argnames: str | Sequence[str] = (), backend: str | None = None,
+        keep_unused: bool = False, inline: bool = False):
     """Compile ``fun``: trace it once per signature into a jaxpr, optimize, fuse, plan memory
     and generate kernels; later calls with the same signature run the compiled program.
+
+    ``static_argnums``/``static_argnames`` name the arguments that are Python values keying
+    the cache (either names a parameter however it is passed); ``donate_argnums``/
+    ``donate_argnames`` the positional arguments whose buffers the call may reuse. As in
+    jax, ``keep_unused`` and ``inline`` are accepted: fx always inlines nested jitted calls
+    into the caller's program, and unused arguments change no result.
 
     Example::
 
@@ -501,5 +508,25 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,
-                                 donate_argnums=donate_argnums, backend=backend)
+                                 donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                                 backend=backend, keep_unused=keep_unused, inline=inline)
+    if donate_argnames:
+        donate_argnums = _donated_positions(fun, donate_argnums, donate_argnames)
     return JitFunction(fun, static_argnums, static_argnames, donate_argnums, backend)
+
+
+def _donated_positions(fun: Callable, nums, names) -> tuple[int, ...]:
+    """``donate_argnums`` with the positions of the parameters ``donate_argnames`` names
+    added (fx donates positional arguments; one passed by keyword is not donated)."""
+    names = (names,) if isinstance(names, str) else tuple(names)
+    nums = (nums,) if isinstance(nums, int) else tuple(nums)
+    params = list(inspect.signature(fun).parameters.values())
+    positions = {p.name: i for i, p in enumerate(params)
+                 if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD}
+    bad = sorted(set(names) - {p.name for p in params})
+    if bad:
+        raise ValueError(
+            f"jit({_fun_name(fun)}): donate_argnames {bad} name no parameter of "
+            f"{_fun_name(fun)}, whose parameters are {[p.name for p in params]}"
+        )
+    return tuple(sorted(set(nums) | {positions[n] for n in names if n in positions}))

@@ -90,6 +90,21 @@ def test_static_argnames_of_no_parameter_is_an_error():
           jax.jit(lambda x, n=3: x * n, static_argnums=1)(X))
 
 
+def test_jit_takes_jax_options():
+    def run(m, np_):
+        x = np_.ones(3, np.float32)
+        f = m.jit(lambda a, b: a + b, donate_argnames="a", inline=True, keep_unused=True)
+        return f(x, np_.ones(3, np.float32)), x.is_deleted()
+
+    (got, got_deleted), (want, want_deleted) = run(fx, fnp), run(jax, jnp)
+    close(got, want)
+    assert got_deleted == want_deleted
+    with pytest.raises(ValueError, match="donate_argnames"):
+        jax.jit(lambda a: a, donate_argnames="q")
+    with pytest.raises(ValueError, match=r"jit\(<lambda>\): donate_argnames \['q'\]"):
+        fx.jit(lambda a: a, donate_argnames="q")
+
+
 # --- A2: a custom_jvp function and rule branching on primal values under grad -----------------
 
 
