@@ -445,9 +445,11 @@ def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=Non
 # --- scatters -----------------------------------------------------------------------------------
 
 
-def scatter_sub(operand, indices, updates, axes: Sequence[int], *, mode=None):
-    """``operand`` with ``updates`` subtracted at ``indices`` (fx's gather/scatter index
-    convention, see ``fx.lax.gather``); repeated indices subtract every update."""
+def scatter_sub(operand, indices, updates, axes: Sequence[int], *, mode=None,
+                indices_are_sorted: bool = False, unique_indices: bool = False):
+    """``operand`` with ``updates`` subtracted at ``indices`` (fx's ``axes`` convention, see
+    ``fx.lax.gather``, or jax's ``ScatterDimensionNumbers``); repeated indices subtract every
+    update."""
     return scatter_add(operand, indices, ew.neg(_as_array(updates, "scatter_sub")), axes,
                        mode=mode)
 

@@ -212,7 +212,8 @@ def _gather_abstract_eval(operand, indices, *, axes, mode, fill_value):
 gather_p.def_impl(_gather_impl)
 
 
-def gather(operand, indices, axes: Sequence[int], *, mode=None, fill_value=None):
+def gather(operand, indices, axes: Sequence[int], slice_sizes=None, *, mode=None,
+           fill_value=None, unique_indices: bool = False, indices_are_sorted: bool = False):
     """``operand`` read at the positions in ``indices`` (one column per axis in ``axes``).
 
     The output has shape ``indices.shape[:-1] + [operand dims not in axes]``. ``mode='clip'``
@@ -220,7 +221,16 @@ def gather(operand, indices, axes: Sequence[int], *, mode=None, fill_value=None)
     there. Example: rows 2 and 0 of a matrix::
 
         gather(x, np.array([[2], [0]]), axes=(0,))   # x[[2, 0]], shape (2, x.shape[1])
+
+    jax's form ``gather(operand, start_indices, dimension_numbers, slice_sizes)``, with a
+    ``GatherDimensionNumbers`` (fx's or jax's), is XLA's windowed gather
+    (see fx/lax/general_indexing.py).
     """
+    if hasattr(axes, "offset_dims"):
+        from fx.lax.general_indexing import general_gather
+
+        return general_gather(operand, indices, axes, slice_sizes, mode=mode,
+                              fill_value=fill_value)
     mode = GatherScatterMode.parse(mode)
     if mode is CLIP:
         fill_value = None
@@ -324,8 +334,13 @@ scatter_min_p = _scatter_primitive("scatter_min", "min", allow_bool=True)
 scatter_max_p = _scatter_primitive("scatter_max", "max", allow_bool=True)
 
 
-def _scatter_fn(prim: Primitive, what: str):
-    def f(operand, indices, updates, axes: Sequence[int], *, mode=None):
+def _scatter_fn(prim: Primitive, what: str, kind: str):
+    def f(operand, indices, updates, axes: Sequence[int], *, mode=None,
+          indices_are_sorted: bool = False, unique_indices: bool = False):
+        if hasattr(axes, "update_window_dims"):  # jax's ScatterDimensionNumbers form
+            from fx.lax.general_indexing import general_scatter
+
+            return general_scatter(kind, operand, indices, updates, axes, mode=mode)
         return prim.bind(operand, indices, updates, axes=tuple(int(a) for a in axes),
                          mode=GatherScatterMode.parse(mode))
 
@@ -340,11 +355,11 @@ def _scatter_fn(prim: Primitive, what: str):
     return f
 
 
-scatter = _scatter_fn(scatter_p, "written (the last one wins for repeated positions)")
-scatter_add = _scatter_fn(scatter_add_p, "added (repeated positions accumulate)")
-scatter_mul = _scatter_fn(scatter_mul_p, "multiplied in")
-scatter_min = _scatter_fn(scatter_min_p, "combined by minimum")
-scatter_max = _scatter_fn(scatter_max_p, "combined by maximum")
+scatter = _scatter_fn(scatter_p, "written (the last one wins for repeated positions)", "set")
+scatter_add = _scatter_fn(scatter_add_p, "added (repeated positions accumulate)", "add")
+scatter_mul = _scatter_fn(scatter_mul_p, "multiplied in", "mul")
+scatter_min = _scatter_fn(scatter_min_p, "combined by minimum", "min")
+scatter_max = _scatter_fn(scatter_max_p, "combined by maximum", "max")
 
 
 def _gather_back(x, indices, axes, mode, fill_value=0):

@@ -76,8 +76,9 @@ ConvGeneralDilatedDimensionNumbers = None | ConvDimensionNumbers | tuple[str, st
 
 
 class GatherDimensionNumbers(NamedTuple):
-    """XLA's description of a gather (jax's fields). fx's ``gather`` takes the simpler
-    ``axes`` form (see ``fx.lax.gather``); this record is here for code that builds one."""
+    """XLA's description of a windowed gather (jax's fields): ``fx.lax.gather(operand,
+    start_indices, dimension_numbers, slice_sizes)`` takes it (or jax's own record) in place
+    of fx's ``axes``."""
 
     offset_dims: tuple[int, ...]
     collapsed_slice_dims: tuple[int, ...]
@@ -87,7 +88,8 @@ class GatherDimensionNumbers(NamedTuple):
 
 
 class ScatterDimensionNumbers(NamedTuple):
-    """XLA's description of a scatter (jax's fields); see :class:`GatherDimensionNumbers`."""
+    """XLA's description of a windowed scatter (jax's fields), taken by ``fx.lax.scatter``,
+    ``scatter_add`` ... in place of ``axes``; see :class:`GatherDimensionNumbers`."""
 
     update_window_dims: Sequence[int]
     inserted_window_dims: Sequence[int]

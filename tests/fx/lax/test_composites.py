@@ -326,3 +326,96 @@ def test_scatter_sub_and_apply():
 def test_errors_name_the_function_and_the_shapes(call, match):
     with pytest.raises((TypeError, ValueError, IndexError), match=match):
         call()
+
+
+# --- jax's windowed gather and scatter (GatherDimensionNumbers / ScatterDimensionNumbers) -------
+
+JG, JS = jax.lax.GatherDimensionNumbers, jax.lax.ScatterDimensionNumbers
+GATHERS = [  # operand shape, start indices, dimension numbers, slice sizes
+    ((5,), [[0], [2]], dict(offset_dims=(), collapsed_slice_dims=(0,), start_index_map=(0,)),
+     (1,)),
+    ((10,), [[0], [2], [8]], dict(offset_dims=(1,), collapsed_slice_dims=(),
+                                  start_index_map=(0,)), (3,)),
+    ((10, 5), [[0], [2], [-1]], dict(offset_dims=(1,), collapsed_slice_dims=(0,),
+                                     start_index_map=(0,)), (1, 3)),
+    ((10, 5), [[0, 1], [2, 4], [9, 0]], dict(offset_dims=(0,), collapsed_slice_dims=(1,),
+                                             start_index_map=(0, 1)), (2, 1)),
+    ((2, 10, 5), [[[0], [2]], [[3], [7]]],
+     dict(offset_dims=(2,), collapsed_slice_dims=(1,), start_index_map=(1,),
+          operand_batching_dims=(0,), start_indices_batching_dims=(0,)), (1, 1, 5)),
+    ((3, 4, 5), [[1, 2], [0, 3]], dict(offset_dims=(1, 2), collapsed_slice_dims=(0,),
+                                       start_index_map=(0, 2)), (1, 4, 2)),
+]
+SCATTERS = [  # operand shape, indices, updates shape, dimension numbers
+    ((5,), [[0], [2], [2]], (3,), dict(update_window_dims=(), inserted_window_dims=(0,),
+                                       scatter_dims_to_operand_dims=(0,))),
+    ((10,), [[0], [2], [8]], (3, 3), dict(update_window_dims=(1,), inserted_window_dims=(),
+                                          scatter_dims_to_operand_dims=(0,))),
+    ((10, 5), [[0], [2], [9]], (3, 5), dict(update_window_dims=(1,), inserted_window_dims=(0,),
+                                            scatter_dims_to_operand_dims=(0,))),
+    ((10, 5), [[0, 1], [2, 4], [9, 0]], (2, 3),
+     dict(update_window_dims=(0,), inserted_window_dims=(1,),
+          scatter_dims_to_operand_dims=(0, 1))),
+    ((2, 10, 5), [[[0], [2]], [[3], [7]]], (2, 2, 5),
+     dict(update_window_dims=(2,), inserted_window_dims=(1,), scatter_dims_to_operand_dims=(1,),
+          operand_batching_dims=(0,), scatter_indices_batching_dims=(0,))),
+]
+SCATTER_FNS = ["scatter", "scatter_add", "scatter_mul", "scatter_min", "scatter_max",
+               "scatter_sub"]
+
+
+@pytest.mark.parametrize("mode", [None, "clip", "fill", "promise_in_bounds"])
+@pytest.mark.parametrize("shape, idx, dn, sizes", GATHERS, ids=[str(g[0]) for g in GATHERS])
+def test_windowed_gather_matches_jax(shape, idx, dn, sizes, mode):
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal(shape).astype(F32)
+    idx = np.asarray(idx, np.int32)
+    want = jax.lax.gather(x, idx, JG(**dn), sizes, mode=mode)
+    for numbers in (JG(**dn), lax.GatherDimensionNumbers(**dn)):
+        def f(v, numbers=numbers):
+            return lax.gather(v, idx, numbers, sizes, mode=mode)
+        assert_bitwise(f(x), want, what=f"gather {mode}")
+        assert_bitwise(fx.jit(f)(x), want, what=f"jit gather {mode}")
+    if mode in ("clip", "fill"):  # defined derivatives; 'promise' is undefined out of bounds
+        ct = rng.standard_normal(want.shape).astype(F32)
+        got = fx.vjp(f, x)[1](ct)[0]
+        exp = jax.vjp(lambda v: jax.lax.gather(v, idx, JG(**dn), sizes, mode=mode), x)[1](ct)[0]
+        assert_allclose(got, exp, what=f"gather vjp {mode}")
+        xs = rng.standard_normal((3,) + shape).astype(F32)
+        assert_allclose(fx.vmap(f)(xs), np.stack([np.asarray(f(v)) for v in xs]),
+                        what="gather vmap")
+
+
+@pytest.mark.parametrize("mode", [None, "clip"])
+@pytest.mark.parametrize("name", SCATTER_FNS)
+@pytest.mark.parametrize("shape, idx, ushape, dn", SCATTERS, ids=[str(s[0]) for s in SCATTERS])
+def test_windowed_scatter_matches_jax(shape, idx, ushape, dn, name, mode):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(shape).astype(F32)
+    u = rng.standard_normal(ushape).astype(F32)
+    idx = np.asarray(idx, np.int32)
+    want = getattr(jax.lax, name)(x, idx, u, JS(**dn), mode=mode)
+
+    def f(v, w):
+        return getattr(lax, name)(v, idx, w, lax.ScatterDimensionNumbers(**dn), mode=mode)
+    assert_allclose(f(x, u), want, what=f"{name} {mode}")
+    assert_allclose(fx.jit(f)(x, u), want, what=f"jit {name} {mode}")
+    if name in ("scatter_add", "scatter_sub"):
+        ct = rng.standard_normal(shape).astype(F32)
+        got = fx.vjp(f, x, u)[1](ct)
+        exp = jax.vjp(lambda v, w: getattr(jax.lax, name)(v, idx, w, JS(**dn), mode=mode),
+                      x, u)[1](ct)
+        assert_allclose(got, exp, what=f"{name} vjp {mode}")
+        us = rng.standard_normal((3,) + ushape).astype(F32)
+        assert_allclose(fx.vmap(f, in_axes=(None, 0))(x, us),
+                        np.stack([np.asarray(f(x, w)) for w in us]), what=f"{name} vmap")
+
+
+def test_windowed_gather_errors():
+    x = np.ones((4, 5), F32)
+    dn = lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
+                                    start_index_map=(0,))
+    with pytest.raises(TypeError, match=r"gather: slice_sizes \(1, 9\)"):
+        lax.gather(x, np.zeros((2, 1), np.int32), dn, (1, 9))
+    with pytest.raises(TypeError, match=r"gather: the index vector has 2 entries"):
+        lax.gather(x, np.zeros((2, 2), np.int32), dn, (1, 3))
