@@ -77,7 +77,9 @@ def _static_obj(obj, name: str):
 
 def delete(arr, obj, axis: int | None = None, *, assume_unique_indices: bool = False):
     """``arr`` without the entries (``axis=None``: of the flattened array) or the slices along
-    ``axis`` named by ``obj``: an int, a slice, or an integer or boolean array (static).
+    ``axis`` named by ``obj``: an int, a slice, or an integer or boolean array (static). As
+    in jax, a traced integer ``obj`` works with ``assume_unique_indices=True`` (distinct,
+    in-range indices: the result's length is then known).
 
     >>> fx.numpy.delete(fx.numpy.arange(5), [0, 3])
     Array([1, 2, 4], dtype=int32)
@@ -87,6 +89,8 @@ def delete(arr, obj, axis: int | None = None, *, assume_unique_indices: bool = F
         x, axis = ravel(x), 0
     shape = get_aval(x).shape
     axis = canonical_axis(axis, len(shape), "fx.numpy.delete")
+    if assume_unique_indices and isinstance(obj, Tracer):
+        return _delete_traced(x, obj, axis)
     labels = np.arange(get_aval(x).size).reshape(shape)
     try:
         kept = np.delete(labels, _static_obj(obj, "delete"), axis)
@@ -95,10 +99,46 @@ def delete(arr, obj, axis: int | None = None, *, assume_unique_indices: bool = F
     return _gather_labels([x], kept)
 
 
+def _delete_traced(x, obj, axis: int):
+    from fx.numpy.compaction import compact, take_rows  # noqa: PLC0415
+
+    idx = flat(to_array(obj, "fx.numpy.delete"))
+    if not dtypes.is_int(get_aval(idx).dtype):
+        raise TypeError(f"fx.numpy.delete: a traced obj must hold integers, got "
+                        f"{get_aval(idx).str_short()}")
+    n, k = get_aval(x).shape[axis], get_aval(idx).shape[0]
+    keep = lax.full((n,), True, dtypes.bool_).at[idx].set(False)
+    positions, valid = compact(keep, max(n - k, 0))
+    moved = moveaxis(x, axis, 0)
+    return moveaxis(take_rows(moved, positions, valid, 0, "fx.numpy.delete"), 0, axis)
+
+
+def _insert_traced(x, v, obj, axis: int):
+    """Insert at a traced scalar position: build the result with the values in front (static
+    layout), then move them to the position with one gather along ``axis``."""
+    from fx.numpy.indexing import take  # noqa: PLC0415
+
+    shape = get_aval(x).shape
+    n = shape[axis]
+    labels = np.arange(get_aval(x).size).reshape(shape)
+    vals = get_aval(x).size + np.arange(get_aval(v).size).reshape(get_aval(v).shape)
+    front = _gather_labels([x, v], np.insert(labels, 0, vals, axis))
+    m = get_aval(front).shape[axis] - n
+    it = dtypes.default_int_dtype()
+    i = lax.convert_element_type(obj, it)
+    i = lax.clamp(0, lax.select(lax.lt(i, 0), lax.add(i, n), i), n)  # jax clamps
+    j = lax.iota(it, n + m)
+    before = lax.lt(j, i)
+    inside = lax.lt(j, lax.add(i, m))
+    src = lax.select(before, lax.add(j, m), lax.select(inside, lax.sub(j, i), j))
+    return take(front, src, axis=axis, mode="clip")
+
+
 def insert(arr, obj, values, axis: int | None = None):
     """``arr`` with ``values`` inserted before the positions ``obj`` (an int, slice or int
-    array, static) along ``axis`` (``None``: the flattened array), with NumPy's placement and
-    broadcasting of ``values``; ``values`` is converted to ``arr``'s dtype.
+    array; a traced integer scalar too, as in jax, clamped into range) along ``axis``
+    (``None``: the flattened array), with NumPy's placement and broadcasting of ``values``;
+    ``values`` is converted to ``arr``'s dtype.
 
     >>> fx.numpy.insert(fx.numpy.arange(3), 1, 9)
     Array([0, 9, 1, 2], dtype=int32)
@@ -109,6 +149,11 @@ def insert(arr, obj, values, axis: int | None = None):
         x, axis = ravel(x), 0
     shape = get_aval(x).shape
     axis = canonical_axis(axis, len(shape), "fx.numpy.insert")
+    if isinstance(obj, Tracer) and get_aval(obj).ndim == 0:
+        if not dtypes.is_int(get_aval(obj).dtype):
+            raise TypeError(f"fx.numpy.insert: a traced obj must be an integer scalar, got "
+                            f"{get_aval(obj).str_short()}")
+        return _insert_traced(x, v, obj, axis)
     n = get_aval(x).size
     labels = np.arange(n).reshape(shape)
     vals = n + np.arange(get_aval(v).size).reshape(get_aval(v).shape)

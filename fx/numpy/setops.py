@@ -247,16 +247,15 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
     ``ar`` when ``axis`` is None) and how often each occurs (``return_counts``). NaNs count as
     one value unless ``equal_nan=False``. With ``size`` the results have that length: values
     are padded with ``fill_value`` (default: the smallest value), indices with the index of
-    the smallest value and counts with 0, so ``unique`` works under ``jit``.
+    the smallest value and counts with 0, so ``unique`` works under ``jit``. ``sorted`` is
+    accepted as in jax; the result is sorted either way.
 
     >>> fx.numpy.unique(fx.numpy.array([3, 1, 3, 2]))
     Array([1, 2, 3], dtype=int32)
     >>> fx.numpy.unique(fx.numpy.array([3, 1, 3]), size=4, return_counts=True)
     (Array([1, 3, 1, 1], dtype=int32), Array([1, 2, 0, 0], dtype=int32))
     """
-    if not sorted:
-        raise NotImplementedError("fx.numpy.unique: sorted=False is not supported (the result "
-                                  "is always sorted)")
+    del sorted  # as jax: accepted, and the result is sorted either way
     return _unique(ar, return_index, return_inverse, return_counts, axis, equal_nan, size,
                    fill_value, "fx.numpy.unique")
 

@@ -209,6 +209,30 @@ def test_partition_contract():
         np.testing.assert_array_equal(np.take_along_axis(x, idx, 1)[:, kk], got[:, kk])
 
 
+def test_traced_insert_and_delete_positions():
+    x, v = X23, np.array([7.0, 8.0], np.float32)
+    for o in (-9, -1, 0, 2, 3, 7):
+        assert_bitwise(fx.jit(lambda o: fnp.insert(x, o, v, axis=1))(np.int32(o)),
+                       jnp.insert(jnp.asarray(x), o, jnp.asarray(v), axis=1), what=f"insert {o}")
+    objs = np.array([0, 2, -1, 5], np.int32)
+    assert_bitwise(fx.vmap(lambda o: fnp.insert(x, o, 5.0))(objs),
+                   np.stack([np.asarray(fnp.insert(x, int(o), 5.0)) for o in objs]),
+                   what="vmap insert")
+    drop = np.array([2, 0], np.int32)
+    assert_bitwise(fx.jit(lambda o: fnp.delete(x, o, axis=1, assume_unique_indices=True))(drop),
+                   jnp.delete(jnp.asarray(x), jnp.asarray(drop), axis=1,
+                              assume_unique_indices=True), what="delete traced")
+    with same_mode(True):
+        w = np.arange(7.0)
+        x64 = x.astype(np.float64)
+
+        def loss(m):
+            return lambda a, o: (m.insert(a, o, a[0, :1] * 3) * w).sum()
+
+        assert_allclose(fx.grad(loss(fnp))(x64, np.int32(1)),
+                        jax.grad(loss(jnp))(jnp.asarray(x64), 1))
+
+
 def test_trim_zeros_all_zero_and_traced():
     z = np.zeros(4, np.int32)
     for trim in ("fb", "f", "b"):
