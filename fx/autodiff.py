@@ -114,7 +114,10 @@ def _split_aux(store, outs: list) -> list:
 
 def linearize(fun: Callable, *primals):
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the Jacobian at
-    ``primals`` applied to ``tangents`` without re-running the forward pass."""
+    ``primals`` applied to ``tangents`` without re-running the forward pass.
+
+    As jax's, ``f_jvp`` is a ``fx.tree_util.Partial`` whose leaves are the saved residuals,
+    so ``jit`` can return it."""
     p_leaves, p_tree = tree_util.tree_flatten(primals)
     p_leaves = _as_values(p_leaves, "linearize")
     flat, store = _flat_with_aux(fun, p_tree, False)
@@ -122,17 +125,36 @@ def linearize(fun: Callable, *primals):
     outs, linear = linearize_flat(flat, p_leaves, diff)
     outs = _split_aux(store, outs)
     out_tree = store["tree"]
+    spec = _Pushforward(linear.jaxpr, p_tree, out_tree, tuple(diff),
+                        tuple(get_aval(p) for p in p_leaves))
+    return tree_util.tree_unflatten(out_tree, outs), tree_util.Partial(spec, list(linear.consts))
 
-    def f_jvp(*tangents):
+
+class _Pushforward:
+    """A linearized function but its residuals: the linear jaxpr and the structures and types
+    of its inputs and outputs (compared by identity, as aux data of a pytree node)."""
+
+    __slots__ = ("jaxpr", "p_tree", "out_tree", "diff", "p_avals")
+
+    def __init__(self, jaxpr, p_tree, out_tree, diff, p_avals):
+        self.jaxpr, self.p_tree, self.out_tree = jaxpr, p_tree, out_tree
+        self.diff, self.p_avals = diff, p_avals
+
+    def __call__(self, residuals: list, *tangents):
         t_leaves, t_tree = tree_util.tree_flatten(tangents)
-        if t_tree != p_tree:
-            raise ValueError(f"linearize: tangents {t_tree} must match primals {p_tree}")
+        if t_tree != self.p_tree:
+            raise ValueError(f"linearize: tangents {t_tree} must match primals {self.p_tree}")
         t_leaves = _as_values(t_leaves, "linearize")
-        _check_tangents(p_leaves, t_leaves, "linearize")
-        ins = [t for t, d in zip(t_leaves, diff) if d]
-        return tree_util.tree_unflatten(out_tree, eval_jaxpr(linear.jaxpr, linear.consts, *ins))
-
-    return tree_util.tree_unflatten(out_tree, outs), f_jvp
+        for i, (pa, t) in enumerate(zip(self.p_avals, t_leaves)):
+            ta = get_aval(t)
+            if pa.shape != ta.shape or (pa.dtype != ta.dtype and is_differentiable(pa)):
+                raise ValueError(
+                    f"linearize: primal and tangent {i} must have equal shapes and dtypes, got "
+                    f"{pa.str_short()} and {ta.str_short()}"
+                )
+        ins = [t for t, d in zip(t_leaves, self.diff) if d]
+        return tree_util.tree_unflatten(self.out_tree,
+                                        eval_jaxpr(self.jaxpr, residuals, *ins))
 
 
 def vjp(fun: Callable, *primals, has_aux: bool = False):

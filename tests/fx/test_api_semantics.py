@@ -223,6 +223,18 @@ def test_jit_returns_the_vjp_function():
     assert isinstance(f_vjp, fx.tree_util.Partial)  # (jax 0.10's is its own VJP pytree class)
 
 
+def test_jit_returns_the_linearized_function():
+    def fwd(linearize, np_):
+        return lambda x: linearize(lambda v: np_.sin(v) * v, x)
+
+    y, f_jvp = fx.jit(fwd(fx.linearize, fnp))(X)
+    y_j, f_jvp_j = jax.jit(fwd(jax.linearize, jnp))(X)
+    close(y, y_j)
+    close(f_jvp(2 * X), f_jvp_j(2 * X))
+    assert isinstance(f_jvp, fx.tree_util.Partial) and isinstance(f_jvp_j, jax.tree_util.Partial)
+    close(fx.jit(lambda f, t: f(t))(f_jvp, X), f_jvp_j(X))
+
+
 # --- A5: a traced boolean mask is an IndexError -------------------------------------------------
 
 
