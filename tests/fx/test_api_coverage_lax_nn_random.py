@@ -21,6 +21,8 @@ _ISSUE14_FFT = "issue 14: FFT"
 _ISSUE14_DIST = "issue 14: random distributions"
 _COMPLEX = "issue 13 (the lead's dtype work): complex numbers"
 _COLLECTIVE = "issue 18: collectives across devices/processes (pmap, shard_map)"
+_NAMED_AXIS = ("ppermute/all_to_all are compositions of all_gather and axis_index in fx "
+               "(fx/lax/permutes.py), no primitives of their own")
 _TOKENS = "XLA side-effect tokens: fx orders effects by program order, it has no tokens"
 _NO_PRIM = "composite in fx (no primitive of its own): the function is in fx.lax"
 _XLA_ONLY = "an XLA-internal primitive with no fx counterpart"
@@ -53,9 +55,8 @@ LAX_EXCLUDED = {
     "linear_solve_p": "as custom_linear_solve",
     "custom_root": "as custom_linear_solve",
     # Multi-device collectives and sharding.
-    "all_to_all": _COLLECTIVE, "all_to_all_p": _COLLECTIVE,
-    "ppermute": _COLLECTIVE, "ppermute_p": _COLLECTIVE,
-    "pshuffle": _COLLECTIVE, "pswapaxes": _COLLECTIVE, "psum_scatter": _COLLECTIVE,
+    "all_to_all_p": _NAMED_AXIS, "ppermute_p": _NAMED_AXIS,
+    "pswapaxes": "shard_map's axis swap (issue 18); all_to_all is implemented",
     "psend": _COLLECTIVE, "precv": _COLLECTIVE,
     "pbroadcast": _COLLECTIVE, "pcast": _COLLECTIVE,
     "ragged_all_to_all": _COLLECTIVE, "ragged_all_to_all_p": _COLLECTIVE,
