@@ -58,6 +58,14 @@ def _trace(fun: Callable, args: tuple, what: str):
     return jaxpr, list(closed.consts), leaves, in_tree, store["tree"]
 
 
+def _no_symbolic_zeros(symbolic_zeros: bool, what: str, fun) -> None:
+    if symbolic_zeros:
+        raise NotImplementedError(
+            f"{what} of {_name(fun)}: symbolic_zeros=True is not supported; fx passes zero "
+            "tangents and cotangents to the rules as zero arrays (symbolic_zeros=False)"
+        )
+
+
 def _check_outs(what: str, expected: Sequence, got: Sequence) -> None:
     if len(expected) != len(got):
         raise TypeError(f"{what}: expected {len(expected)} outputs, got {len(got)}")
@@ -141,8 +149,11 @@ class custom_jvp:  # noqa: N801  (named like jax.custom_jvp)
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.jvp: Callable | None = None
 
-    def defjvp(self, jvp_fn: Callable) -> Callable:
-        """``jvp_fn(primals, tangents) -> (primal_out, tangent_out)``, tuples as in jax."""
+    def defjvp(self, jvp_fn: Callable, symbolic_zeros: bool = False) -> Callable:
+        """``jvp_fn(primals, tangents) -> (primal_out, tangent_out)``, tuples as in jax.
+        Zero tangents reach the rule as zero arrays (``symbolic_zeros=False``, jax's
+        default; fx has no symbolic-zero argument type)."""
+        _no_symbolic_zeros(symbolic_zeros, "custom_jvp.defjvp", self.fun)
         self.jvp = jvp_fn
         return jvp_fn
 
@@ -370,9 +381,13 @@ class custom_vjp:  # noqa: N801  (named like jax.custom_vjp)
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
 
-    def defvjp(self, fwd: Callable, bwd: Callable) -> None:
+    def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False,
+               optimize_remat: bool = False) -> None:
         """``fwd(*args) -> (out, residuals)`` and ``bwd(residuals, ct_out) -> tuple`` with one
-        cotangent per (differentiable) argument."""
+        cotangent per (differentiable) argument (None for a zero one). ``symbolic_zeros``
+        must be False (jax's default); ``optimize_remat`` is accepted and changes nothing
+        (fx does not run fwd again under checkpoint to save memory)."""
+        _no_symbolic_zeros(symbolic_zeros, "custom_vjp.defvjp", self.fun)
         self.fwd, self.bwd = fwd, bwd
 
     def __call__(self, *args):

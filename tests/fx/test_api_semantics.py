@@ -203,6 +203,27 @@ def test_custom_vjp_bwd_structure_errors_still_name_the_function():
         fx.grad(f)(2.0, 3.0)
 
 
+def test_custom_rule_keywords_as_jax():
+    def run(m, np_):
+        @m.custom_vjp
+        def f(x):
+            return np_.sin(x)
+
+        f.defvjp(lambda x: (f(x), x), lambda x, g: (g * 2 * np_.cos(x),), symbolic_zeros=False,
+                 optimize_remat=True)
+
+        @m.custom_jvp
+        def h(x):
+            return np_.sin(x)
+
+        h.defjvp(lambda p, t: (h(p[0]), 3 * t[0]), symbolic_zeros=False)
+        return m.grad(lambda x: f(x) + h(x))(0.5)
+
+    close(run(fx, fnp), run(jax, jnp))
+    with pytest.raises(NotImplementedError, match=r"custom_jvp.defjvp of sin: symbolic_zeros=True"):
+        fx.custom_jvp(fnp.sin).defjvp(lambda p, t: (p, t), symbolic_zeros=True)
+
+
 # --- A4: the function vjp returns is a pytree -------------------------------------------------
 
 
