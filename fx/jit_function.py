@@ -274,6 +274,16 @@ class JitFunction:
                                 have_compiler=cc.compiler() is not None)
         return Lowered(program, entry)
 
+    def eval_shape(self, *args, **kwargs):
+        """The output shapes and dtypes for these arguments, as ``fx.ShapeDtypeStruct``
+        values, without compiling or running (as ``jax.jit(f).eval_shape``)."""
+        from fx.api import ShapeDtypeStruct  # fx.api builds on fx's tracing front end
+
+        key, leaves, statics, dyn_args, dyn_kwargs = self._signature(args, kwargs)
+        entry = self._entry(key, args, kwargs, statics, dyn_args, dyn_kwargs)
+        outs = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in entry.jaxpr.out_avals]
+        return tree_util.tree_unflatten(entry.out_tree, outs)
+
     def cache_size(self) -> int:
         """How many signatures have been traced and compiled."""
         return len(self._cache)

@@ -73,6 +73,16 @@ def test_shape_dtype_struct_repr_eq_and_lower():
         fx.ShapeDtypeStruct(3.5, np.float32)
 
 
+def test_jitted_function_eval_shape():
+    def run(m, np_):
+        f = m.jit(lambda x, n: {"a": np_.tile(x, n)}, static_argnums=1)
+        return f.eval_shape(m.ShapeDtypeStruct((3,), np.float32), 2)
+
+    got, want = run(fx, fnp), run(jax, jnp)
+    assert list(got) == list(want) == ["a"]
+    assert repr(got["a"]) == repr(want["a"])
+
+
 def test_typeof():
     for x in (X, np.int32(3), 1.0):
         got, want = fx.typeof(fnp.asarray(x) if isinstance(x, np.ndarray) else x), jax.typeof(x)
