@@ -114,11 +114,6 @@ def test_device_counts():
     assert (fx.process_index(), fx.process_count()) == (jax.process_index(), jax.process_count())
 
 
-def test_clear_caches_is_jax_spelling():
-    assert callable(jax.clear_caches) and callable(fx.clear_caches)
-    fx.clear_caches()  # retracing after it is tested in test_api_semantics.py
-
-
 # --- differentiation --------------------------------------------------------------------------
 
 
