@@ -30,7 +30,7 @@ from fx.interpreters import batching
 from fx.lax import elementwise as ew
 from fx.lax import reductions, sorting
 from fx.lax.base import broadcast_in_dim, full, reduce_sum, reshape
-from fx.lax.indexing import gather, scatter, scatter_add
+from fx.lax.indexing import gather, scatter_add
 from fx.lax.linalg import dot_general
 from fx.lax.structural import broadcasted_iota, concatenate, expand_dims, slice_in_dim, squeeze
 
@@ -454,12 +454,37 @@ def scatter_sub(operand, indices, updates, axes: Sequence[int], *, mode=None,
                        mode=mode)
 
 
-def scatter_apply(operand, indices, func: Callable, axes: Sequence[int], *, mode=None):
-    """``operand`` with ``func`` applied to the entries at ``indices`` (fx's index convention);
-    each indexed entry is transformed once, repeated indices included."""
+def scatter_apply(operand, scatter_indices, func: Callable, dimension_numbers, *,
+                  update_shape: Sequence[int] = (), indices_are_sorted: bool = False,
+                  unique_indices: bool = False, mode=None):
+    """``operand`` with the elementwise ``func`` applied at the positions ``scatter_indices``
+    selects: once per index, so a position indexed ``k`` times gets ``func`` applied ``k``
+    times (as jax). ``dimension_numbers`` is fx's ``axes`` or jax's
+    ``ScatterDimensionNumbers`` (then ``update_shape`` is the shape the updates would have)."""
+    from fx.lax import control_flow
+
     x = _as_array(operand, "scatter_apply")
-    current = gather(x, indices, axes, mode=mode, fill_value=0)
-    return scatter(x, indices, func(current), axes, mode=mode)
+    aval = get_aval(x)
+    idx = _as_array(scatter_indices, "scatter_apply")
+    ia = get_aval(idx)
+    if hasattr(dimension_numbers, "update_window_dims"):
+        shape = tuple(operator.index(d) for d in update_shape)
+    else:
+        axes = tuple(_axis(a, aval.ndim, "scatter_apply") for a in dimension_numbers)
+        shape = ia.shape[:-1] + tuple(d for i, d in enumerate(aval.shape) if i not in axes)
+    # How often each position is hit; then func is applied that many times there.
+    counts = scatter_add(full(aval.shape, 0, dtypes.int32), idx, full(shape, 1, dtypes.int32),
+                         dimension_numbers, mode=mode)
+    if isinstance(counts, Tracer):
+        rounds = math.prod(ia.shape[:-1])
+    else:
+        rounds = int(np.max(np.asarray(counts), initial=0))
+
+    def once(t, v):
+        hit = ew.gt(counts, ew.convert_element_type(t, dtypes.int32))
+        return ew.select(hit, func(v), v)
+
+    return control_flow.fori_loop(0, rounds, once, x) if rounds else x
 
 
 # --- elementwise extras -------------------------------------------------------------------------

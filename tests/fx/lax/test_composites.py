@@ -297,8 +297,20 @@ def test_scatter_sub_and_apply():
     idx = np.array([[1], [3], [1]], np.int32)
     upd = np.array([1.0, 2.0, 4.0], F32)
     assert_allclose(lax.scatter_sub(x, idx, upd, (0,)), np.array([0, -4, 2, 1, 4, 5], F32))
+    # Applied once per index: position 1, indexed twice, is multiplied by 100 (as jax).
     assert_allclose(lax.scatter_apply(x, idx, lambda v: v * 10, (0,)),
-                    np.array([0, 10, 2, 30, 4, 5], F32))
+                    np.array([0, 100, 2, 30, 4, 5], F32))
+    dn = dict(update_window_dims=(1,), inserted_window_dims=(0,),
+              scatter_dims_to_operand_dims=(0,))
+    y = np.arange(12.0, dtype=F32).reshape(4, 3)
+    rows = np.array([[1], [3], [1]], np.int32)
+    for numbers in (JS(**dn), lax.ScatterDimensionNumbers(**dn)):
+        want = jax.lax.scatter_apply(y, rows, lambda v: v * 10, JS(**dn), update_shape=(3, 2))
+        got = lax.scatter_apply(y, rows, lambda v: v * 10, numbers, update_shape=(3, 2))
+        assert_allclose(got, want)
+        jitted = fx.jit(lambda a, r, n=numbers: lax.scatter_apply(a, r, lambda v: v * 10, n,
+                                                                  update_shape=(3, 2)))
+        assert_allclose(jitted(y, rows), want)
     g = fx.grad(lambda u: lax.scatter_sub(x, idx, u, (0,)).sum())(upd)
     assert_allclose(g, -np.ones(3, F32))
 
