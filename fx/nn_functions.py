@@ -45,7 +45,7 @@ def squareplus(x, b=4):
 
     Example::
 
-        >>> fx.nn.squareplus(fnp.array([-2.0, 0.0, 2.0]))
+        >>> fx.nn.squareplus(fx.numpy.array([-2.0, 0.0, 2.0]))
         Array([0.41421354, 1.        , 2.4142137 ], dtype=float32)
     """
     x, b = promote_to_inexact(x, b, name="fx.nn.squareplus")
@@ -141,7 +141,7 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
 
     Example::
 
-        >>> q = fnp.ones((2, 5, 4, 8)); kv = fnp.ones((2, 7, 2, 8))
+        >>> q = fx.numpy.ones((2, 5, 4, 8)); kv = fx.numpy.ones((2, 7, 2, 8))
         >>> fx.nn.dot_product_attention(q, kv, kv, is_causal=True).shape
         (2, 5, 4, 8)
     """

@@ -148,8 +148,8 @@ def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
 
     Example::
 
-        >>> fx.lax.reduce_precision(fx.numpy.array([1.0 + 2.0**-9, 70000.0]), 5, 10)
-        Array([1.,  inf], dtype=float32)
+        >>> fx.lax.reduce_precision(fx.numpy.array([1.0 + 2.0**-12, 70000.0]), 5, 10)
+        Array([ 1., inf], dtype=float32)
     """
     x = _as_array(operand, "reduce_precision")
     aval = get_aval(x)

@@ -49,11 +49,9 @@ LAX_EXCLUDED = {
     "igamma_grad_a": _ISSUE14_SPECIAL, "igamma_grad_a_p": _ISSUE14_SPECIAL,
     "zeta": _ISSUE14_SPECIAL, "zeta_p": _ISSUE14_SPECIAL,
     "random_gamma_grad": "issue 14: gamma sampling and its implicit gradient",
-    # Implicit differentiation of solvers: needs closure conversion of the closed-over values.
-    "custom_linear_solve": "needs fx.closure_convert (issue 13, top-level API) to "
-                           "differentiate with respect to the solver's closed-over values",
+    "custom_linear_solve": "not built yet: reverse mode through an iterative solve needs "
+                           "jax's linear_solve primitive with transpose_solve (custom_root is in)",
     "linear_solve_p": "as custom_linear_solve",
-    "custom_root": "as custom_linear_solve",
     # Multi-device collectives and sharding.
     "all_to_all_p": _NAMED_AXIS, "ppermute_p": _NAMED_AXIS,
     "pswapaxes": "shard_map's axis swap (issue 18); all_to_all is implemented",

@@ -22,6 +22,7 @@ from harness import (
     check_jvp,
     check_vjp,
     check_vmap,
+    run_doctests,
     to_fx,
 )
 
@@ -324,3 +325,9 @@ def test_key_helpers():
 def test_key_errors(call, match):
     with pytest.raises((TypeError, ValueError), match=match):
         call()
+
+
+def test_docstring_examples():
+    from fx import nn_functions, nn_initializers
+
+    assert run_doctests(nn_functions, nn_initializers) >= 5

@@ -21,6 +21,7 @@ from harness import (
     check_jvp,
     check_vjp,
     check_vmap,
+    run_doctests,
     to_fx,
 )
 
@@ -431,3 +432,9 @@ def test_windowed_gather_errors():
         lax.gather(x, np.zeros((2, 1), np.int32), dn, (1, 9))
     with pytest.raises(TypeError, match=r"gather: the index vector has 2 entries"):
         lax.gather(x, np.zeros((2, 2), np.int32), dn, (1, 3))
+
+
+def test_docstring_examples():
+    from fx.lax import bits, composites, implicit, patches, permutes
+
+    assert run_doctests(bits, composites, implicit, patches, permutes) >= 10
