@@ -240,14 +240,24 @@ class KernelBuilder:
 
     # -- stores ---------------------------------------------------------------------------------
     def store(self, v: Var, index, space_shape, leader_only: bool = False) -> None:
-        val = self.value(v, index)
-        dt = v.aval.dtype
-        if dt in _HALF:
-            val = ir.Op("store_half", (val,), dt)
-        elif val.dtype != dt:
-            val = ir.Op("cast", (val,), dt)
-        self.emit(ir.Store(self.out_param[v], self.linear(index, v.aval.shape), val,
-                           leader_only))
+        self.store_all([v], index, leader_only)
+
+    def store_all(self, vs, index, leader_only: bool = False) -> None:
+        """Store each of ``vs`` at ``index``, after computing all of them: every load of the
+        iteration precedes every store, so an output planned in place of an input of the same
+        shape (an elementwise group) never overwrites an element the iteration still reads."""
+        vals = []
+        for v in vs:
+            val = self.value(v, index)
+            dt = v.aval.dtype
+            if dt in _HALF:
+                val = ir.Op("store_half", (val,), dt)
+            elif val.dtype != dt:
+                val = ir.Op("cast", (val,), dt)
+            vals.append(val)
+        for v, val in zip(vs, vals):
+            self.emit(ir.Store(self.out_param[v], self.linear(index, v.aval.shape), val,
+                               leader_only))
 
     def linear(self, index, shape) -> ir.Expr:
         if not shape:
@@ -448,13 +458,12 @@ def elementwise_kernel(group: FusionGroup, name: str, inputs, outputs) -> ir.Ker
         n = math.prod(space)
         b.flat = True
         b.push()
-        for v in outputs:
-            b.store(v, (ir.Sym("i0", ir.INDEX),), space)
+        b.store_all(outputs, (ir.Sym("i0", ir.INDEX),))
         # Wide (e.g. float4) accesses pay off on large flat loops; tiny ones stay compact.
         vector = VECTOR_WIDTH if n >= VECTOR_MIN_EXTENT else 1
         body = [ir.Loop("i0", n, tuple(b.pop()), parallel=True, vector=vector)]
     else:
-        body = _loops(space, lambda idx: [b.store(v, idx, space) for v in outputs], b)
+        body = _loops(space, lambda idx: b.store_all(outputs, idx), b)
     return ir.Kernel(name, b.params(), tuple(b.top.stmts + body), work=math.prod(space))
 
 

@@ -81,3 +81,22 @@ def test_compiled_program_reports_memory_analysis():
     assert mem["lower_bound_bytes"] <= mem["arena_bytes"] <= mem["naive_bytes"]
     assert mem["arena_bytes"] <= 1.1 * mem["lower_bound_bytes"] + 64
     np.testing.assert_allclose(np.asarray(compiled(x)), np.asarray(f(x)), rtol=1e-5)
+
+
+def _rotation(x):
+    # Two temporaries (w0, w1), a reduction reading both, then one flat elementwise group whose
+    # two outputs the planner puts in place of w0 and w1, and which reads both for each.
+    w0, w1 = fnp.sin(x) + 2.0, fnp.cos(x) * 3.0
+    c = fnp.sum(w0 * w1)
+    p, q = w0 * c - w1, w0 + w1 * c
+    return fnp.dot(p, q)  # a product: p and q are stored, not recomputed in a consumer
+
+
+def test_an_output_in_place_of_an_input_is_stored_after_every_read_of_the_iteration():
+    x = np.linspace(-2, 2, 64).astype(np.float32)
+    low = fx.jit(_rotation).lower(x)._program
+    (step,) = [s for s in low.steps if len(s.outputs) == 2 and len(s.inputs) >= 2
+               and any(low.plan.inplace.get(str(low.buffers[o].slot)) for o in s.outputs)]
+    assert all(low.plan.inplace.get(str(low.buffers[o].slot)) for o in step.outputs)
+    np.testing.assert_allclose(np.asarray(fx.jit(_rotation)(x)), np.asarray(_rotation(x)),
+                               rtol=1e-5)
