@@ -290,6 +290,8 @@ def reduce(operands, init_values, computation: Callable, dimensions: Sequence[in
         raise ValueError(f"fx.lax.reduce: repeated dimension in {tuple(dimensions)}")
     inits = [_init_like(i, x) for i, x in zip(inits, xs)]
     out_shape = tuple(d for i, d in enumerate(shape) if i not in dims)
+    if single:
+        computation = _as_monoid(computation, get_aval(xs[0]).dtype)
     if single and computation in _MONOIDS:
         reducer, _ = _MONOIDS[computation]
         out = reducer(xs[0], dims) if dims else xs[0]
@@ -305,6 +307,32 @@ def reduce(operands, init_values, computation: Callable, dimensions: Sequence[in
         return _pack([_bcast(i, out_shape) for i in inits], single)
     folded = [squeeze(x, (len(out_shape),)) for x in _fold(computation, xs, len(out_shape))]
     return _pack(_call(computation, folded, [_bcast(i, out_shape) for i in inits]), single)
+
+
+def _as_monoid(computation: Callable, dt) -> Callable:
+    """``computation`` itself, or the fx.lax monoid it computes when its jaxpr on two scalars
+    is one ``add``/``mul``/``max``/``min``/``and``/``or``/``xor`` of its two arguments (so
+    ``lambda a, b: a + b`` reduces as ``fx.lax.add`` does, as in jax)."""
+    if computation in _MONOIDS:
+        return computation
+    from fx.lax import primitives as p
+    from fx.tracing import make_jaxpr
+
+    by_prim = {p.add_p: ew.add, p.mul_p: ew.mul, p.max_p: ew.max, p.min_p: ew.min,
+               p.and_p: ew.and_, p.or_p: ew.or_, p.xor_p: ew.xor}
+    scalar = Array(np.zeros((), dt))
+    try:
+        jaxpr = make_jaxpr(computation)(scalar, scalar).jaxpr
+    except Exception:  # noqa: BLE001  (not traceable on scalars: fold it as given)
+        return computation
+    if len(jaxpr.eqns) != 1 or len(jaxpr.outvars) != 1:
+        return computation
+    (eqn,) = jaxpr.eqns
+    ins = {id(v) for v in jaxpr.invars}
+    if (eqn.primitive in by_prim and len(eqn.invars) == 2 and len(ins) == 2
+            and {id(v) for v in eqn.invars} == ins and eqn.outvars[0] is jaxpr.outvars[0]):
+        return by_prim[eqn.primitive]
+    return computation
 
 
 def _pack(xs: list, single: bool):

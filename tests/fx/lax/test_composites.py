@@ -293,6 +293,21 @@ def test_small_functions():
         lax.axis_size("nope")
 
 
+def test_reduce_recognizes_monoids_written_as_lambdas():
+    x = np.random.default_rng(8).standard_normal((4, 6)).astype(F32)
+    for fx_fn, jax_fn, prim in [(lambda a, b: a + b, lambda a, b: a + b, "reduce_sum"),
+                                (lambda a, b: lax.max(b, a), jax.lax.max, "reduce_max")]:
+        text = str(fx.make_jaxpr(lambda v, f=fx_fn: lax.reduce(v, F32(0), f, (1,)))(x))
+        assert prim in text, text
+        assert_bitwise(lax.reduce(x, F32(0), fx_fn, (1,)), lax.reduce(x, F32(0), {
+            "reduce_sum": lax.add, "reduce_max": lax.max}[prim], (1,)))
+        assert_allclose(lax.reduce(x, F32(0), fx_fn, (1,)),
+                        jax.lax.reduce(x, F32(0), jax_fn, (1,)))
+    # Not a single monoid: folded pairwise, same values.
+    text = str(fx.make_jaxpr(lambda v: lax.reduce(v, F32(0), lambda a, b: a + 2 * b, (1,)))(x))
+    assert "reduce_sum" not in text
+
+
 def test_scatter_sub_and_apply():
     x = np.arange(6.0, dtype=F32)
     idx = np.array([[1], [3], [1]], np.int32)
