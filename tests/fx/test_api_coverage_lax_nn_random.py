@@ -49,8 +49,9 @@ LAX_EXCLUDED = {
     "igamma_grad_a": _ISSUE14_SPECIAL, "igamma_grad_a_p": _ISSUE14_SPECIAL,
     "zeta": _ISSUE14_SPECIAL, "zeta_p": _ISSUE14_SPECIAL,
     "random_gamma_grad": "issue 14: gamma sampling and its implicit gradient",
-    "custom_linear_solve": "not built yet: reverse mode through an iterative solve needs "
-                           "jax's linear_solve primitive with transpose_solve (custom_root is in)",
+    "custom_linear_solve": "not built: its reverse mode needs transpose_solve as the transpose "
+                           "of the tangent solve, i.e. a linear_solve primitive or a custom_vjp "
+                           "inside a custom_jvp rule, which fx cannot transpose yet",
     "linear_solve_p": "as custom_linear_solve",
     # Multi-device collectives and sharding.
     "all_to_all_p": _NAMED_AXIS, "ppermute_p": _NAMED_AXIS,
