@@ -23,6 +23,8 @@ import fx  # noqa: E402
 import fx.numpy as fnp  # noqa: E402
 import fx.random  # noqa: E402
 
+fx.config.update("jax_enable_x64", True)  # the Hessian checks compare in float64, as jax x64
+
 
 def make_loss(x, y, l2: float):
     """Mean logistic loss of the linear model ``x @ w[:-1] + w[-1]`` plus ``l2/2 * |w|^2``."""

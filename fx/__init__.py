@@ -27,6 +27,7 @@ from fx.autodiff import (
     vjp,
 )
 from fx.config import config
+from fx.dtypes import enable_x64
 from fx.core import ConcretizationTypeError, UnexpectedTracerError
 from fx.custom_derivatives import checkpoint, custom_jvp, custom_vjp, remat
 from fx import debug

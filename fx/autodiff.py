@@ -317,7 +317,7 @@ def _std_basis(leaves):
     """An identity matrix reshaped to ``(n, *leaf_shapes)`` pieces, one per leaf."""
     sizes = [get_aval(x).size for x in leaves]
     total = sum(sizes)
-    dt = dtypes.promote_types(*((get_aval(x).dtype, False) for x in leaves))[0]
+    dt = dtypes.join(*((get_aval(x).dtype, False) for x in leaves))[0]
     eye = np.eye(total, dtype=dt)
     out, start = [], 0
     for x, n in zip(leaves, sizes):

@@ -3,6 +3,8 @@ variable.
 
 - ``log_compiles`` (``FX_LOG_COMPILES=1``): print each jit compilation and why it happened.
 - ``disable_jit`` (``FX_DISABLE_JIT=1``): run jitted functions op by op.
+- ``enable_x64`` (``FX_ENABLE_X64=1``; jax's name ``"jax_enable_x64"`` works too): jax's 64-bit
+  mode, see :mod:`fx.dtypes` (per thread: the ``fx.enable_x64()`` context manager).
 - ``debug_nans`` (``FX_DEBUG_NANS=1``): when a jitted function returns a NaN, re-run it op by op
   and raise ``FloatingPointError`` naming the first primitive that produced one, with its line.
 - ``debug_infs`` (``FX_DEBUG_INFS=1``): the same for infinities.
@@ -29,7 +31,7 @@ class Config:
         self.disable_jit = _env_flag("FX_DISABLE_JIT")
         self.debug_nans = _env_flag("FX_DEBUG_NANS")
         self.debug_infs = _env_flag("FX_DEBUG_INFS")
-        self.enable_x64 = False
+        self.enable_x64 = _env_flag("FX_ENABLE_X64") or _env_flag("JAX_ENABLE_X64")
 
     # jax's spellings of the options, and fx's own prefixed ones.
     _aliases = {

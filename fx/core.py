@@ -82,14 +82,14 @@ def get_aval(x) -> ShapedArray:
         return aval
     if isinstance(x, (np.ndarray, np.generic)):
         return ShapedArray(np.shape(x), dtypes.canonicalize(x.dtype), False)
-    if isinstance(x, (bool, int, float)):
+    if isinstance(x, (bool, int, float, complex)):
         dt, weak = dtypes.dtype_and_weak(x)
         return ShapedArray((), dt, weak)
     raise TypeError(f"fx: {type(x).__name__} is not a valid array value: {x!r}")
 
 
 def is_array_like(x) -> bool:
-    return isinstance(x, (Array, Tracer, np.ndarray, np.generic, bool, int, float))
+    return isinstance(x, (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex))
 
 
 def as_buffer(x, aval: ShapedArray | None = None):
@@ -113,12 +113,24 @@ def to_value(x, name: str = "fx"):
         return x
     if isinstance(x, (np.ndarray, np.generic)):
         return device_array(np.asarray(x, dtype=dtypes.canonicalize(x.dtype)))
-    if isinstance(x, (bool, int, float)):
+    if isinstance(x, (bool, int, float, complex)):
         dt, weak = dtypes.dtype_and_weak(x)
-        return Array(np.asarray(x, dtype=dt), weak)
+        return Array(python_scalar_buffer(x, dt, name), weak)
     raise TypeError(
         f"{name}: expected an array, scalar or nested list, got {type(x).__name__}: {x!r}"
     )
+
+
+def python_scalar_buffer(x, dtype, name: str = "fx") -> np.ndarray:
+    """``x`` (a Python scalar) as a 0-d buffer of ``dtype``; an int out of its range is an
+    ``OverflowError`` naming the mode, as in jax."""
+    try:
+        return np.asarray(x, dtype=dtype)
+    except OverflowError:
+        hint = ("" if dtypes.x64_enabled() else
+                "; in x64 mode (fx.config.update('jax_enable_x64', True)) it would be int64")
+        raise OverflowError(f"{name}: Python int {x} is too large to convert to {dtype}"
+                            f"{hint}") from None
 
 
 def device_array(host: np.ndarray) -> Array:

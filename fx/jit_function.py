@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from fx import tree_util
+from fx import dtypes, tree_util
 from fx.array import Array
 from fx.avals import ShapedArray
 from fx.config import config
@@ -157,7 +157,8 @@ class JitFunction:
         statics, static_vals, dyn_args, dyn_kwargs = self._split(args, kwargs)
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         avals = tuple(abstractify(x) for x in leaves)
-        key = (in_tree, avals, static_vals, _backend(self._backend))
+        # The mode is part of the key: it decides the dtypes of Python scalars and constants.
+        key = (in_tree, avals, static_vals, _backend(self._backend), dtypes.x64_enabled())
         return key, leaves, statics, dyn_args, dyn_kwargs
 
     def _entry(self, key, args, kwargs, statics, dyn_args, dyn_kwargs) -> _Entry:
@@ -390,16 +391,22 @@ def _static_positions_and_names(fun: Callable, nums: tuple, names: tuple):
 def _fast_key(args: tuple):
     """The fast path's cache key: positional fx Arrays (by abstract value) and NumPy arrays (by
     shape and dtype: their abstract value follows from those), or None for anything else."""
-    key = []
+    key = [dtypes.x64_enabled()]
     for a in args:
         t = type(a)
         if t is Array:
             key.append(a.aval)
-        elif t is np.ndarray:
+        elif t is np.ndarray and a.dtype in _KEPT_DTYPES[key[0]]:
             key.append((a.shape, a.dtype))
         else:
-            return None
+            return None  # also NumPy data that the mode converts (float64 in default mode)
     return tuple(key)
+
+
+# NumPy dtypes that an argument keeps in each mode (x64 on / off): their buffers go to the
+# executable as they are.
+_KEPT_DTYPES = {x64: frozenset(d for d in dtypes.SUPPORTED if x64 or d not in dtypes.WIDE)
+                for x64 in (False, True)}
 
 
 def _unowned(x, donated: bool) -> np.ndarray:
@@ -407,6 +414,9 @@ def _unowned(x, donated: bool) -> np.ndarray:
     donated: a NumPy array the caller still holds is handed over as a view, which the
     executable never writes into (it allocates the output instead)."""
     a = np.asarray(x)
+    dt = dtypes.canonicalize(a.dtype)
+    if dt != a.dtype:
+        return a.astype(dt)  # the mode converts it (float64 data in the default mode)
     return a.view() if donated and a.base is None else a
 
 
@@ -429,7 +439,9 @@ def _hashable_static(value, what: str, fun):
 
 
 def _explain(old, new) -> str:
-    (ot, oa, os_, ob), (nt, na, ns, nb) = old, new
+    (ot, oa, os_, ob, ox), (nt, na, ns, nb, nx) = old, new
+    if ox != nx:
+        return f"x64 mode was {'enabled' if nx else 'disabled'}"
     if ob != nb:
         return f"the backend changed {ob} → {nb}"
     if ot != nt:

@@ -322,7 +322,7 @@ def one_hot(x, num_classes: int, *, dtype=None, axis: int = -1):
     if aval.dtype == dtypes.bool_:
         x = lax.convert_element_type(x, dtypes.int32)
         aval = get_aval(x)
-    out_dt = dtypes.default_float if dtype is None else dtypes.canonicalize(dtype)
+    out_dt = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize(dtype)
     axis = canonical_axis(axis, aval.ndim + 1, "fx.nn.one_hot")
     lhs = lax.reshape(x, aval.shape[:axis] + (1,) + aval.shape[axis:])
     rhs_shape = [1] * aval.ndim

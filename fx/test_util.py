@@ -2,7 +2,9 @@
 
 ``check_grads(f, args, order)`` verifies forward mode against central finite differences along
 random directions, and reverse mode against them through the inner-product identity
-``<ct, J t> = <J^T ct, t>``, recursing to the requested order. Run it in float64.
+``<ct, J t> = <J^T ct, t>``, recursing to the requested order. Run it in float64, which needs
+x64 mode (``with fx.enable_x64():``); in the default mode float64 data becomes float32 and the
+checks use float32's step and tolerances.
 
 The strategies (``shapes``, ``arrays``, ``broadcastable_shapes``) need hypothesis, which is
 imported only when they are used. Example of a property-based gradient check::

@@ -68,12 +68,26 @@ _HALF_TO_F32 = {dtypes.float16: dtypes.float32, dtypes.bfloat16: dtypes.float32}
 # Costs are rough nanosecond estimates on one CPU core: a call overhead plus a throughput
 # term (generated kernels ~1 ns per element; BLAS ~50 flops per ns; NumPy op by op pays one
 # pass over memory per equation).
+# The dtypes generated kernels handle, for every value of the group (operands, results and
+# intermediates). Groups touching others (8- and 16-bit integers, uint64, complex, float8) run
+# as NumPy steps until the kernel dialects spell them.
+KERNEL_DTYPES = frozenset([dtypes.bool_, dtypes.int32, dtypes.int64, dtypes.uint32,
+                           dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64])
+
+
+def _kernel_dtypes_only(g: FusionGroup) -> bool:
+    return all(v.aval.dtype in KERNEL_DTYPES for e in g.eqns for v in (*e.invars, *e.outvars)
+               if hasattr(v, "aval"))
+
+
 for _backend in ("cpu", "cuda"):
     register(OpImpl(f"{_backend}.fused_elementwise", _backend, GroupKind.ELEMENTWISE, ANY,
                     {}, True, lambda g: 500.0 + _elements(g),
-                    "generated loop; half precision stored 16-bit, computed in float32"))
+                    "generated loop; half precision stored 16-bit, computed in float32",
+                    applies=_kernel_dtypes_only))
     register(OpImpl(f"{_backend}.fused_reduction", _backend, GroupKind.REDUCTION, ANY, {}, True,
-                    lambda g: 500.0 + _touched(g), "generated row-reduction kernel"))
+                    lambda g: 500.0 + _touched(g), "generated row-reduction kernel",
+                    applies=_kernel_dtypes_only))
 def _is_dot(g: FusionGroup) -> bool:
     return g.anchor.primitive is linalg.dot_general_p
 

@@ -138,13 +138,14 @@ FX_FN float fx_blendf(uint8_t c, float a, float b) {
   uint32_t m = 0u - (uint32_t)(c != 0);
   return fx_bits_to_f32((fx_f32_to_bits(a) & m) | (fx_f32_to_bits(b) & ~m));
 }
+/* round half away from zero, keeping the sign of zero (-0.3 -> -0.0, as C's round) */
 FX_FN float fx_round_awayf(float x) {
   float t = truncf(x);
-  return t + ((fabsf(x - t) >= 0.5f) ? copysignf(1.0f, x) : 0.0f);
+  return copysignf(t + ((fabsf(x - t) >= 0.5f) ? copysignf(1.0f, x) : 0.0f), x);
 }
 FX_FN double fx_round_away(double x) {
   double t = trunc(x);
-  return t + ((fabs(x - t) >= 0.5) ? copysign(1.0, x) : 0.0);
+  return copysign(t + ((fabs(x - t) >= 0.5) ? copysign(1.0, x) : 0.0), x);
 }
 FX_FN float fx_signf(float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x); }
 FX_FN double fx_sign(double x) { return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : x); }

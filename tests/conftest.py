@@ -1,4 +1,4 @@
-"""Test configuration: jax (the oracle) in 64-bit mode, hypothesis profiles.
+"""Test configuration: jax (the oracle) and fx in 64-bit mode, hypothesis profiles.
 
 HYPOTHESIS_PROFILE=ci (default: derandomized, few examples, what CI runs) or thorough (many
 examples, for long local runs) or dev.
@@ -12,10 +12,44 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import jax  # noqa: E402
+import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_platforms", "cpu")
+
+# fx in the oracle's mode: tests compare with jax in x64 mode, so fx runs in x64 mode too
+# (tests of the default mode switch both with ``fx.enable_x64(False)`` and jax's config).
+import fx  # noqa: E402
+
+fx.config.update("jax_enable_x64", True)
+
+@pytest.fixture(autouse=True)
+def _mode(request):
+    if request.node.get_closest_marker("default_mode") is None:
+        yield
+        return
+    jax.config.update("jax_enable_x64", False)
+    try:
+        with fx.enable_x64(False):
+            yield
+    finally:
+        jax.config.update("jax_enable_x64", True)
+
+
+# Docstring examples show what users see in the default mode: every ``doctest.testmod`` of the
+# suite runs them in it.
+import doctest  # noqa: E402
+
+_testmod = doctest.testmod
+
+
+def _testmod_in_default_mode(*args, **kwargs):
+    with fx.enable_x64(False):
+        return _testmod(*args, **kwargs)
+
+
+doctest.testmod = _testmod_in_default_mode
 
 _common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                       HealthCheck.data_too_large])

@@ -21,7 +21,7 @@ convert_element_type_p = Primitive("convert_element_type")  # params: new_dtype,
 
 @convert_element_type_p.def_abstract_eval
 def _convert_abstract_eval(x, *, new_dtype, weak_type):
-    dtypes.canonicalize(new_dtype)
+    dtypes.check(new_dtype)
     return ShapedArray(x.shape, new_dtype, weak_type)
 
 
@@ -83,7 +83,16 @@ transpose.deflinear(convert_element_type_p, _convert_transpose)
 
 
 def convert_element_type(x, new_dtype, weak_type: bool = False):
-    new_dtype = dtypes.canonicalize(new_dtype)
+    """``x`` converted to ``new_dtype`` (canonicalized for the mode, as jax's: float64 is
+    float32 in the default mode)."""
+    return to_dtype(x, dtypes.canonicalize(new_dtype), weak_type)
+
+
+def to_dtype(x, new_dtype, weak_type: bool = False):
+    """``convert_element_type`` to exactly ``new_dtype`` in either mode: for fx's own code that
+    computes in a 64-bit type in the default mode (an exactly rounded float32 multiply-add
+    through float64, 64-bit random bits)."""
+    new_dtype = dtypes.check(new_dtype)
     aval = get_aval(x)
     if aval.dtype == new_dtype and aval.weak_type == weak_type:
         return x
@@ -95,4 +104,4 @@ def convert_element_type(x, new_dtype, weak_type: bool = False):
 
 
 def bitcast_convert_type(x, new_dtype):
-    return bitcast_convert_type_p.bind(x, new_dtype=dtypes.canonicalize(new_dtype))
+    return bitcast_convert_type_p.bind(x, new_dtype=dtypes.check(new_dtype))

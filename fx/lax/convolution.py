@@ -268,7 +268,7 @@ def _as_operand_dtype(ct, other, aval: ShapedArray):
     ``preferred_element_type``); returns them and a function restoring ``aval``'s dtype."""
     ct_dt, other_dt = get_aval(ct).dtype, get_aval(other).dtype
     if ct_dt != other_dt:
-        common, _ = dtypes.promote_types((ct_dt, False), (other_dt, False))
+        common, _ = dtypes.join((ct_dt, False), (other_dt, False))
         ct, other = convert_element_type(ct, common), convert_element_type(other, common)
     return ct, other, lambda x: convert_element_type(x, aval.dtype, aval.weak_type)
 

@@ -196,8 +196,11 @@ def _round_abstract_eval(x, *, rounding_method):
 def _round_impl(x, *, rounding_method):
     if rounding_method == 1:
         return np.round(x)
-    # copysign, not sign(x) * ...: -0.0 and -0.3 round to -0.0, as C's round does.
-    return np.copysign(np.floor(np.abs(x) + 0.5), x)
+    # As C's round: the fraction compared exactly (floor(|x| + 0.5) rounds 0.49999997 up),
+    # and copysign keeps -0.0 for -0.0 and -0.3.
+    a = np.abs(x)
+    t = np.trunc(a)
+    return np.copysign(t + (a - t >= 0.5).astype(x.dtype), x)
 
 
 batching.vectorized_batcher(round_p)

@@ -170,7 +170,7 @@ def _operand_cotangent(ct, other, x_aval: ShapedArray, x_contract, x_batch, othe
     if ct_dtype != other_aval.dtype:
         # The result dtype differed from the operands' (preferred_element_type): compute in
         # the wider of the two, then return the operand's dtype.
-        common, _ = dtypes.promote_types((ct_dtype, False), (other_aval.dtype, False))
+        common, _ = dtypes.join((ct_dtype, False), (other_aval.dtype, False))
         ct, other = convert_element_type(ct, common), convert_element_type(other, common)
     prod = dot_general_p.bind(ct, other, dimension_numbers=dims, precision=precision,
                               preferred_element_type=None)

@@ -158,7 +158,7 @@ def pmean(x, axis_name):
     """The mean over the lanes (integers average in floating point, as in jax)."""
     def one(v, n):
         if not dtypes.is_float(v.dtype):
-            v = convert_element_type(v, dtypes.default_float)
+            v = convert_element_type(v, dtypes.default_float_dtype())
         return div(psum_p.bind(v, axis_name=n),
                    np.asarray(batching.axis_size(n), v.dtype))
 

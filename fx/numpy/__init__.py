@@ -61,13 +61,39 @@ class _ScalarType:
 
 
 bool_ = _ScalarType(_dtypes.bool_)
+int8 = _ScalarType(_dtypes.int8)
+int16 = _ScalarType(_dtypes.int16)
 int32 = _ScalarType(_dtypes.int32)
 int64 = _ScalarType(_dtypes.int64)
+uint8 = _ScalarType(_dtypes.uint8)
+uint16 = _ScalarType(_dtypes.uint16)
 uint32 = _ScalarType(_dtypes.uint32)
+uint64 = _ScalarType(_dtypes.uint64)
 float16 = _ScalarType(_dtypes.float16)
 bfloat16 = _ScalarType(_dtypes.bfloat16)
 float32 = _ScalarType(_dtypes.float32)
 float64 = _ScalarType(_dtypes.float64)
+complex64 = _ScalarType(_dtypes.complex64)
+complex128 = _ScalarType(_dtypes.complex128)
+float8_e4m3fn = _ScalarType(_dtypes.float8_e4m3fn)
+float8_e5m2 = _ScalarType(_dtypes.float8_e5m2)
+# jax's aliases: the 64-bit names are requests, canonicalized for the mode where used.
+bool = bool_  # noqa: A001
+float_ = double = float64
+single = float32
+int_ = int64
+uint = uint64
+complex_ = cdouble = complex128
+csingle = complex64
+# NumPy's abstract scalar classes, for issubdtype.
+generic, number, integer = _np.generic, _np.number, _np.integer
+signedinteger, unsignedinteger = _np.signedinteger, _np.unsignedinteger
+inexact, floating, complexfloating = _np.inexact, _np.floating, _np.complexfloating
+character, flexible = _np.character, _np.flexible
+dtype = _np.dtype
+finfo = _dtypes.finfo
+iinfo = _dtypes.iinfo
+ComplexWarning = _np.exceptions.ComplexWarning
 pi = 3.141592653589793
 e = 2.718281828459045
 inf = float("inf")
@@ -75,19 +101,65 @@ nan = float("nan")
 newaxis = None
 
 
-def result_type(*args):
-    return _dtypes.result_type(*args)
+def result_type(*args, return_weak_type_flag: bool = False):
+    return _dtypes.result_type(*args, return_weak_type_flag=return_weak_type_flag)
 
 
-def promote_types(a, b):
-    a, b = _dtypes.canonicalize(a), _dtypes.canonicalize(b)
-    return _dtypes.promote_types((a, False), (b, False))[0]
+promote_types = _dtypes.promote_types
+can_cast = _dtypes.can_cast
 
 
-def issubdtype(a, b):
-    import numpy as _np
+def issubdtype(arg1, arg2) -> bool:
+    return _dtypes.issubdtype(arg1, arg2)
 
-    return _np.issubdtype(a, b)
+
+_ISDTYPE_KINDS = {
+    "bool": lambda d: d == _dtypes.bool_,
+    "signed integer": _dtypes.is_signed_int,
+    "unsigned integer": _dtypes.is_unsigned_int,
+    "integral": _dtypes.is_int,
+    "real floating": lambda d: _dtypes.is_float(d) or d in _dtypes.FLOAT8,
+    "complex floating": _dtypes.is_complex,
+    "numeric": lambda d: d != _dtypes.bool_,
+}
+
+
+def isdtype(dtype, kind) -> bool:
+    """The array API's ``isdtype``: ``kind`` is a dtype, one of the kind names ("bool",
+    "signed integer", "unsigned integer", "integral", "real floating", "complex floating",
+    "numeric"), or a tuple of them."""
+    dt = _dtypes.check(dtype)
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    for k in kinds:
+        if isinstance(k, str):
+            if k not in _ISDTYPE_KINDS:
+                raise ValueError(f"fx.numpy.isdtype: unknown kind {k!r}; known kinds are "
+                                 f"{sorted(_ISDTYPE_KINDS)}")
+            if _ISDTYPE_KINDS[k](dt):
+                return True
+        elif _dtypes.check(k) == dt:
+            return True
+    return False
+
+
+def iscomplexobj(x) -> bool:
+    return _dtypes.is_complex(_dtypes.dtype_and_weak(x)[0])
+
+
+def isrealobj(x) -> bool:
+    return not iscomplexobj(x)
+
+
+def astype(x, dtype, /, *, copy: bool = False, device=None):
+    """``x`` converted to ``dtype`` (the array API's function form of ``x.astype``)."""
+    return asarray(x).astype(dtype)  # noqa: F405
+
+
+def broadcast_shapes(*shapes):
+    """The shape the given shapes broadcast to (NumPy's rules)."""
+    from fx.numpy._promote import broadcast_shapes as _broadcast
+
+    return _broadcast(*shapes, name="fx.numpy.broadcast_shapes")
 
 
 def shape(a):

@@ -9,7 +9,7 @@ import numpy as np
 
 from fx import dtypes, lax
 from fx.array import Array
-from fx.core import Tracer, device_array, get_aval, to_value
+from fx.core import Tracer, device_array, get_aval, python_scalar_buffer, to_value
 
 
 def is_fx_value(x) -> bool:
@@ -27,12 +27,12 @@ def to_array(x, name: str = "fx.numpy"):
 
 def asarray(x, dtype=None):
     """``x`` as an fx array, converted to ``dtype`` if given (see ``fx.numpy.asarray``)."""
-    dt = None if dtype is None else dtypes.canonicalize(dtype)
+    dt = None if dtype is None else dtypes.requested(dtype, "fx.numpy.asarray")
     if is_fx_value(x):
         return x if dt is None else lax.convert_element_type(x, dt)
     if isinstance(x, (list, tuple)) and _holds_fx_value(x):
         return _stack_nested(x, dt)
-    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic) and dt is None:
+    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic) and dt is None:
         return to_array(x)
     try:
         host = np.asarray(x)
@@ -54,8 +54,10 @@ def _holds_fx_value(x) -> bool:
 
 
 def _stack_nested(x, dt):
-    elems = [asarray(e) if isinstance(e, (list, tuple)) else to_array(e) for e in x]
-    elems = promote_dtypes(*elems, name="fx.numpy.asarray")
+    # The dtype comes from all the leaves at once (as jax's), not row by row.
+    dt_all = dt or dtypes.python_data_dtype(x)
+    elems = [asarray(e, dt_all) if isinstance(e, (list, tuple)) else to_array(e) for e in x]
+    elems = [lax.convert_element_type(e, dt_all) for e in elems]
     shapes = {get_aval(e).shape for e in elems}
     if len(shapes) != 1:
         raise ValueError(f"fx.numpy.asarray: ragged nested sequence with shapes {shapes}")
@@ -69,23 +71,23 @@ def promote_dtypes(*args, name: str = "fx.numpy") -> list:
     their exact value to the result dtype (``f64_array * 0.3`` uses 0.3 in float64, not a
     float32 rounding of it)."""
     arrs = [a if _is_python_scalar(a) else to_array(a, name) for a in args]
-    dt, weak = dtypes.promote_types(*(dtypes.dtype_and_weak(a) for a in arrs))
-    return [Array(np.asarray(a, dtype=dt), weak) if _is_python_scalar(a)
+    dt, weak = dtypes.join(*(dtypes.dtype_and_weak(a) for a in arrs))
+    return [Array(python_scalar_buffer(a, dt, name), weak) if _is_python_scalar(a)
             else lax.convert_element_type(a, dt, weak) for a in arrs]
 
 
 def _is_python_scalar(x) -> bool:
-    return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
+    return isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
 
 
 def promote_to_inexact(*args, name: str = "fx.numpy") -> list:
-    """Like :func:`promote_dtypes`, then integers and bools become floats: int64 becomes
-    float64 and narrower types float32 (as in JAX with x64 enabled)."""
+    """Like :func:`promote_dtypes`, then integers and bools become the mode's default float
+    (float32, or float64 in x64 mode), as jax's ``promote_dtypes_inexact``."""
     arrs = promote_dtypes(*args, name=name)
-    dt = get_aval(arrs[0]).dtype if arrs else dtypes.default_float
-    if dtypes.is_float(dt):
+    dt = get_aval(arrs[0]).dtype if arrs else dtypes.default_float_dtype()
+    to = dtypes.to_inexact_dtype(dt)
+    if to == dt:
         return arrs
-    to = dtypes.float64 if dt == dtypes.int64 else dtypes.float32
     return [lax.convert_element_type(a, to, get_aval(a).weak_type) for a in arrs]
 
 

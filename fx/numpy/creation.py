@@ -55,7 +55,7 @@ def full(shape, fill_value, dtype=None):
     shape = _shape_tuple(shape, "full")
     if (dtype is not None and isinstance(fill_value, (bool, int, float))
             and not isinstance(fill_value, np.generic)
-            and np.issubdtype(dtypes.canonicalize(dtype), np.inexact)):
+            and np.issubdtype(dtypes.requested(dtype, "fx.numpy.full"), np.inexact)):
         # A Python scalar goes straight to a float dtype (0.1 in float64 is 0.1); conversions
         # to integers (-1.5 to uint32) follow convert_element_type, as in JAX.
         fill = to_array(np.asarray(fill_value, dtypes.canonicalize(dtype)))
@@ -71,11 +71,13 @@ def full(shape, fill_value, dtype=None):
 
 
 def zeros(shape, dtype=None):
-    return lax.full(_shape_tuple(shape, "zeros"), 0, dtypes.canonicalize(dtype or float))
+    dt = dtypes.requested(dtype or float, "fx.numpy.zeros")
+    return lax.full(_shape_tuple(shape, "zeros"), 0, dt)
 
 
 def ones(shape, dtype=None):
-    return lax.full(_shape_tuple(shape, "ones"), 1, dtypes.canonicalize(dtype or float))
+    dt = dtypes.requested(dtype or float, "fx.numpy.ones")
+    return lax.full(_shape_tuple(shape, "ones"), 1, dt)
 
 
 def empty(shape, dtype=None):
@@ -88,7 +90,7 @@ def _like(a, dtype, shape):
     aval = get_aval(to_array(a))
     return (
         aval.shape if shape is None else _shape_tuple(shape, "*_like"),
-        aval.dtype if dtype is None else dtypes.canonicalize(dtype),
+        aval.dtype if dtype is None else dtypes.requested(dtype, "fx.numpy.*_like"),
         aval.weak_type and dtype is None,
     )
 
@@ -124,6 +126,7 @@ def arange(start, stop=None, step=None, dtype=None):
                     "fx.numpy.arange: bounds must be concrete numbers (the output length "
                     "depends on them)"
                 ) from None
+    implied = dtypes.result_type(*(v for v in (start, stop, step) if v is not None))
     if stop is None:
         start, stop = 0, start
     step = 1 if step is None else step
@@ -132,10 +135,9 @@ def arange(start, stop=None, step=None, dtype=None):
         raise ValueError("fx.numpy.arange: step must not be zero")
     size = max(math.ceil((stop - start) / step), 0)
     if dtype is None:
-        is_int = all(isinstance(v, (int, np.integer)) for v in (start, stop, step))
-        dt = dtypes.default_int if is_int else dtypes.default_float
+        dt = implied  # the bounds' promoted dtype, Python scalars weak (as jax)
     else:
-        dt = dtypes.canonicalize(dtype)
+        dt = dtypes.requested(dtype, "fx.numpy.arange")
     if dtypes.is_int(dt) or dt == dtypes.bool_:
         # In int64, so negative steps and starts work for unsigned results too.
         ramp = lax.iota(dtypes.int64, size)
@@ -170,7 +172,8 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
         raise TypeError(f"fx.numpy.linspace: num must be an integer, got {num!r}") from None
     if num < 0:
         raise ValueError(f"fx.numpy.linspace: num must be non-negative, got {num}")
-    dt = dtypes.canonicalize(dtype) if dtype is not None else dtypes.default_float
+    dt = (dtypes.requested(dtype, "fx.numpy.linspace") if dtype is not None
+          else dtypes.default_float_dtype())
     div = (num - 1) if endpoint else num
     start_a, stop_a = (lax.convert_element_type(to_array(v), dtypes.float64) for v in (start, stop))
     bshape = broadcast_shapes(get_aval(start_a).shape, get_aval(stop_a).shape,
@@ -212,7 +215,7 @@ def _matrix_shape(N, M, name) -> tuple[int, int]:
 def eye(N: int, M: int | None = None, k: int = 0, dtype=None):
     """An ``N x M`` array with ones on the ``k``-th diagonal (float32 by default)."""
     N, M = _matrix_shape(N, M, "eye")
-    dt = dtypes.canonicalize(dtype or float)
+    dt = dtypes.requested(dtype or float, "fx.numpy.eye")
     rows = lax.broadcasted_iota(dtypes.int64, (N, M), 0)
     cols = lax.broadcasted_iota(dtypes.int64, (N, M), 1)
     on = lax.eq(lax.add(rows, int(k)), cols) if k else lax.eq(rows, cols)
@@ -226,7 +229,7 @@ def identity(n: int, dtype=None):
 def tri(N: int, M: int | None = None, k: int = 0, dtype=None):
     """An ``N x M`` array with ones at and below the ``k``-th diagonal."""
     N, M = _matrix_shape(N, M, "tri")
-    dt = dtypes.canonicalize(dtype or float)
+    dt = dtypes.requested(dtype or float, "fx.numpy.tri")
     rows = lax.broadcasted_iota(dtypes.int64, (N, M), 0)
     cols = lax.broadcasted_iota(dtypes.int64, (N, M), 1)
     return lax.convert_element_type(lax.ge(lax.add(rows, int(k)), cols), dt)

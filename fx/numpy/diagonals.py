@@ -90,12 +90,9 @@ def diag(v, k: int = 0):
 
 
 def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None):
-    """Sum of the ``offset`` diagonal. bool sums as int32 and integers keep their dtype (fx's
-    default int is int32, where jax with x64 sums int32 as int64)."""
+    """Sum of the ``offset`` diagonal, with ``fx.numpy.sum``'s dtypes (bools and integers
+    narrower than the mode's default integer sum in it)."""
+    from fx.numpy.reductions import sum as sum_
+
     d = diagonal(a, offset, axis1, axis2)
-    dt = get_aval(d).dtype
-    if dtype is not None:
-        d = lax.convert_element_type(d, dtype)
-    elif dt == dtypes.bool_:
-        d = lax.convert_element_type(d, dtypes.default_int)
-    return lax.reduce_sum(d, (get_aval(d).ndim - 1,))
+    return sum_(d, axis=-1, dtype=dtype)

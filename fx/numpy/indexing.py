@@ -358,7 +358,7 @@ def _stack_columns(columns, batch_shape):
         small = out.size == 0 or (out.min() >= -(2**31) and out.max() < 2**31)
         return Array(out.astype(np.int32 if small else np.int64))
     traced = [get_aval(c).dtype for c, _ in columns if not isinstance(c, np.ndarray)]
-    dt = dtypes.promote_types(*((d, False) for d in traced))[0]
+    dt = dtypes.join(*((d, False) for d in traced))[0]
     static = [c for c, _ in columns if isinstance(c, np.ndarray) and c.size]
     if static and (min(c.min() for c in static) < np.iinfo(dt).min
                    or max(c.max() for c in static) > np.iinfo(dt).max):

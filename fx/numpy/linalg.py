@@ -378,7 +378,7 @@ def einsum(subscripts, *operands, optimize="greedy", precision=None,
     ops = promote_dtypes(*operands, name="fx.numpy.einsum")
     dtype = get_aval(ops[0]).dtype
     work = dtypes.canonicalize(preferred_element_type) if preferred_element_type else (
-        dtypes.default_int if dtype == dtypes.bool_ else dtype)
+        dtypes.default_int_dtype() if dtype == dtypes.bool_ else dtype)
     ops = [lax.convert_element_type(x, work) for x in ops]
     in_labels, out_labels = _parse(subscripts, [get_aval(x).shape for x in ops])
     sizes = _sizes(ops, in_labels, subscripts)

@@ -73,9 +73,7 @@ def _count(aval, axes) -> int:
 
 def _inexact(dtype: np.dtype) -> np.dtype:
     """The float dtype integer/bool data computes in (jax's ``to_inexact_dtype``)."""
-    if dtypes.is_float(dtype):
-        return dtype
-    return dtypes.float64 if dtype == dtypes.int64 else dtypes.default_float
+    return dtypes.to_inexact_dtype(dtype)
 
 
 def _computation(dtype: np.dtype) -> np.dtype:
@@ -95,12 +93,16 @@ def _scalar_of(value, dtype, name: str):
 
 def _sum_like(kind: str, a, axis, dtype, out, keepdims, initial, where, promote_integers):
     a, aval, axes = _prepare(a, axis, out, kind)
-    # promote_integers has nothing to do beyond bools: fx's integers are at least as wide as
-    # its default integer.
     if dtype is not None:
-        dt = dtypes.canonicalize(dtype)
+        dt = dtypes.requested(dtype, f"fx.numpy.{kind}")
     elif aval.dtype == dtypes.bool_:
-        dt = dtypes.default_int
+        dt = dtypes.default_int_dtype()
+    elif promote_integers and dtypes.is_int(aval.dtype):
+        # As jax: integers narrower than the mode's default widen to it (unsigned to the
+        # default unsigned type).
+        wide = (dtypes.default_uint_dtype() if dtypes.is_unsigned_int(aval.dtype)
+                else dtypes.default_int_dtype())
+        dt = wide if aval.dtype.itemsize < wide.itemsize else aval.dtype
     else:
         dt = aval.dtype
     x = lax.convert_element_type(a, dt, aval.weak_type and dtype is None)
@@ -150,7 +152,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     """Arithmetic mean over ``axis``; integers give float32 (float64 for int64). The mean of
     no entries is NaN. Example: ``fnp.mean(fnp.arange(4))`` is ``1.5``."""
     a, aval, axes = _prepare(a, axis, out, "mean")
-    dt = dtypes.canonicalize(dtype) if dtype is not None else _inexact(aval.dtype)
+    dt = dtypes.requested(dtype, "fx.numpy.mean") if dtype is not None else _inexact(aval.dtype)
     x = lax.convert_element_type(a, _computation(dt))
     total, n = _masked_sum_and_count(x, aval, axes, where, "mean")
     res = lax.convert_element_type(lax.div(total, n), dt)
@@ -165,7 +167,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
             raise ValueError("fx.numpy.var: pass ddof or correction, not both")
         ddof = correction
     a, aval, axes = _prepare(a, axis, out, "var")
-    dt = dtypes.canonicalize(dtype) if dtype is not None else _inexact(aval.dtype)
+    dt = dtypes.requested(dtype, "fx.numpy.var") if dtype is not None else _inexact(aval.dtype)
     x = lax.convert_element_type(a, _computation(dt))
     total, n = _masked_sum_and_count(x, aval, axes, where, "var")
     kept = tuple(i for i in range(aval.ndim) if i not in axes)
@@ -295,7 +297,7 @@ def _arg(kind: str, a, axis, out, keepdims):
     if get_aval(x).shape[ax] == 0:
         raise ValueError(f"fx.numpy.{kind}: attempt to get {kind} of an empty sequence "
                          f"(shape {aval.shape}, axis {axis})")
-    res = (lax.argmax if kind == "argmax" else lax.argmin)(x, ax, dtypes.default_int)
+    res = (lax.argmax if kind == "argmax" else lax.argmin)(x, ax, dtypes.default_int_dtype())
     return lax.reshape(res, kept_shape) if keepdims else res
 
 
@@ -339,5 +341,5 @@ def all(a, axis=None, out=None, keepdims=False, *, where=None):  # noqa: A001
 def count_nonzero(a, axis=None, keepdims=False):
     """The number of nonzero entries over ``axis`` (int32)."""
     a, aval, axes = _prepare(a, axis, None, "count_nonzero")
-    ones = lax.convert_element_type(_truth(a), dtypes.default_int)
+    ones = lax.convert_element_type(_truth(a), dtypes.default_int_dtype())
     return _keepdims(lax.reduce_sum(ones, axes), aval.shape, axes, keepdims)

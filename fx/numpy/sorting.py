@@ -92,7 +92,7 @@ def argsort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = T
     _check_order(order, "fx.numpy.argsort")
     a, axis = _axis_or_flat(a, axis, "fx.numpy.argsort")
     keys = _sort_keys(a, descending)
-    iota = lax.broadcasted_iota(dtypes.default_int, get_aval(a).shape, axis)
+    iota = lax.broadcasted_iota(dtypes.default_int_dtype(), get_aval(a).shape, axis)
     return lax.sort((*keys, iota), axis, num_keys=len(keys))[-1]
 
 
@@ -122,7 +122,7 @@ def lexsort(keys, axis: int = -1):
     if not shape:
         raise ValueError("fx.numpy.lexsort: keys must be at least one-dimensional")
     axis = canonical_axis(axis, len(shape), "fx.numpy.lexsort")
-    iota = lax.broadcasted_iota(dtypes.default_int, shape, axis)
+    iota = lax.broadcasted_iota(dtypes.default_int_dtype(), shape, axis)
     return lax.sort((*keys[::-1], iota), axis, num_keys=len(keys))[-1]
 
 
@@ -190,10 +190,11 @@ def _cumulative(lax_fn, name: str):
             raise NotImplementedError(f"fx.numpy.{name}: 'out' is not supported (arrays are "
                                       "immutable); use the return value")
         a, axis = _axis_or_flat(a, axis, f"fx.numpy.{name}")
+        dt = get_aval(a).dtype
         if dtype is not None:
-            a = lax.convert_element_type(a, dtypes.canonicalize(dtype))
-        elif get_aval(a).dtype == dtypes.bool_:
-            a = lax.convert_element_type(a, dtypes.default_int)
+            a = lax.convert_element_type(a, dtypes.requested(dtype, f"fx.numpy.{name}"))
+        elif dt == dtypes.bool_:
+            a = lax.convert_element_type(a, dtypes.default_int_dtype())
         return lax_fn(a, axis)
 
     f.__name__ = name

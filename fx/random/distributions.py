@@ -20,6 +20,7 @@ import numpy as np
 from fx import dtypes, lax
 from fx.array import Array
 from fx.core import get_aval
+from fx.lax.convert import to_dtype
 from fx.random.threefry import (
     _as_value,
     bits32,
@@ -38,7 +39,7 @@ def _const(value, dtype) -> Array:
 
 def _dtype(name: str, dtype, kind: str) -> np.dtype:
     """Canonicalize a user dtype and check that it is of ``kind`` ('float' or 'integer')."""
-    dt = dtypes.canonicalize(dtype)
+    dt = dtypes.requested(dtype, f"fx.random.{name}")
     ok = dtypes.is_float(dt) if kind == "float" else dtypes.is_int(dt)
     if not ok:
         raise TypeError(
@@ -150,7 +151,7 @@ def _fma(a, b, c):
     a, b, c = (lax.stop_gradient(v) for v in (a, b, c))
     if dtype == dtypes.float32:
         # The float64 product of two float32s is exact; only the sum needs care.
-        a, b, c = (lax.convert_element_type(v, dtypes.float64) for v in (a, b, c))
+        a, b, c = (to_dtype(v, dtypes.float64) for v in (a, b, c))
         fused = lax.convert_element_type(_round_to_odd(*_two_sum(lax.mul(a, b), c)), dtype)
     else:
         hi, lo = _two_product(a, b)
@@ -324,7 +325,7 @@ def _int_bound(name: str, what: str, value):
         return _const(int(value), dtypes.int64)
     x = _as_value(value, name, what)
     if not dtypes.is_int(get_aval(x).dtype):
-        x = lax.convert_element_type(x, dtypes.int64)
+        x = to_dtype(x, dtypes.int64)
     return x
 
 

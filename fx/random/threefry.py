@@ -28,6 +28,7 @@ import numpy as np
 from fx import dtypes, lax
 from fx.array import Array
 from fx.core import Tracer, get_aval
+from fx.lax.convert import to_dtype
 
 # Rotation distances of the two alternating groups of four rounds, and the key-schedule parity
 # constant of Threefish/Threefry.
@@ -266,7 +267,7 @@ def bits32(name: str, key, shape: tuple[int, ...]):
 def bits64(name: str, key, shape: tuple[int, ...]):
     """64 random bits per element, held in an int64 (fx has no uint64): the high word is the
     first output word, as in jax's ``random_bits(key, 64, shape)``."""
-    hi, lo = (lax.convert_element_type(w, dtypes.int64) for w in random_words(name, key, shape))
+    hi, lo = (to_dtype(w, dtypes.int64) for w in random_words(name, key, shape))
     return lax.or_(lax.shift_left(hi, 32), lo)
 
 

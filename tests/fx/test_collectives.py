@@ -215,6 +215,7 @@ def test_psum_over_a_tuple_of_axis_names():
     assert_allclose(got, np.full(A.shape, A.sum()), what="both axes")
 
 
+@pytest.mark.default_mode  # the expected dtypes are the default mode's
 def test_pmean_of_integers_matches_jax():
     x = np.arange(4, dtype=np.int32)
     got = fx.vmap(lambda v: flax.pmean(v, "i"), axis_name="i")(x)

@@ -27,6 +27,9 @@ from fx.jaxpr import (
 )
 from fx.lax.elementwise import add_p, mul_p, sin_p
 
+# Golden text in the default mode's dtypes (Python scalars and NumPy data are 32-bit there).
+pytestmark = pytest.mark.default_mode
+
 
 def golden(text: str) -> str:
     return textwrap.dedent(text).strip("\n")
@@ -57,7 +60,8 @@ def test_print_elementwise():
 
 
 def test_print_literals_keep_dtype():
-    got = traced(lambda x, n: (x + 1, n * 2, n > 3), fnp.ones(2, np.float64), np.int32(1))
+    with fx.enable_x64():  # float64 data stays float64
+        got = traced(lambda x, n: (x + 1, n * 2, n > 3), fnp.ones(2, np.float64), np.int32(1))
     assert got.splitlines()[:4] == golden("""
         { lambda ; a:f64[2] b:i32[]. let
             c:f64[2] = add a 1.0:f64[]
@@ -358,8 +362,10 @@ def test_check_closed_jaxpr_consts_and_nested():
 
 
 def test_make_jaxpr_return_shape():
-    closed, shapes = fx.make_jaxpr(lambda x: {"y": x * 2, "z": (x > 0, x.astype(np.int64))},
-                                   return_shape=True)(fnp.ones((2, 3)))
+    with fx.enable_x64():  # int64 stays int64
+        closed, shapes = fx.make_jaxpr(
+            lambda x: {"y": x * 2, "z": (x > 0, x.astype(np.int64))},
+            return_shape=True)(fnp.ones((2, 3), np.float32))
     check_jaxpr(closed)
     assert shapes == {"y": f32(2, 3), "z": (ShapedArray((2, 3), np.bool_),
                                            ShapedArray((2, 3), np.int64))}
@@ -379,8 +385,10 @@ def test_make_jaxpr_static_argnums():
 
 
 def test_make_jaxpr_keyword_and_pytree_arguments():
-    closed = fx.make_jaxpr(lambda p, *, s: p["a"] * s + p["b"][0])(
-        {"a": fnp.ones(2), "b": [fnp.zeros(2)]}, s=fnp.ones(2, np.float64))
+    with fx.enable_x64():  # float64 data stays float64
+        closed = fx.make_jaxpr(lambda p, *, s: p["a"] * s + p["b"][0])(
+            {"a": fnp.ones(2, np.float32), "b": [fnp.zeros(2, np.float32)]},
+            s=fnp.ones(2, np.float64))
     check_jaxpr(closed)
     assert [str(a) for a in closed.in_avals] == ["f32[2]", "f32[2]", "f64[2]"]
     assert [str(a) for a in closed.out_avals] == ["f64[2]"]

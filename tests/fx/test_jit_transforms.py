@@ -316,6 +316,7 @@ def test_vmap_of_jit_with_axes_and_aux():
     close(run(fx, FX), run(jax, JX), "in_axes/out_axes and has_aux")
 
 
+@pytest.mark.default_mode  # Python scalars are float32 there
 def test_python_scalars_are_weakly_typed():
     x32 = rand(3, seed=23).astype(np.float32)
     f = fx.jit(lambda x, s: x * s + s)
@@ -329,8 +330,10 @@ def test_python_scalars_are_weakly_typed():
     assert out.dtype == np.float32 and out.weak_type and float(out) == 7.0
     assert (out + x32).dtype == np.float32 and (fx.jit(lambda a: a * 2)(1.5) + x32).dtype \
         == np.float32
-    # A NumPy scalar is strongly typed.
-    assert fx.jit(lambda x, s: x * s)(x32, np.float64(2.0)).dtype == np.float64
+    # A NumPy scalar is strongly typed (float64 data is float32 in the default mode).
+    assert fx.jit(lambda x, s: x * s)(x32, np.float64(2.0)).dtype == np.float32
+    with fx.enable_x64():
+        assert fx.jit(lambda x, s: x * s)(x32, np.float64(2.0)).dtype == np.float64
     # The gradient with respect to a Python float is a float32, as in jax without x64.
     g = fx.grad(fx.jit(lambda s, x: fnp.sum(x * s) * s))(1.5, X)
     assert g.dtype == np.float32

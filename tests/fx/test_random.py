@@ -443,6 +443,7 @@ def test_vmap_over_bounds(shape):
     assert_bits_equal(got, want)
 
 
+@pytest.mark.default_mode  # fx's defaults for Python data
 def test_list_arguments_use_fx_defaults():
     fk, jk = keys(2)
     got = fr.categorical(fk, [[0.0, 1.0], [2.0, -1.0]])  # float32 logits

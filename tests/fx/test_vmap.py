@@ -77,6 +77,7 @@ def test_in_axes_pytree_prefix():
     assert_allclose(got, want, what="subtree prefix")
 
 
+@pytest.mark.default_mode  # float32 defaults
 def test_axis_size_for_functions_without_batched_inputs():
     got = fx.vmap(lambda: fnp.ones(2), axis_size=5)()
     assert_allclose(got, np.ones((5, 2), np.float32), what="no arguments")

@@ -51,6 +51,7 @@ i0 += (int)gridDim.x * blockDim.x) {
 }"""
 
 
+@pytest.mark.default_mode  # NumPy float64 data: float32 in the default mode, as written
 def test_golden_c_and_cuda_for_a_fused_elementwise_kernel():
     (k,) = _kernels(_fused, fnp.ones(16), fnp.ones(16))
     k = dataclasses.replace(k, name="k")

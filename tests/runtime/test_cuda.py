@@ -58,6 +58,7 @@ def _mlp_layer(w, b, x):
     return fnp.maximum(x @ w + b, 0.0)
 
 
+@pytest.mark.default_mode  # NumPy float64 data: float32 in the default mode, as written
 def test_lowering_for_cuda_is_pure_and_uses_cuda_choices():
     low = lower(fx.make_jaxpr(_mlp_layer)(fnp.ones((6, 5)), fnp.ones(5), fnp.ones((4, 6))),
                 "cuda")

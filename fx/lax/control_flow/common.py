@@ -229,7 +229,7 @@ def promote_weak_carry(init: list, in_avals: Sequence[ShapedArray],
     out, changed = [], False
     for x, a, b in zip(init, in_avals, out_avals):
         if a.weak_type and a.shape == b.shape and (a.dtype != b.dtype or not b.weak_type):
-            dt, weak = dtypes.promote_types((a.dtype, True), (b.dtype, b.weak_type))
+            dt, weak = dtypes.join((a.dtype, True), (b.dtype, b.weak_type))
             x = convert_element_type(x, dt, weak)
             changed = True
         out.append(x)

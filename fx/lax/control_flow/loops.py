@@ -299,7 +299,7 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
     for name, a in (("lower", la), ("upper", ua)):
         if a.shape != () or not dtypes.is_int(a.dtype):
             raise TypeError(f"fori_loop: {name} must be an integer scalar, got {a.str_short()}")
-    dt, weak = dtypes.promote_types((la.dtype, la.weak_type), (ua.dtype, ua.weak_type))
+    dt, weak = dtypes.join((la.dtype, la.weak_type), (ua.dtype, ua.weak_type))
     lower = convert_element_type(lower, dt, weak)
     upper = convert_element_type(upper, dt, weak)
     try:

@@ -77,6 +77,7 @@ def test_while_prints_cond_and_body_with_hoisted_constants():
           in (c,) }""")
 
 
+@pytest.mark.default_mode  # the golden text has the default mode's int32 counter
 def test_static_fori_loop_is_a_scan_with_a_counter_carry():
     text = _golden(lambda x: lax.fori_loop(0, 3, lambda i, c: c * 2.0, x), F32(1))
     assert text == dedent("""\
@@ -180,6 +181,7 @@ ERRORS = [
 ]
 
 
+@pytest.mark.default_mode  # the messages name the default mode's dtypes
 @pytest.mark.parametrize("name,fn,exc,pattern", ERRORS, ids=[e[0] for e in ERRORS])
 def test_error_messages(name, fn, exc, pattern):
     with pytest.raises(exc, match=pattern):

@@ -344,6 +344,7 @@ def test_grad_of_gather_is_scatter_add():
     assert "scatter_add" in str(jaxpr)
 
 
+@pytest.mark.default_mode  # the messages name the default mode's float32
 def test_errors():
     x = fnp.zeros((3, 4))
     i = fnp.asarray(np.array([[1]], I64))
@@ -362,6 +363,6 @@ def test_errors():
     with pytest.raises(TypeError, match=r"scatter_add: updates must have shape .* = \(1, 4\)"):
         lax.scatter_add(x, i, fnp.zeros((1, 3)), (0,))
     with pytest.raises(TypeError, match=r"scatter: updates must have the operand's dtype"):
-        lax.scatter(x, i, fnp.zeros((1, 4), np.float64), (0,))
+        lax.scatter(x, i, fnp.zeros((1, 4), np.int32), (0,))
     with pytest.raises(TypeError, match=r"scatter_add: does not accept bool"):
         lax.scatter_add(fnp.zeros(3, bool), i, fnp.zeros(1, bool), (0,))

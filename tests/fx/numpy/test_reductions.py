@@ -65,8 +65,6 @@ def test_vmap_every_axis(name):
     rng = np.random.default_rng(2)
     case = OpCase(name, lambda x: getattr(fnp, name)(x, axis=1),
                   lambda x: getattr(jnp, name)(x, axis=1), None)
-    if name == "argmax":
-        case.jax_fn = lambda x: jnp.argmax(x, axis=1).astype(np.int32)
     for bdim in range(3):
         s = [3, 4]
         s.insert(bdim, 2)
@@ -86,34 +84,26 @@ def test_ddof_and_correction():
 
 # --- dtype rules ------------------------------------------------------------------------------
 
-I32, U32, I64, F32, F64 = (np.dtype(d) for d in ("int32", "uint32", "int64", "float32",
-                                                 "float64"))
-BOOL, F16, BF16 = np.dtype(bool), np.dtype(np.float16), np.dtype("bfloat16")
-# fx's result dtype for each input dtype (jax with x64 widens int32/uint32/bool sums and
-# products, and argmax/count_nonzero indices, to 64 bits; fx's default integer is int32).
-EXPECTED_DTYPE = {
-    "sum": {BOOL: I32, I32: I32, U32: U32, I64: I64, F16: F16, BF16: BF16, F32: F32},
-    "prod": {BOOL: I32, I32: I32, U32: U32, I64: I64, F16: F16, BF16: BF16, F32: F32},
-    "mean": {BOOL: F32, I32: F32, U32: F32, I64: F64, F16: F16, BF16: BF16, F32: F32},
-    "var": {BOOL: F32, I32: F32, U32: F32, I64: F64, F16: F16, BF16: BF16, F32: F32},
-    "max": {BOOL: BOOL, I32: I32, U32: U32, I64: I64, F16: F16, BF16: BF16, F32: F32},
-    "argmax": {d: I32 for d in (BOOL, I32, U32, I64, F16, BF16, F32)},
-    "count_nonzero": {d: I32 for d in (BOOL, I32, U32, I64, F16, BF16, F32)},
-    "any": {d: BOOL for d in (BOOL, I32, U32, I64, F16, BF16, F32)},
-}
+REDUCTIONS = ["sum", "prod", "mean", "var", "max", "argmax", "count_nonzero", "any"]
+REDUCED_DTYPES = [np.dtype(d) for d in ("bool", "int8", "uint8", "int16", "uint16", "int32",
+                                        "uint32", "int64", "uint64", "float16", "bfloat16",
+                                        "float32", "float64")]
+BOTH_MODES = pytest.mark.parametrize(
+    "mode", ["x64", pytest.param("default", marks=pytest.mark.default_mode)])
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED_DTYPE))
-@pytest.mark.parametrize("dtype", [BOOL, I32, U32, I64, F16, BF16, F32], ids=str)
-def test_dtype_rules(name, dtype):
+@BOTH_MODES
+@pytest.mark.parametrize("name", REDUCTIONS)
+@pytest.mark.parametrize("dtype", REDUCED_DTYPES, ids=str)
+def test_dtype_rules(name, dtype, mode):
+    # jax's result dtypes in its mode: small integers sum in the default integer, means of
+    # integers are float32 (float64 for 64-bit integers in x64 mode), indices are int_.
     rng = np.random.default_rng(4)
     x = rng.integers(0, 3, (3, 5)).astype(dtype)
     got = getattr(fnp, name)(to_fx(x), axis=1)
     want = getattr(jnp, name)(x, axis=1)
-    assert got.dtype == EXPECTED_DTYPE[name][dtype]
-    if name in ("mean", "var") and dtype in (BOOL, I32, U32):
-        assert want.dtype == F32  # jax agrees here, even with x64
-    assert_allclose(got, want, check_dtype=False, what=f"{name} {dtype}")
+    assert got.dtype == want.dtype
+    assert_allclose(got, want, what=f"{name} {dtype}")
 
 
 def test_explicit_dtype():
@@ -202,8 +192,8 @@ def test_argmax_argmin(name, axis, keepdims):
     for x in (ARG_X, np.nan_to_num(ARG_X), np.array([[3, 1, 3], [0, 7, 7]], np.int32)):
         got = getattr(fnp, name)(to_fx(x), axis=axis, keepdims=keepdims)
         want = getattr(jnp, name)(x, axis=axis, keepdims=keepdims)
-        assert got.dtype == I32
-        assert_allclose(got, want, check_dtype=False, what=f"{name} axis={axis}")
+        assert got.dtype == want.dtype
+        assert_allclose(got, want, what=f"{name} axis={axis}")
 
 
 def test_any_all_count_nonzero():
@@ -245,7 +235,7 @@ def test_average():
     case = OpCase("average", f, g, None, diff_argnums=(0, 1))
     check_eval(case, [x, w_axis])
     check_vjp(case, [x, w_axis], rng)
-    assert fnp.average(to_fx(np.arange(3, dtype=np.int32))).dtype == F32
+    assert fnp.average(to_fx(np.arange(3, dtype=np.int32))).dtype == np.float32  # as jax
 
 
 def test_average_errors():
@@ -294,7 +284,7 @@ def test_array_methods_forward_to_the_functions():
         (fxx.sum(1), x.sum(1)), (fxx.sum(), x.sum()), (fxx.mean(axis=0), x.mean(axis=0)),
         (fxx.max(axis=0, keepdims=True), x.max(axis=0, keepdims=True)), (fxx.min(), x.min()),
         (fxx.prod(1), x.prod(1)), (fxx.var(ddof=1), x.var(ddof=1)), (fxx.std(0), x.std(0)),
-        (fxx.argmax(), np.int32(x.argmax())), (fxx.argmin(0), x.argmin(0).astype(np.int32)),
+        (fxx.argmax(), np.int64(x.argmax())), (fxx.argmin(0), x.argmin(0).astype(np.int64)),
         (fxx.any(), x.any()), (fxx.all(1), x.all(1)),
     ]
     for got, want in checks:

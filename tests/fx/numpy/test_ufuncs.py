@@ -246,20 +246,17 @@ def test_python_scalar_operands_are_weak(u):
         assert_allclose(g(fnp.asarray(x), u.fx_fn()), want, what=what)
 
 
-def test_python_data_defaults_differ_from_jax_x64():
-    # Documented difference: Python data is float32/int32 in fx (jax-x64: 64-bit). The
-    # promotion *rules* are the same; only the default width differs.
-    out = fnp.sin(1)
-    assert out.dtype == np.float32 and out.weak_type
-    assert jnp.sin(1).dtype == np.float64
-    out = fnp.add(1, 2.5)
-    assert out.dtype == np.float32 and out.weak_type and float(out) == 3.5
-    out = fnp.multiply(fnp.asarray(np.array([1, 2], np.int32)), 2.5)
-    assert out.dtype == np.float32 and out.weak_type  # jax-x64: weak float64
-    np.testing.assert_array_equal(np.asarray(out), [2.5, 5.0])
-    assert fnp.sin(np.array([1], np.int64)).dtype == np.float64  # explicit 64-bit stays 64-bit
-    assert fnp.sqrt(np.array([4], np.int32)).dtype == np.float32
-    assert fnp.power(2, 10).dtype == np.int32 and int(fnp.power(2, 10)) == 1024
+@pytest.mark.parametrize("mode", ["x64", pytest.param("default",
+                                                     marks=pytest.mark.default_mode)])
+def test_python_data_defaults_match_jax_in_both_modes(mode):
+    cases = [lambda m: m.sin(1), lambda m: m.add(1, 2.5),
+             lambda m: m.multiply(m.asarray(np.array([1, 2], np.int32)), 2.5),
+             lambda m: m.sin(np.array([1], np.int64)), lambda m: m.sqrt(np.array([4], np.int32)),
+             lambda m: m.power(2, 10)]
+    for case in cases:
+        got, want = case(fnp), case(jnp)
+        assert (got.dtype, got.weak_type) == (want.dtype, want.weak_type)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
 # --- derivatives ----------------------------------------------------------------------------------
