@@ -7,6 +7,7 @@ checks compare eval, jvp and vjp with jax, vmap with a Python loop (and jax.vmap
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -185,3 +186,19 @@ def run_doctests(*modules) -> int:
         assert result.failed == 0, f"{result.failed} docstring examples failed in {module}"
         attempted += result.attempted
     return attempted
+
+
+@contextlib.contextmanager
+def same_mode(x64: bool):
+    """fx and the jax oracle in the same mode: jax's default mode, or x64."""
+    import jax
+
+    import fx
+
+    old = fx.config.enable_x64
+    fx.config.update("enable_x64", x64)
+    try:
+        with jax.enable_x64(x64):
+            yield
+    finally:
+        fx.config.update("enable_x64", old)

@@ -5,28 +5,14 @@ vmap against a loop; grad against jax."""
 
 from __future__ import annotations
 
-import contextlib
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from harness import assert_allclose, assert_bitwise, run_doctests
+from harness import assert_allclose, assert_bitwise, run_doctests, same_mode
 
 import fx
 import fx.numpy as fnp
-
-
-@contextlib.contextmanager
-def same_mode(x64: bool):
-    """fx and the jax oracle in the same mode: jax's default mode, or x64."""
-    old = fx.config.enable_x64
-    fx.config.update("enable_x64", x64)
-    try:
-        with jax.enable_x64(x64):
-            yield
-    finally:
-        fx.config.update("enable_x64", old)
 
 
 @pytest.fixture(params=[False, True], ids=["x32", "x64"])

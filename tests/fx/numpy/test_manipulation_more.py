@@ -7,28 +7,22 @@ differentiate and batch; jit against eager; error messages."""
 
 from __future__ import annotations
 
-import contextlib
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from harness import OpCase, assert_allclose, assert_bitwise, check_vjp, check_vmap, run_doctests
+from harness import (
+    OpCase,
+    assert_allclose,
+    assert_bitwise,
+    check_vjp,
+    check_vmap,
+    run_doctests,
+    same_mode,
+)
 
 import fx
 import fx.numpy as fnp
-
-
-@contextlib.contextmanager
-def same_mode(x64: bool):
-    """fx and the jax oracle in the same mode: jax's default mode, or x64."""
-    old = fx.config.enable_x64
-    fx.config.update("enable_x64", x64)
-    try:
-        with jax.enable_x64(x64):
-            yield
-    finally:
-        fx.config.update("enable_x64", old)
 
 
 def _f(shape, seed=0, dtype=np.float32):
