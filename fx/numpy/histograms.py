@@ -18,7 +18,7 @@ import operator
 import numpy as np
 
 from fx import dtypes, lax
-from fx.core import Tracer, get_aval
+from fx.core import ConcretizationTypeError, Tracer, get_aval
 from fx.numpy import reductions, sorting
 from fx.numpy._promote import is_fx_value, promote_to_inexact, to_array
 from fx.numpy.creation import linspace, zeros
@@ -48,7 +48,7 @@ def bincount(x, weights=None, minlength: int = 0, *, length: int | None = None):
         raise ValueError(f"{name}: x must be 1-d, got shape {aval.shape}")
     if length is None:
         if isinstance(x, Tracer):
-            raise TypeError(
+            raise ConcretizationTypeError(
                 f"{name}: the output length depends on the values of x, which are traced "
                 "here (under jit, vmap or grad); pass a static length=, e.g. "
                 "bincount(x, length=n)")

@@ -379,14 +379,18 @@ def tile(A, reps):
     return lax.reshape(x, tuple(r * d for r, d in zip(reps, shape)))
 
 
-def _static_repeats(repeats) -> np.ndarray:
+def _static_repeats(repeats, total_repeat_length) -> np.ndarray | None:
+    """``repeats`` as host integers, or None when they are traced and ``total_repeat_length``
+    fixes the output length (the traced path of :func:`repeat`)."""
     try:
         out = np.asarray(repeats)
     except ConcretizationTypeError:
-        raise TypeError(
-            "fx.numpy.repeat: repeats must be static (concrete), because the output shape "
-            "depends on them; unlike jax, traced repeats are not supported even with "
-            "total_repeat_length"
+        if total_repeat_length is not None:
+            return None
+        raise ConcretizationTypeError(
+            "fx.numpy.repeat: repeats are traced here (jit, vmap, make_jaxpr), so the total "
+            "number of repeats, the output length, is unknown. Pass static repeats, or a "
+            "static total_repeat_length= (as in jax)"
         ) from None
     if out.dtype.kind not in "iu":
         raise TypeError(f"fx.numpy.repeat: repeats must be integers, got {out.dtype}")
@@ -395,19 +399,57 @@ def _static_repeats(repeats) -> np.ndarray:
     return out.astype(np.int64)
 
 
+def _repeat_traced(x, repeats, axis: int, total: int):
+    """:func:`repeat` for traced ``repeats`` (1 or ``x.shape[axis]`` of them) and a static
+    ``total``: output position ``j`` takes the last entry whose block starts at or before
+    ``j`` (jax's algorithm, counted by a ``searchsorted`` instead of a scatter)."""
+    from fx.numpy.indexing import take  # noqa: PLC0415  (indexing imports this module)
+    from fx.numpy.sorting import searchsorted  # noqa: PLC0415
+
+    name = "fx.numpy.repeat"
+    reps = to_array(repeats, name)
+    if not dtypes.is_int(get_aval(reps).dtype):
+        raise TypeError(f"{name}: repeats must be integers, got {get_aval(reps).str_short()}")
+    it = dtypes.default_int_dtype()
+    reps = lax.convert_element_type(lax.reshape(reps, (get_aval(reps).size,)), it)
+    shape = get_aval(x).shape
+    n = shape[axis]
+    if get_aval(reps).shape[0] not in (1, n):
+        raise ValueError(f"{name}: {get_aval(reps).shape[0]} repeat counts for an axis of "
+                         f"size {n}")
+    if total == 0 or n == 0:
+        return lax.slice_in_dim(x, 0, 0, 1, axis) if total == 0 else x
+    reps = lax.broadcast_in_dim(reps, (n,), (0,)) if get_aval(reps).shape[0] != n else reps
+    starts = lax.sub(lax.cumsum(reps, 0), reps)
+    source = lax.sub(searchsorted(starts, lax.iota(it, total), side="right"), 1)
+    return take(x, source, axis=axis, mode="clip")
+
+
 def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | None = None):
-    """Repeat each element of ``a`` (flattened if ``axis`` is None) ``repeats`` times; per-element
-    ``repeats`` must be static. With ``total_repeat_length`` the result is cut to that length or
-    extended by repeating the last element (jax's semantics).
+    """Repeat each element of ``a`` (flattened if ``axis`` is None) ``repeats`` times. With
+    ``total_repeat_length`` the result is cut to that length or extended by repeating the
+    last element (jax's semantics), and ``repeats`` may be traced (under ``jit``/``vmap``);
+    without it they must be static, since they fix the output length.
 
     >>> fx.numpy.repeat(fx.numpy.arange(3), [1, 0, 2])
     Array([0, 2, 2], dtype=int32)
+    >>> fx.jit(lambda r: fx.numpy.repeat(fx.numpy.arange(3), r, total_repeat_length=4))(
+    ...     fx.numpy.array([1, 0, 2]))
+    Array([0, 2, 2, 2], dtype=int32)
     """
     x = _arr(a, "repeat")
     if axis is None:
         x, axis = ravel(x), 0
-    reps = _static_repeats(repeats)
+    reps = _static_repeats(repeats, total_repeat_length)
     shape = get_aval(x).shape
+    if reps is None:
+        total = operator.index(total_repeat_length)
+        if not shape:
+            if get_aval(to_array(repeats)).size != 1:
+                raise ValueError("fx.numpy.repeat: a 0-d array takes a single repeat count")
+            return lax.broadcast_in_dim(x, (total,), ())
+        return _repeat_traced(x, repeats, canonical_axis(axis, len(shape), "fx.numpy.repeat"),
+                              total)
     if not shape:
         if reps.size != 1:
             raise ValueError("fx.numpy.repeat: a 0-d array takes a single repeat count")

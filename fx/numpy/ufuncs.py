@@ -14,6 +14,7 @@ from fx.numpy._promote import (
     promote_dtypes,
     to_array,
 )
+from fx.numpy.compaction import nonzero
 
 __all__ = [
     "abs", "absolute", "add", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2",
@@ -438,14 +439,26 @@ def sinc(x, /):
     return lax.select(lax.eq(x, 0), lax.full_like(x, 1), lax.div(lax.sin(safe), safe))
 
 
-def where(condition, x=None, y=None, /):
-    """``x`` where ``condition`` holds, else ``y`` (the one-argument form is not supported:
-    its output shape depends on the data)."""
+def where(condition, x=None, y=None, /, *, size: int | None = None, fill_value=None):
+    """``x`` where ``condition`` holds, else ``y``; with ``condition`` alone,
+    :func:`fx.numpy.nonzero` of it (``size``/``fill_value`` as there, and needed under
+    ``jit`` because the result's length depends on the data).
+
+    >>> c = fx.numpy.array([0, 3, 0, 5])
+    >>> fx.numpy.where(c > 0, c, -1)
+    Array([-1,  3, -1,  5], dtype=int32)
+    >>> fx.numpy.where(c > 0, size=3, fill_value=-1)
+    (Array([ 1,  3, -1], dtype=int32),)
+    """
+    if x is None and y is None:
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if size is not None or fill_value is not None:
+        raise ValueError("fx.numpy.where: size and fill_value apply only to the one-argument "
+                         "form where(condition); the three-argument form has the shape of "
+                         "its broadcast arguments")
     if x is None or y is None:
-        raise TypeError(
-            "fx.numpy.where(condition) with one argument is not supported (its shape depends "
-            "on the data); pass both x and y"
-        )
+        raise TypeError("fx.numpy.where: pass both x and y, or neither (got only "
+                        f"{'y' if x is None else 'x'})")
     (c,) = _as_bool(condition, name="where")
     x, y = promote_dtypes(x, y, name="fx.numpy.where")
     c, x, y = _broadcast_all(c, x, y)

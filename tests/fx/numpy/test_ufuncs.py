@@ -466,10 +466,12 @@ def test_where_gradients_flow_to_the_chosen_branch():
     check_vmap(case, [np.stack([x, -x]), np.ones((2, 3))], (0, 0))
 
 
-def test_where_one_argument_form_is_rejected():
-    with pytest.raises(TypeError, match=r"fx.numpy.where\(condition\) with one argument is not "
-                                        r"supported"):
-        fnp.where(fnp.ones(3) > 0)
+def test_where_three_argument_form_refuses_size():
+    # The one-argument form is nonzero (tests/fx/numpy/test_compaction_jit.py).
+    with pytest.raises(ValueError, match=r"fx.numpy.where: size and fill_value apply only"):
+        fnp.where(fnp.ones(3) > 0, 1.0, 0.0, size=3)
+    with pytest.raises(TypeError, match=r"fx.numpy.where: pass both x and y, or neither"):
+        fnp.where(fnp.ones(3) > 0, 1.0)
 
 
 @pytest.mark.parametrize("lo,hi", [(-1.0, 1.0), (None, 0.5), (-0.5, None), (1.0, -1.0)])
