@@ -4,8 +4,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from fx.jaxpr import Jaxpr, Literal, has_effects
+from fx.core import Primitive
+from fx.jaxpr import ClosedJaxpr, Jaxpr, Literal, has_effects, subjaxprs
 from fx.lowering.rewrite import Renamer
+
+# Pure primitives whose equal equations still each run: a host callback is called once per
+# staged call, as in jax (which never merges them either).
+unmerged_primitives: set[Primitive] = set()
+
+
+def _runs_unmerged(eqn) -> bool:
+    """Whether ``eqn`` is an ``unmerged_primitives`` call or runs one in a sub-jaxpr."""
+    if eqn.primitive in unmerged_primitives:
+        return True
+    for sub in subjaxprs(eqn):
+        inner = sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub
+        if any(_runs_unmerged(e) for e in inner.eqns):
+            return True
+    return False
 
 
 def _key(eqn, rename):
@@ -36,12 +52,13 @@ def _hashable(p):
 
 def eliminate_common_subexpressions(jaxpr: Jaxpr) -> Jaxpr:
     """Replace each equation equal to an earlier one (same primitive, inputs and params) by
-    the earlier one's outputs. Effectful equations are never merged."""
+    the earlier one's outputs. Effectful equations and ``unmerged_primitives`` are never
+    merged."""
     rename = Renamer()
     seen: dict = {}
     eqns = []
     for eqn in jaxpr.eqns:
-        key = None if has_effects(eqn) else _key(eqn, rename)
+        key = None if has_effects(eqn) or _runs_unmerged(eqn) else _key(eqn, rename)
         if key is not None and key in seen:
             for old, new in zip(eqn.outvars, seen[key]):
                 rename.bind(old, new)
