@@ -74,6 +74,20 @@ class Array:
             host = host.copy()
         return host if dtype is None else host.astype(dtype)
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule of this array, so ``np.from_dlpack(x)`` (and CuPy's, jax's, torch's
+        ``from_dlpack``) read it without copying; see :mod:`fx.dlpack`. DLPack 1.0 consumers
+        get a read-only view; older ones, which cannot mark memory read-only, get a copy."""
+        from fx import dlpack
+
+        return dlpack.export(self._buf, stream=stream, max_version=max_version,
+                             dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        from fx import dlpack
+
+        return dlpack.export_device(self._buf)
+
     def delete(self) -> None:
         """Free the buffer; later use raises (what donation to a jitted call does)."""
         self._buf = _DELETED

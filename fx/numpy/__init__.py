@@ -8,6 +8,7 @@ import numpy as _np
 
 from fx import dtypes as _dtypes
 from fx.array import Array as ndarray  # noqa: F401
+from fx.dlpack import numpy_from_dlpack as from_dlpack  # noqa: F401
 from fx.numpy import array_methods as _array_methods
 from fx.numpy import linalg  # noqa: F401
 from fx.numpy.compaction import *  # noqa: F403

@@ -428,7 +428,6 @@ MISSING_FROM_FX = {
     "make_array_from_single_device_arrays": "issue 18, multi-process",
     "export": "issue 15 (export and serialization)",
     "ffi": "issue 15 (foreign functions)",
-    "dlpack": "issue 13, DLPack: not in this part",
     "custom_batching": "custom_vmap: not planned yet",
     "image": "jax.image resizing: not planned yet",
     "float0": "fx tangents of integer inputs are symbolic zeros, not float0 arrays",

@@ -24,7 +24,6 @@ EXCLUDED = {
     "object_": "fx has no arrays of Python objects",
     "fft": "issue 14 (fx.numpy.fft)",
     "roots": "issue 14: the companion matrix's eigenvalues need fx.numpy.linalg.eigvals",
-    "from_dlpack": "DLPack exchange (fx.dlpack) is not built yet",
 }
 
 
