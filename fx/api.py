@@ -182,7 +182,8 @@ def process_count(backend: str | None = None) -> int:
 @contextlib.contextmanager
 def named_scope(name: str) -> Iterator[None]:
     """Equations traced inside get ``name`` on their name stack (``outer/inner`` when scopes
-    nest), shown by ``make_jaxpr`` after each equation.
+    nest), shown by ``make_jaxpr`` after each equation and by ``fx.jit(f).lower(...).as_text()``
+    in its optimized jaxpr and beside each schedule step (jax writes them as locations).
 
     Example::
 

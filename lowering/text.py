@@ -1,8 +1,10 @@
 """``Lowered.as_text()``: the optimized program as a compiler engineer wants to read it.
 
-Shows the optimized jaxpr, then the schedule: one line per step with its fusion group, the
-implementation operator selection chose (and why), and where each buffer lives (argument,
-output, constant, or an arena offset; in-place reuse marked), then the memory summary.
+Shows the optimized jaxpr, then the schedule: one line per step with its fusion group and the
+``fx.named_scope`` names its equations were traced under (jax carries these as locations in
+its lowered text), the implementation operator selection chose (and why), and where each
+buffer lives (argument, output, constant, or an arena offset; in-place reuse marked), then the
+memory summary.
 """
 
 from __future__ import annotations
@@ -16,6 +18,14 @@ def _mib(n: int) -> str:
     if n >= 1 << 10:
         return f"{n / (1 << 10):.1f} KiB"
     return f"{n} B"
+
+
+def _scopes(group) -> str:
+    """The distinct name stacks (``outer/inner``) of ``group``'s equations, in program order,
+    as a trailing comment; empty when none was traced under a named scope."""
+    names = dict.fromkeys(e.source_info.name_stack for e in group.eqns
+                          if e.source_info is not None and e.source_info.name_stack)
+    return f"  # {', '.join(names)}" if names else ""
 
 
 def lowered_as_text(low) -> str:
@@ -54,7 +64,7 @@ def lowered_as_text(low) -> str:
 
     for t, s in enumerate(low.steps):
         k = f" -> {s.kernel.name}" if s.kernel is not None else ""
-        lines.append(f"  step {t:<3} {s.group.label()}")
+        lines.append(f"  step {t:<3} {s.group.label()}{_scopes(s.group)}")
         if s.placement == "host":
             ins = ", ".join(namer(v) for v in s.inputs) or "-"
             outs = ", ".join(namer(v) for v in s.outputs) or "-"
