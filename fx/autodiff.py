@@ -236,25 +236,51 @@ def _argnums_tuple(argnums, nargs: int, what: str) -> tuple[int, ...]:
     return tuple(a % nargs for a in nums)
 
 
-def _require_float_inputs(what: str, fun, nums, diff_args) -> None:
+def _input_dtypes(what: str, fun, nums, diff_args, *, holomorphic: bool,
+                  complex_ok: bool) -> None:
+    """jax's checks of the differentiated inputs: complex with ``holomorphic``; otherwise
+    real floating (or complex too, for reverse mode with ``complex_ok``)."""
     for i, a in zip(nums, diff_args):
         for leaf in tree_util.tree_leaves(a):
             dt = get_aval(to_array(leaf)).dtype
-            if not dtypes.is_float(dt):
+            if holomorphic:
+                if not dtypes.is_complex(dt):
+                    raise TypeError(
+                        f"{what} with holomorphic=True requires inputs with complex dtype, "
+                        f"but argument {i} of {_fun_name(fun)} has dtype {dt}")
+            elif not (dtypes.is_float(dt) or (complex_ok and dtypes.is_complex(dt))):
+                kinds = "floating-point or complex" if complex_ok else "real floating-point"
                 raise TypeError(
-                    f"{what} requires real-valued floating-point inputs, but argument {i} of "
-                    f"{_fun_name(fun)} has dtype {dt}. Convert it with .astype(float32), "
-                    "or leave it out of argnums."
-                )
+                    f"{what} requires {kinds} inputs, but argument {i} of {_fun_name(fun)} "
+                    f"has dtype {dt}. Convert it with .astype(float32), or leave it out of "
+                    "argnums" + ("" if complex_ok else
+                                 "; for a holomorphic function pass holomorphic=True, for a "
+                                 "non-holomorphic one of complex inputs use fx.jvp") + ".")
 
 
-def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+def _output_dtype(what: str, fun, aval, *, holomorphic: bool) -> None:
+    if holomorphic:
+        if not dtypes.is_complex(aval.dtype):
+            raise TypeError(
+                f"{what} with holomorphic=True requires outputs with complex dtype, but "
+                f"{_fun_name(fun)} returned {aval.str_short()}")
+    elif not dtypes.is_float(aval.dtype):
+        hint = ("For holomorphic differentiation, pass holomorphic=True; for a non-holomorphic "
+                "function with complex outputs use fx.vjp directly."
+                if dtypes.is_complex(aval.dtype) else "Use fx.vjp for integer outputs.")
+        raise TypeError(
+            f"{what} requires real-valued floating-point outputs, but {_fun_name(fun)} "
+            f"returned {aval.str_short()}. {hint}")
+
+
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                   holomorphic: bool = False):
     """A function returning ``(fun(*args), gradient)``; see :func:`grad`."""
 
     def value_and_grad_f(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args), "grad")
         diff_args = [args[i] for i in nums]
-        _require_float_inputs("grad", fun, nums, diff_args)
+        _input_dtypes("grad", fun, nums, diff_args, holomorphic=holomorphic, complex_ok=True)
 
         def partial_f(*diff):
             full = list(args)
@@ -274,11 +300,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
                 f"grad requires a scalar output, but {_fun_name(fun)} returned {what}. Use "
                 "fx.vjp or fx.jacrev for non-scalar outputs (or reduce it with .sum())."
             )
-        if not dtypes.is_float(out_aval.dtype):
-            raise TypeError(
-                f"grad requires a real floating-point output, but {_fun_name(fun)} returned "
-                f"{out_aval.str_short()}"
-            )
+        _output_dtype("grad", fun, out_aval, holomorphic=holomorphic)
         g = pullback(lax.full((), 1, out_aval.dtype))
         g = g[0] if isinstance(argnums, int) else tuple(g)
         if has_aux:
@@ -289,8 +311,12 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
     return value_and_grad_f
 
 
-def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+         holomorphic: bool = False):
     """The gradient of a scalar-valued ``fun`` with respect to argument(s) ``argnums``.
+
+    As jax's: for a real-valued ``fun`` of complex ``z = x + iy`` it is ``df/dx - i df/dy``;
+    with ``holomorphic=True`` (complex inputs and output) it is the complex derivative.
 
     Example::
 
@@ -298,7 +324,7 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
         >>> df(fnp.array([1.0, 2.0]))
         Array([2., 4.], dtype=float32)
     """
-    vg = value_and_grad(fun, argnums, has_aux)
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic)
 
     def grad_f(*args, **kwargs):
         (value, g) = vg(*args, **kwargs)
@@ -327,7 +353,8 @@ def _std_basis(leaves):
     return out, total
 
 
-def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False):
     """The Jacobian of ``fun`` by forward mode (one vmapped jvp over a basis of inputs).
 
     The result for an output of shape ``O`` and an input of shape ``I`` has shape ``O + I``.
@@ -335,7 +362,8 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     def jac(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args), "jacfwd")
         diff_args = tuple(args[i] for i in nums)
-        _require_float_inputs("jacfwd", fun, nums, diff_args)
+        _input_dtypes("jacfwd", fun, nums, diff_args, holomorphic=holomorphic,
+                      complex_ok=False)
         leaves, tree = tree_util.tree_flatten(diff_args)
         leaves = _as_values(leaves, "jacfwd")
         basis, n = _std_basis(leaves)
@@ -356,6 +384,9 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         res = vmap(push, out_axes=(-1, None) if has_aux else -1)(*basis)
         touts = res[0] if has_aux else res
         y_leaves = tree_util.tree_leaves(touts)
+        if holomorphic:
+            for y in y_leaves:
+                _output_dtype("jacfwd", fun, get_aval(y), holomorphic=True)
         jac_leaves = [_split_last(t, leaves) for t in y_leaves]
         out_tree = tree_util.tree_structure(touts)
         jac_tree = _assemble(out_tree, jac_leaves, tree, argnums)
@@ -367,12 +398,14 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     return jac
 
 
-def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False):
     """The Jacobian of ``fun`` by reverse mode (one vmapped vjp over a basis of outputs)."""
     def jac(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args), "jacrev")
         diff_args = tuple(args[i] for i in nums)
-        _require_float_inputs("jacrev", fun, nums, diff_args)
+        _input_dtypes("jacrev", fun, nums, diff_args, holomorphic=holomorphic,
+                      complex_ok=True)
 
         def partial_f(*diff):
             full = list(args)
@@ -384,6 +417,8 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         res = vjp(partial_f, *diff_args, has_aux=has_aux)
         out, pullback = res[0], res[1]
         out_leaves, out_tree = tree_util.tree_flatten(out)
+        for o in out_leaves:
+            _output_dtype("jacrev", fun, get_aval(o), holomorphic=holomorphic)
         basis, n = _std_basis(out_leaves)
         cts = vmap(lambda *b: pullback(tree_util.tree_unflatten(out_tree, b)))(*basis)
         in_leaves, in_tree = tree_util.tree_flatten(diff_args)
@@ -486,9 +521,10 @@ def linear_transpose(fun: Callable, *primals):
     return transposed
 
 
-def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+            holomorphic: bool = False):
     """The Hessian of a scalar ``fun``: ``jacfwd(jacrev(fun))``."""
-    return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
+    return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
 
 
 def stop_gradient(x):
@@ -496,6 +532,6 @@ def stop_gradient(x):
     Integer and bool leaves pass unchanged."""
     def leaf(v):
         v = to_array(v)
-        return lax.stop_gradient(v) if dtypes.is_float(get_aval(v).dtype) else v
+        return lax.stop_gradient(v) if dtypes.is_inexact(get_aval(v).dtype) else v
 
     return tree_util.tree_map(leaf, x)

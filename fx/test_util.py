@@ -34,8 +34,11 @@ _DEFAULT_TOL = {
     np.dtype("bfloat16"): 1e-1,
     np.dtype(np.float32): 2e-2,
     np.dtype(np.float64): 1e-5,
+    np.dtype(np.complex64): 2e-2,
+    np.dtype(np.complex128): 1e-5,
 }
-_DEFAULT_EPS = {np.dtype(np.float32): 1e-3, np.dtype(np.float64): 1e-4}
+_DEFAULT_EPS = {np.dtype(np.float32): 1e-3, np.dtype(np.float64): 1e-4,
+                np.dtype(np.complex64): 1e-3, np.dtype(np.complex128): 1e-4}
 
 
 def _tol(dtype, given):
@@ -53,7 +56,10 @@ def _random_like(rng: np.random.Generator, tree):
     out = []
     for x in leaves:
         aval = get_aval(to_array(x))
-        out.append(to_array(rng.standard_normal(aval.shape).astype(aval.dtype)))
+        r = rng.standard_normal(aval.shape)
+        if aval.dtype.kind == "c":
+            r = r + 1j * rng.standard_normal(aval.shape)
+        out.append(to_array(r.astype(aval.dtype)))
     return tree_util.tree_unflatten(treedef, out)
 
 
@@ -65,14 +71,22 @@ def _axpy(a: float, xs, ys):
     return tree_util.tree_map(one, xs, ys)
 
 
+def _wide(x) -> np.ndarray:
+    """``x`` in float64, or complex128 for complex data."""
+    x = np.asarray(x)
+    return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+
+
 def _inner(xs, ys) -> float:
-    return float(sum(np.vdot(np.asarray(x, np.float64), np.asarray(y, np.float64))
+    # The real bilinear pairing Re(sum(x * y)) that fx's transposes are taken for (no
+    # conjugation; for real data the dot product).
+    return float(sum(np.real(np.sum(_wide(x) * _wide(y)))
                      for x, y in zip(tree_util.tree_leaves(xs), tree_util.tree_leaves(ys))))
 
 
 def _assert_close(what: str, expected, got, atol, rtol, context: str):
     for e, g in zip(_leaves(expected), _leaves(got)):
-        e64, g64 = e.astype(np.float64), g.astype(np.float64)
+        e64, g64 = _wide(e), _wide(g)
         if not np.allclose(g64, e64, atol=atol, rtol=rtol, equal_nan=True):
             err = np.max(np.abs(g64 - e64)) if e64.size else 0.0
             raise AssertionError(
@@ -99,7 +113,7 @@ def _numerical_jvp(f, args, tangent, eps):
     f_plus = f(*_axpy(eps, tangent, args))
     f_minus = f(*_axpy(-eps, tangent, args))
     return tree_util.tree_map(
-        lambda p, m: (np.asarray(p, np.float64) - np.asarray(m, np.float64)) / (2 * eps),
+        lambda p, m: (_wide(p) - _wide(m)) / (2 * eps),
         f_plus, f_minus,
     )
 

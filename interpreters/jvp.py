@@ -56,7 +56,7 @@ def instantiate(t) -> object:
 
 
 def is_differentiable(aval: ShapedArray) -> bool:
-    return dtypes.is_float(aval.dtype)
+    return dtypes.is_inexact(aval.dtype)
 
 
 JvpRule = Callable[..., tuple[object, object]]

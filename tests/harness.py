@@ -24,6 +24,8 @@ TOL = {
     np.dtype("bfloat16"): 5e-2,
     np.dtype(np.float32): 2e-5,
     np.dtype(np.float64): 1e-11,
+    np.dtype(np.complex64): 2e-5,
+    np.dtype(np.complex128): 1e-11,
 }
 
 
@@ -60,9 +62,9 @@ def assert_allclose(got, want, rtol=None, atol=None, check_dtype=True, what=""):
         if w.dtype.kind in "biu":
             np.testing.assert_array_equal(g, w, err_msg=what)
         else:
+            wide = np.complex128 if "c" in (g.dtype.kind, w.dtype.kind) else np.float64
             np.testing.assert_allclose(
-                g.astype(np.float64), w.astype(np.float64), rtol=t, atol=a, err_msg=what,
-                equal_nan=True,
+                g.astype(wide), w.astype(wide), rtol=t, atol=a, err_msg=what, equal_nan=True,
             )
 
 
@@ -70,6 +72,8 @@ def _bits(a: np.ndarray) -> np.ndarray:
     """The bytes of ``a``, with every NaN replaced by one canonical NaN (payloads and their
     signs are not part of the result: NumPy and C differ in which NaN they return)."""
     a = np.array(a)
+    if a.dtype.kind == "c":  # each part on its own
+        a = a.reshape(-1).view(a.real.dtype)
     if a.dtype.kind == "f" or a.dtype.name == "bfloat16":
         a[np.isnan(a)] = np.nan
     return a.reshape(-1).view(np.uint8)
@@ -133,9 +137,18 @@ def _split(case: OpCase, args):
     return diff, rebuild
 
 
+def random_like(rng, a) -> np.ndarray:
+    """Standard normal values shaped and typed like ``a`` (complex: both parts random)."""
+    dt = np.asarray(a).dtype
+    r = rng.standard_normal(np.shape(a))
+    if dt.kind == "c":
+        r = r + 1j * rng.standard_normal(np.shape(a))
+    return r.astype(dt)
+
+
 def check_jvp(case: OpCase, args, rng) -> None:
     diff, rebuild = _split(case, args)
-    tangents = [rng.standard_normal(np.shape(a)).astype(np.asarray(a).dtype) for a in diff]
+    tangents = [random_like(rng, a) for a in diff]
     fx_out, fx_t = fx.jvp(rebuild(case.fx_fn, to_fx(args)), to_fx(diff), to_fx(tangents))
     jx_out, jx_t = jax.jvp(rebuild(case.jax_fn, to_jax(args)), to_jax(diff), to_jax(tangents))
     assert_allclose(fx_out, jx_out, case.rtol, case.atol, what=f"{case.name} jvp primal")
@@ -146,9 +159,7 @@ def check_vjp(case: OpCase, args, rng) -> None:
     diff, rebuild = _split(case, args)
     fx_out, fx_pull = fx.vjp(rebuild(case.fx_fn, to_fx(args)), *to_fx(diff))
     jx_out, jx_pull = jax.vjp(rebuild(case.jax_fn, to_jax(args)), *to_jax(diff))
-    ct = tree_util.tree_map(
-        lambda o: rng.standard_normal(np.shape(o)).astype(np.asarray(o).dtype), jx_out
-    )
+    ct = tree_util.tree_map(lambda o: random_like(rng, o), jx_out)
     assert_allclose(fx_pull(to_fx(ct)), jx_pull(to_jax(ct)), case.rtol, case.atol,
                     what=f"{case.name} vjp")
 
@@ -168,7 +179,9 @@ def check_vmap(case: OpCase, batched_args, in_axes) -> None:
 
 
 def check_grads_f64(case: OpCase, args) -> None:
-    args64 = [np.asarray(a, np.float64) if np.asarray(a).dtype.kind == "f" else a for a in args]
+    wide = {"f": np.float64, "c": np.complex128}
+    args64 = [np.asarray(a, wide[np.asarray(a).dtype.kind])
+              if np.asarray(a).dtype.kind in wide else a for a in args]
     diff, rebuild = _split(case, args64)
     check_grads(rebuild(case.fx_fn, to_fx(args64)), to_fx(diff), order=case.grad_order,
                 atol=case.grad_tol, rtol=case.grad_tol)

@@ -108,6 +108,7 @@ from fx.lax.indexing import (
     scatter_min,
     scatter_mul,
 )
+from fx.lax.complex_parts import complex, conj, imag, real  # noqa: A004
 from fx.lax.reductions import (
     argmax,
     argmin,

@@ -5,6 +5,8 @@ float → int truncates toward zero with NaN → 0 and saturation, as XLA) and
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from fx import dtypes
@@ -28,6 +30,9 @@ def _convert_abstract_eval(x, *, new_dtype, weak_type):
 @convert_element_type_p.def_impl
 def _convert_impl(x, *, new_dtype, weak_type):
     with np.errstate(all="ignore"):
+        if dtypes.is_complex(x.dtype) and not dtypes.is_complex(new_dtype) and (
+                new_dtype != dtypes.bool_):
+            x = np.real(x)  # complex → real keeps the real part (jax's, without a warning)
         if dtypes.is_float(x.dtype) and dtypes.is_int(new_dtype):
             # Float → int: NaN → 0 and saturate at the bounds (XLA's semantics).
             info = np.iinfo(new_dtype)
@@ -64,7 +69,7 @@ batching.vectorized_batcher(bitcast_convert_type_p)
 def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
     (x,), (t,) = primals, tangents
     ans = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
-    if isinstance(t, Zero) or not dtypes.is_float(new_dtype) or not dtypes.is_float(x.dtype):
+    if isinstance(t, Zero) or not dtypes.is_inexact(new_dtype) or not dtypes.is_inexact(x.dtype):
         return ans, Zero.like(ans)
     return ans, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
 
@@ -73,6 +78,8 @@ jvp.jvp_rules[convert_element_type_p] = _convert_jvp
 
 
 def _convert_transpose(ct, x, *, new_dtype, weak_type):
+    # Real → complex transposes to the real part, complex → real to ``complex(ct, 0)``: both
+    # are the conversion back (for the pairing Re(u * v), see fx.lax.complex_parts).
     return [convert_element_type_p.bind(ct, new_dtype=x.aval.dtype, weak_type=x.aval.weak_type)]
 
 
@@ -84,8 +91,13 @@ transpose.deflinear(convert_element_type_p, _convert_transpose)
 
 def convert_element_type(x, new_dtype, weak_type: bool = False):
     """``x`` converted to ``new_dtype`` (canonicalized for the mode, as jax's: float64 is
-    float32 in the default mode)."""
-    return to_dtype(x, dtypes.canonicalize(new_dtype), weak_type)
+    float32 in the default mode). Complex to real keeps the real part, with NumPy's
+    ``ComplexWarning`` as jax gives."""
+    new_dtype = dtypes.canonicalize(new_dtype)
+    if dtypes.is_complex(get_aval(x).dtype) and not dtypes.is_complex(new_dtype):
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      np.exceptions.ComplexWarning, stacklevel=2)
+    return to_dtype(x, new_dtype, weak_type)
 
 
 def to_dtype(x, new_dtype, weak_type: bool = False):

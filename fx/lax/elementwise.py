@@ -32,13 +32,19 @@ from fx.lax.convert import (  # noqa: F401  (re-exported: part of the elementwis
 
 # Which dtypes each primitive accepts.
 FLOAT = frozenset(dtypes.FLOATING)
+COMPLEX = frozenset(dtypes.COMPLEX)
+INEXACT = FLOAT | COMPLEX
 INT = frozenset(dtypes.INTEGER)
 BOOL = frozenset([dtypes.bool_])
-NUMERIC = FLOAT | INT
+REAL = FLOAT | INT
+NUMERIC = REAL | COMPLEX
 INT_OR_BOOL = INT | BOOL
+ORDERED = REAL | BOOL  # comparisons lt/le/gt/ge: no complex, as jax
 ANY = NUMERIC | BOOL
 _KIND_NAMES = {
-    FLOAT: "floating", INT: "integer", NUMERIC: "numeric", INT_OR_BOOL: "integer or bool"
+    FLOAT: "real floating", INEXACT: "floating or complex", INT: "integer",
+    REAL: "real numeric", NUMERIC: "numeric", INT_OR_BOOL: "integer or bool",
+    ORDERED: "real numeric or bool",
 }
 
 
@@ -150,34 +156,36 @@ sign_p = unop("sign", _sign, NUMERIC)
 floor_p = unop("floor", np.floor)
 ceil_p = unop("ceil", np.ceil)
 round_p = Primitive("round")  # params: rounding_method
-abs_p = unop("abs", np.abs, NUMERIC)
-exp_p = unop("exp", np.exp)
-exp2_p = unop("exp2", np.exp2)
-log_p = unop("log", np.log)
-log1p_p = unop("log1p", np.log1p)
-expm1_p = unop("expm1", np.expm1)
-sqrt_p = unop("sqrt", np.sqrt)
-rsqrt_p = unop("rsqrt", lambda x: 1 / np.sqrt(x))
+abs_p = unop("abs", np.abs, NUMERIC)  # complex: the real modulus (rule below)
+exp_p = unop("exp", np.exp, INEXACT)
+exp2_p = unop("exp2", np.exp2, INEXACT)
+log_p = unop("log", np.log, INEXACT)
+log1p_p = unop("log1p", np.log1p, INEXACT)
+expm1_p = unop("expm1", np.expm1, INEXACT)
+sqrt_p = unop("sqrt", np.sqrt, INEXACT)
+rsqrt_p = unop("rsqrt", lambda x: 1 / np.sqrt(x), INEXACT)
 cbrt_p = unop("cbrt", np.cbrt)
-tanh_p = unop("tanh", np.tanh)
-logistic_p = unop("logistic", lambda x: _logistic(x))
-sin_p = unop("sin", np.sin)
-cos_p = unop("cos", np.cos)
-tan_p = unop("tan", np.tan)
-asin_p = unop("asin", np.arcsin)
-acos_p = unop("acos", np.arccos)
-atan_p = unop("atan", np.arctan)
-sinh_p = unop("sinh", np.sinh)
-cosh_p = unop("cosh", np.cosh)
-asinh_p = unop("asinh", np.arcsinh)
-acosh_p = unop("acosh", np.arccosh)
-atanh_p = unop("atanh", np.arctanh)
+tanh_p = unop("tanh", np.tanh, INEXACT)
+logistic_p = unop("logistic", lambda x: _logistic(x), INEXACT)
+sin_p = unop("sin", np.sin, INEXACT)
+cos_p = unop("cos", np.cos, INEXACT)
+tan_p = unop("tan", np.tan, INEXACT)
+asin_p = unop("asin", np.arcsin, INEXACT)
+acos_p = unop("acos", np.arccos, INEXACT)
+atan_p = unop("atan", np.arctan, INEXACT)
+sinh_p = unop("sinh", np.sinh, INEXACT)
+cosh_p = unop("cosh", np.cosh, INEXACT)
+asinh_p = unop("asinh", np.arcsinh, INEXACT)
+acosh_p = unop("acosh", np.arccosh, INEXACT)
+atanh_p = unop("atanh", np.arctanh, INEXACT)
 is_finite_p = unop("is_finite", np.isfinite, FLOAT, out_dtype=dtypes.bool_)
 not_p = unop("not", np.invert, INT_OR_BOOL)
 stop_gradient_p = unop("stop_gradient", lambda x: x, ANY)
 
 
 def _logistic(x):
+    if x.dtype.kind == "c":
+        return 1 / (1 + np.exp(-x))
     # Stable on both tails: exp of a non-positive number only.
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
@@ -270,10 +278,10 @@ add_p = naryop("add", np.add)
 sub_p = naryop("sub", np.subtract)
 mul_p = naryop("mul", np.multiply)
 div_p = naryop("div", _int_div)
-rem_p = naryop("rem", _int_rem)
-pow_p = naryop("pow", _pow, FLOAT)
+rem_p = naryop("rem", _int_rem, REAL)
+pow_p = naryop("pow", _pow, INEXACT)
 # NaN propagates and -0.0 < +0.0, as in jax (NumPy's maximum returns its second operand on ties).
-max_p = naryop("max", extrema.maximum, ANY)
+max_p = naryop("max", extrema.maximum, ANY)  # complex: lexicographic, as jax
 min_p = naryop("min", extrema.minimum, ANY)
 atan2_p = naryop("atan2", np.arctan2, FLOAT)
 nextafter_p = naryop("nextafter", np.nextafter, FLOAT)
@@ -286,11 +294,11 @@ shift_left_p = naryop("shift_left", _shift_left, INT)
 shift_right_logical_p = naryop("shift_right_logical", _shift_right_logical, INT)
 eq_p = naryop("eq", np.equal, ANY, out_dtype=dtypes.bool_)
 ne_p = naryop("ne", np.not_equal, ANY, out_dtype=dtypes.bool_)
-lt_p = naryop("lt", np.less, ANY, out_dtype=dtypes.bool_)
-le_p = naryop("le", np.less_equal, ANY, out_dtype=dtypes.bool_)
-gt_p = naryop("gt", np.greater, ANY, out_dtype=dtypes.bool_)
-ge_p = naryop("ge", np.greater_equal, ANY, out_dtype=dtypes.bool_)
-clamp_p = naryop("clamp", lambda lo, x, hi: extrema.minimum(extrema.maximum(x, lo), hi), NUMERIC,
+lt_p = naryop("lt", np.less, ORDERED, out_dtype=dtypes.bool_)
+le_p = naryop("le", np.less_equal, ORDERED, out_dtype=dtypes.bool_)
+gt_p = naryop("gt", np.greater, ORDERED, out_dtype=dtypes.bool_)
+ge_p = naryop("ge", np.greater_equal, ORDERED, out_dtype=dtypes.bool_)
+clamp_p = naryop("clamp", lambda lo, x, hi: extrema.minimum(extrema.maximum(x, lo), hi), REAL,
                  nargs=3)
 
 select_n_p = Primitive("select_n")
@@ -338,8 +346,7 @@ for _p in (sign_p, floor_p, ceil_p, round_p, nextafter_p, stop_gradient_p):
     _zero_jvp(_p)
 
 jvp.defjvp(neg_p, lambda t, ans, x: neg(t))
-# d|x| = t where x >= 0, -t elsewhere (at 0 the right derivative, as jax).
-jvp.defjvp(abs_p, lambda t, ans, x: select_n(ge(x, _const(x, 0)), neg(t), t))
+# abs's type rule and jvp (complex operands included) are in fx.lax.complex_parts.
 jvp.defjvp(exp_p, lambda t, ans, x: mul(t, ans))
 jvp.defjvp(exp2_p, lambda t, ans, x: mul(t, mul(ans, _const(x, np.log(2)))))
 jvp.defjvp(log_p, lambda t, ans, x: div(t, x))
@@ -359,9 +366,11 @@ jvp.defjvp(atan_p, lambda t, ans, x: div(t, add(_const(x, 1), mul(x, x))))
 jvp.defjvp(sinh_p, lambda t, ans, x: mul(t, cosh(x)))
 jvp.defjvp(cosh_p, lambda t, ans, x: mul(t, sinh(x)))
 jvp.defjvp(asinh_p, lambda t, ans, x: mul(t, rsqrt(add(mul(x, x), _const(x, 1)))))
+# Two square roots, not one of the product: the same for real x > 1, and the principal branch
+# for complex x.
 jvp.defjvp(
     acosh_p,
-    lambda t, ans, x: mul(t, rsqrt(mul(sub(x, _const(x, 1)), add(x, _const(x, 1))))),
+    lambda t, ans, x: mul(t, mul(rsqrt(sub(x, _const(x, 1))), rsqrt(add(x, _const(x, 1))))),
 )
 jvp.defjvp(atanh_p, lambda t, ans, x: div(t, sub(_const(x, 1), mul(x, x))))
 def _integer_pow_jvp(t, ans, x, *, y):

@@ -14,6 +14,12 @@ from fx.lax.base import (
     reshape_p,
     transpose_p,
 )
+from fx.lax.complex_parts import (
+    complex_p,
+    conj_p,
+    imag_p,
+    real_p,
+)
 from fx.lax.control_flow import (
     cond_p,
     scan_p,
@@ -167,8 +173,10 @@ __all__ = [
     "cbrt_p",
     "ceil_p",
     "clamp_p",
+    "complex_p",
     "concatenate_p",
     "cond_p",
+    "conj_p",
     "conv_general_dilated_p",
     "convert_element_type_p",
     "cos_p",
@@ -194,6 +202,7 @@ __all__ = [
     "gather_p",
     "ge_p",
     "gt_p",
+    "imag_p",
     "integer_pow_p",
     "iota_p",
     "is_finite_p",
@@ -217,6 +226,7 @@ __all__ = [
     "polygamma_p",
     "pow_p",
     "psum_p",
+    "real_p",
     "reduce_and_p",
     "reduce_max_p",
     "reduce_min_p",

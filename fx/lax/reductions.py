@@ -44,6 +44,7 @@ __all__ = [
 _FLOAT = frozenset(dtypes.FLOATING)
 _INT = frozenset(dtypes.INTEGER)
 _BOOL = frozenset([dtypes.bool_])
+_COMPLEX = frozenset(dtypes.COMPLEX)
 
 
 def _check_axes(name: str, x: ShapedArray, axes: tuple[int, ...]) -> None:
@@ -165,7 +166,8 @@ def _reduction_batch(prim: Primitive) -> Callable:
 
 reduce_max_p = _reduction("reduce_max", _impl_max, _FLOAT | _INT | _BOOL, "numeric or bool")
 reduce_min_p = _reduction("reduce_min", _impl_min, _FLOAT | _INT | _BOOL, "numeric or bool")
-reduce_prod_p = _reduction("reduce_prod", _impl_prod, _FLOAT | _INT, "numeric (not bool)")
+reduce_prod_p = _reduction("reduce_prod", _impl_prod, _FLOAT | _INT | _COMPLEX,
+                           "numeric (not bool)")
 reduce_and_p = _reduction("reduce_and", _impl_and, _INT | _BOOL, "bool or integer")
 reduce_or_p = _reduction("reduce_or", _impl_or, _INT | _BOOL, "bool or integer")
 reduce_xor_p = _reduction("reduce_xor", _impl_xor, _INT | _BOOL, "bool or integer")

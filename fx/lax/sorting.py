@@ -331,11 +331,13 @@ def _accumulate(ufunc) -> Callable:
     return impl
 
 
-def _cumulative(name: str, ufunc, floating_only: bool = False) -> Primitive:
+def _cumulative(name: str, ufunc, floating_only: bool = False,
+                complex_ok: bool = False) -> Primitive:
     prim = Primitive(name)  # params: axis, reverse
 
     def abstract_eval(x, *, axis, reverse):
-        ok = dtypes.is_float(x.dtype) or (not floating_only and dtypes.is_int(x.dtype))
+        ok = (dtypes.is_float(x.dtype) or (not floating_only and dtypes.is_int(x.dtype))
+              or (complex_ok and dtypes.is_complex(x.dtype)))
         if not ok:
             kind = "floating" if floating_only else "numeric"
             raise TypeError(
@@ -369,13 +371,13 @@ def _scan_jvp(combine: Callable, description: str) -> Callable:
     return rule
 
 
-cumsum_p = _cumulative("cumsum", np.add)
+cumsum_p = _cumulative("cumsum", np.add, complex_ok=True)
 jvp.deflinear(cumsum_p)
 transpose.deflinear(
     cumsum_p, lambda ct, x, *, axis, reverse: [cumsum_p.bind(ct, axis=axis, reverse=not reverse)]
 )
 
-cumprod_p = _cumulative("cumprod", np.multiply)
+cumprod_p = _cumulative("cumprod", np.multiply, complex_ok=True)
 jvp.jvp_rules[cumprod_p] = _scan_jvp(mul, "jvp of cumprod")
 
 cummax_p = _cumulative("cummax", np.maximum)  # (zeros ordered: see _accumulate)

@@ -36,7 +36,8 @@ def _binop(name: str, reflected: bool = False):
 
 
 def _is_operand(x) -> bool:
-    return isinstance(x, (Array, Tracer, bool, int, float, np.ndarray, np.generic, list, tuple))
+    return isinstance(x, (Array, Tracer, bool, int, float, complex, np.ndarray, np.generic, list,
+                          tuple))
 
 
 def _unop(name: str):
@@ -104,7 +105,8 @@ def install() -> None:
         cls.reshape = _reshape
         cls.T = property(lambda self: _fnp().transpose(self))
         cls.mT = property(lambda self: _fnp().swapaxes(self, -1, -2))
-        cls.real = property(lambda self: self)
+        cls.real = property(lambda self: _fnp().real(self))
+        cls.imag = property(lambda self: _fnp().imag(self))
         cls.__getitem__ = lambda self, idx: _fnp().getitem(self, idx)
         cls.at = property(lambda self: _fnp().AtIndexer(self))
         cls.__round__ = lambda self, ndigits=None: _fnp().round(self, ndigits or 0)

@@ -127,9 +127,11 @@ def _drop_unit_dims(x, batch_shape, keep):
 
 
 def vdot(a, b, *, precision=None, preferred_element_type=None):
-    """The dot product of ``a`` and ``b`` flattened (real dtypes: no conjugation needed)."""
+    """The dot product of ``a`` conjugated and ``b``, both flattened."""
     a, b = promote_dtypes(a, b, name="fx.numpy.vdot")
     a, b = _ravel(a), _ravel(b)
+    if dtypes.is_complex(get_aval(a).dtype):
+        a = lax.conj(a)
     if get_aval(a).size != get_aval(b).size:
         raise ValueError(f"fx.numpy.vdot: the operands have different sizes "
                          f"({get_aval(a).size} and {get_aval(b).size})")

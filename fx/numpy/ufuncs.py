@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 
-_NUMERIC = frozenset(dtypes.FLOATING + dtypes.INTEGER)
+_NUMERIC = frozenset(dtypes.FLOATING + dtypes.INTEGER + dtypes.COMPLEX)
 _INT_OR_BOOL = frozenset(dtypes.INTEGER + (dtypes.bool_,))
 _KIND_NAMES = {_NUMERIC: "numeric (not bool)", _INT_OR_BOOL: "integer or bool"}
 
@@ -224,6 +224,8 @@ radians, degrees = deg2rad, rad2deg
 
 def isfinite(x, /):
     (x,) = promote_and_broadcast(x, name="fx.numpy.isfinite")
+    if dtypes.is_complex(get_aval(x).dtype):
+        return lax.and_(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
     if not dtypes.is_float(get_aval(x).dtype):
         return lax.full_like(x, True, dtypes.bool_)
     return lax.is_finite(x)
@@ -231,6 +233,8 @@ def isfinite(x, /):
 
 def isnan(x, /):
     (x,) = promote_and_broadcast(x, name="fx.numpy.isnan")
+    if dtypes.is_complex(get_aval(x).dtype):
+        return lax.or_(isnan(lax.real(x)), isnan(lax.imag(x)))
     if not dtypes.is_float(get_aval(x).dtype):
         return lax.full_like(x, False, dtypes.bool_)
     return lax.ne(x, x)
@@ -238,6 +242,8 @@ def isnan(x, /):
 
 def isinf(x, /):
     (x,) = promote_and_broadcast(x, name="fx.numpy.isinf")
+    if dtypes.is_complex(get_aval(x).dtype):
+        return lax.or_(isinf(lax.real(x)), isinf(lax.imag(x)))
     if not dtypes.is_float(get_aval(x).dtype):
         return lax.full_like(x, False, dtypes.bool_)
     return lax.eq(lax.abs(x), np.inf)
@@ -305,14 +311,14 @@ def power(x, y, /):
     """
     if isinstance(y, int) and not isinstance(y, bool):
         (x,) = _bool_to_int(*promote_and_broadcast(x, name="fx.numpy.power"))
-        if y >= 0 or dtypes.is_float(get_aval(x).dtype):
+        if y >= 0 or dtypes.is_inexact(get_aval(x).dtype):
             return lax.integer_pow(x, y)
         raise TypeError(
             f"fx.numpy.power: integers cannot be raised to negative powers (exponent {y}, base "
             f"{get_aval(x).str_short()}); convert the base to a float dtype first"
         )
     x, y = _bool_to_int(*promote_and_broadcast(x, y, name="fx.numpy.power"))
-    if dtypes.is_float(get_aval(x).dtype):
+    if dtypes.is_inexact(get_aval(x).dtype):
         return lax.pow(x, y)
     return _integer_power(x, y)
 

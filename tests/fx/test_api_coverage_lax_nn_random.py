@@ -19,7 +19,6 @@ import fx.random
 _ISSUE14_SPECIAL = "issue 14: special functions (jax.scipy.special)"
 _ISSUE14_FFT = "issue 14: FFT"
 _ISSUE14_DIST = "issue 14: random distributions"
-_COMPLEX = "issue 13 (the lead's dtype work): complex numbers"
 _COLLECTIVE = "issue 18: collectives across devices/processes (pmap, shard_map)"
 _NAMED_AXIS = ("ppermute/all_to_all are compositions of all_gather and axis_index in fx "
                "(fx/lax/permutes.py), no primitives of their own")
@@ -37,9 +36,6 @@ LAX_EXCLUDED = {
     "FftType": _ISSUE14_FFT,
     "fft": _ISSUE14_FFT,
     "fft_p": _ISSUE14_FFT,
-    # Complex numbers.
-    "complex": _COMPLEX, "complex_p": _COMPLEX, "conj": _COMPLEX, "conj_p": _COMPLEX,
-    "real": _COMPLEX, "real_p": _COMPLEX, "imag": _COMPLEX, "imag_p": _COMPLEX,
     # Special functions of jax.scipy.special.
     "bessel_i0e": _ISSUE14_SPECIAL, "bessel_i0e_p": _ISSUE14_SPECIAL,
     "bessel_i1e": _ISSUE14_SPECIAL, "bessel_i1e_p": _ISSUE14_SPECIAL,
