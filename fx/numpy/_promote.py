@@ -25,6 +25,16 @@ def to_array(x, name: str = "fx.numpy"):
     return to_value(x, name)
 
 
+def ensure_arraylike(name: str, *args) -> None:
+    """Refuse what jax's ``ensure_arraylike`` refuses: anything but arrays (fx values, NumPy
+    arrays) and scalars; lists and tuples raise a ``TypeError`` (wrap them in ``asarray``)."""
+    for i, x in enumerate(args):
+        if not (is_fx_value(x) or isinstance(x, np.ndarray) or np.isscalar(x)):
+            raise TypeError(f"{name} requires ndarray or scalar arguments, got "
+                            f"{type(x).__name__} at position {i} (pass fx.numpy.asarray(...) "
+                            "for lists and tuples)")
+
+
 def asarray(x, dtype=None):
     """``x`` as an fx array, converted to ``dtype`` if given (see ``fx.numpy.asarray``)."""
     dt = None if dtype is None else dtypes.requested(dtype, "fx.numpy.asarray")

@@ -2,12 +2,13 @@
 ``poly``, ``polyadd``, ``polysub``, ``polymul``, ``polydiv``, ``polyder``, ``polyint``,
 ``polyval``, ``polyfit``.
 
-Lengths are static (they are shapes), so everything is a fixed sequence of ``fx.lax`` ops:
-``polyval`` is Horner's rule, ``polymul`` a convolution, ``polydiv`` unrolled long division,
-``polyfit`` a Householder QR of the column-scaled Vandermonde matrix and a Jacobi SVD of
-its triangular factor. All differentiate, vmap and compile. ``roots`` (and ``poly`` of a
-matrix) need the eigenvalues of a general matrix, complex in general, which fx does not
-compute yet, and are not provided.
+Like jax's, they take arrays and scalars, not lists or tuples (a ``TypeError``: wrap them in
+``fx.numpy.asarray``). Lengths are static (they are shapes), so everything is a fixed
+sequence of ``fx.lax`` ops: ``polyval`` is Horner's rule, ``polymul`` a convolution,
+``polydiv`` unrolled long division, ``polyfit`` a Householder QR of the column-scaled
+Vandermonde matrix and a Jacobi SVD of its triangular factor. All differentiate, vmap and
+compile. ``roots`` (and ``poly`` of a matrix) need the eigenvalues of a general matrix,
+complex in general, which fx does not compute yet, and are not provided.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 from fx import dtypes, lax
 from fx.core import Tracer, get_aval
 from fx.numpy import ufuncs
-from fx.numpy._promote import promote_dtypes, promote_to_inexact, to_array
+from fx.numpy._promote import ensure_arraylike, promote_dtypes, promote_to_inexact, to_array
 from fx.numpy.convolutions import convolve
 
 __all__ = ["poly", "polyadd", "polyder", "polydiv", "polyfit", "polyint", "polymul",
@@ -25,6 +26,7 @@ __all__ = ["poly", "polyadd", "polyder", "polydiv", "polyfit", "polyint", "polym
 
 
 def _coeffs(name: str, *ps, inexact: bool = False) -> list:
+    ensure_arraylike(f"fx.numpy.{name}", *ps)
     arrs = (promote_to_inexact if inexact else promote_dtypes)(*ps, name=f"fx.numpy.{name}")
     out = []
     for a in arrs:
@@ -168,6 +170,7 @@ def polyint(p, m: int = 1, k=None):
         kk = lax.full((m,), 0, get_aval(p).dtype)
     else:
         # The constants take part in the promotion, as in JAX.
+        ensure_arraylike("fx.numpy.polyint", p, k)
         p, kk = promote_to_inexact(p, k, name="fx.numpy.polyint")
         (p,) = _coeffs("polyint", p)
     dt = get_aval(p).dtype
@@ -193,6 +196,7 @@ def polyval(p, x, *, unroll: int = 16):
     Example: ``fnp.polyval(fnp.array([3., 0., 1.]), 5.)`` is ``76.0``.
     """
     del unroll
+    ensure_arraylike("fx.numpy.polyval", p, x)
     (p,) = _coeffs("polyval", p)
     p, x = promote_dtypes(p, x, name="fx.numpy.polyval")
     n = _length(p)
@@ -211,6 +215,7 @@ def poly(seq_of_zeros):
     Example: ``fnp.poly(fnp.array([1., 2.]))`` is ``[1., -3., 2.]``.
     """
     name = "fx.numpy.poly"
+    ensure_arraylike(name, seq_of_zeros)
     (z,) = promote_to_inexact(to_array(seq_of_zeros, name), name=name)
     aval = get_aval(z)
     if aval.ndim == 2 and aval.shape[0] == aval.shape[1] and aval.shape[0] > 0:
@@ -332,6 +337,7 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov=False):
     deg = int(deg)
     if deg < 0:
         raise ValueError(f"{name}: expected deg >= 0, got {deg}")
+    ensure_arraylike(name, x, y, *(() if w is None else (w,)))
     x, y = promote_to_inexact(x, y, name=name)
     xa, ya = get_aval(x), get_aval(y)
     if xa.ndim != 1 or xa.shape[0] == 0:

@@ -198,3 +198,44 @@ def test_errors():
     with pytest.raises(TypeError, match=r"fx\.numpy\.polymul: trim_leading_zeros.*concrete"):
         fx.jit(lambda a: fnp.polymul(a, a, trim_leading_zeros=True))(to_fx(P5))
     assert not hasattr(fnp, "roots")  # needs eigenvalues (complex), not provided yet
+
+
+# --- arguments: arrays and scalars, not lists (jax's ensure_arraylike) ------------------------
+
+_P = np.array([1.0, -2.0, 3.0], np.float32)
+_ARRAYLIKE_CALLS = [
+    ("polyadd", lambda m, a: m.polyadd(a, _P)),
+    ("polyadd-second", lambda m, a: m.polyadd(_P, a)),
+    ("polysub", lambda m, a: m.polysub(a, _P)),
+    ("polymul", lambda m, a: m.polymul(_P, a)),
+    ("polydiv", lambda m, a: m.polydiv(a, _P[:2])),
+    ("polyder", lambda m, a: m.polyder(a)),
+    ("polyint", lambda m, a: m.polyint(a)),
+    ("polyint-k", lambda m, a: m.polyint(_P, m=2, k=a[:2])),
+    ("polyval-p", lambda m, a: m.polyval(a, 2.0)),
+    ("polyval-x", lambda m, a: m.polyval(_P, a)),
+    ("poly", lambda m, a: m.poly(a)),
+    ("polyfit", lambda m, a: m.polyfit(a, _P, 1)),
+]
+
+
+@pytest.mark.parametrize("name,call", _ARRAYLIKE_CALLS, ids=[c[0] for c in _ARRAYLIKE_CALLS])
+def test_lists_are_refused_as_jax(name, call):
+    data = [1.0, 2.0, 4.0]
+    with pytest.raises(TypeError):
+        call(jnp, data)
+    with pytest.raises(TypeError, match="requires ndarray or scalar arguments"):
+        call(fnp, data)
+    # The same data as an array works in both, with the same result.
+    got, want = call(fnp, np.asarray(data, np.float32)), call(jnp, np.asarray(data, np.float32))
+    assert_allclose(got, want, rtol=1e-5, atol=1e-5, what=name)
+
+
+# (jax also passes a scalar polynomial to polyadd/polymul/polyder through ensure_arraylike,
+# then fails on its 0-d shape; fx treats it as a constant polynomial.)
+@pytest.mark.parametrize("call", [
+    lambda m: m.polyval(_P, 2.0), lambda m: m.polyval(_P, np.float32(-1.5)),
+    lambda m: m.polyint(_P, k=1.0),
+], ids=["polyval-scalar-x", "polyval-numpy-scalar-x", "polyint-scalar-k"])
+def test_scalars_are_accepted_as_jax(call):
+    assert_allclose(call(fnp), call(jnp), rtol=1e-6, what="scalar argument")
