@@ -424,7 +424,7 @@ def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002
     nd = get_aval(x).ndim
     if axis is None:
         if ord is None:
-            r = lax.sqrt(red.sum(lax.mul(x, x)))
+            r = lax.sqrt(red.sum(_abs2(x)))
             return lax.reshape(r, (1,) * nd) if keepdims else r
         if nd not in (1, 2):
             raise ValueError(f"fx.numpy.linalg.norm: ord={ord!r} needs a 1-D or 2-D input or an "
@@ -441,10 +441,17 @@ def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002
     raise ValueError(f"fx.numpy.linalg.norm: axis must name 1 or 2 dimensions, got {axis}")
 
 
+def _abs2(x):
+    """``|x|**2``: ``x * x``, or ``real(x * conj(x))`` for complex ``x`` (as jax's)."""
+    if dtypes.is_complex(get_aval(x).dtype):
+        return lax.real(lax.mul(x, lax.conj(x)))
+    return lax.mul(x, x)
+
+
 def _vector_norm(red, x, ord, axis, keepdims):  # noqa: A002
     ax = lax.abs(x)
     if ord is None or ord == 2:
-        return lax.sqrt(red.sum(lax.mul(x, x), axis, keepdims=keepdims))
+        return lax.sqrt(red.sum(_abs2(x), axis, keepdims=keepdims))
     if isinstance(ord, str):
         raise ValueError(f"fx.numpy.linalg.norm: invalid norm order {ord!r} for vectors")
     if ord == np.inf:
@@ -452,7 +459,7 @@ def _vector_norm(red, x, ord, axis, keepdims):  # noqa: A002
     if ord == -np.inf:
         return red.min(ax, axis, keepdims=keepdims)
     if ord == 0:
-        nz = lax.convert_element_type(lax.ne(x, 0), get_aval(x).dtype)
+        nz = lax.convert_element_type(lax.ne(x, 0), get_aval(ax).dtype)
         return red.sum(nz, axis, keepdims=keepdims)
     if ord == 1:
         return red.sum(ax, axis, keepdims=keepdims)
@@ -463,7 +470,7 @@ def _vector_norm(red, x, ord, axis, keepdims):  # noqa: A002
 def _matrix_norm(red, x, ord, axes, keepdims):  # noqa: A002
     row, col = axes
     if ord is None or ord == "fro":
-        return lax.sqrt(red.sum(lax.mul(x, x), axes, keepdims=keepdims))
+        return lax.sqrt(red.sum(_abs2(x), axes, keepdims=keepdims))
     if ord in (2, -2, "nuc"):
         raise NotImplementedError(
             f"fx.numpy.linalg.norm: the matrix norm ord={ord!r} needs singular values (an SVD), "

@@ -167,12 +167,24 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
             raise ValueError("fx.numpy.var: pass ddof or correction, not both")
         ddof = correction
     a, aval, axes = _prepare(a, axis, out, "var")
-    dt = dtypes.requested(dtype, "fx.numpy.var") if dtype is not None else _inexact(aval.dtype)
-    x = lax.convert_element_type(a, _computation(dt))
+    if dtype is not None:
+        dt = comp = dtypes.requested(dtype, "fx.numpy.var")
+        if dtypes.is_complex(aval.dtype) and not dtypes.is_complex(dt):
+            raise ValueError(f"fx.numpy.var: a real dtype={dt} for complex data "
+                             f"({aval.str_short()}) is not supported (as in jax); leave dtype "
+                             "out to get the variance in the data's real dtype")
+    else:
+        comp = _inexact(aval.dtype)
+        dt = dtypes.real_dtype(comp)  # complex data: a real variance, as jax
+    x = lax.convert_element_type(a, _computation(comp))
     total, n = _masked_sum_and_count(x, aval, axes, where, "var")
     kept = tuple(i for i in range(aval.ndim) if i not in axes)
     centered = lax.sub(x, lax.broadcast_in_dim(lax.div(total, n), aval.shape, kept))
-    sq = lax.mul(centered, centered)
+    if dtypes.is_complex(get_aval(centered).dtype):
+        sq = lax.real(lax.mul(centered, lax.conj(centered)))
+        n = lax.real(n) if dtypes.is_complex(get_aval(n).dtype) else n
+    else:
+        sq = lax.mul(centered, centered)
     if where is not None:
         sq = lax.select(_mask(where, aval.shape, "var"), sq, lax.full_like(sq, 0))
     normalizer = lax.sub(n, ddof)
