@@ -255,6 +255,9 @@ def _inverted_cdf(a, flat, qb, axis, weights, name):
                 raise ValueError(f"{name}: weights of shape {get_aval(w).shape} must have a's "
                                  f"shape {a_shape} (or be 1-d along a single axis)")
         w, _ = _reduce_axes_last(w, axis, name)
+    # A negative or NaN weight makes its slice's quantile NaN (jax's rule).
+    bad = lax.reduce_or(lax.bitwise_or(lax.lt(w, lax.full_like(w, 0)), _isnan(w)), (last,))
+    bad = lax.broadcast_in_dim(bad, full, tuple(range(q_nd, len(full))))
     w = lax.select(_isnan(flat), lax.full_like(w, 0), w)
     data, w = lax.sort((flat, w), last, num_keys=1)
     cw = lax.cumsum(w, last)
@@ -270,7 +273,8 @@ def _inverted_cdf(a, flat, qb, axis, weights, name):
     index = lax.reduce_sum(lax.convert_element_type(below, dtypes.int32), (len(grid) - 1,))
     top = lax.sub(lax.convert_element_type(count, dtypes.int32), 1)
     index = lax.clamp(0, lax.min(index, lax.max(top, lax.full_like(top, 0))), n - 1)
-    return _take_per_row(data, index), count
+    result = _take_per_row(data, index)
+    return lax.select(bad, lax.full_like(result, np.nan), result), count
 
 
 def _interpolate(data, qb, count, method):

@@ -285,7 +285,7 @@ def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None):
 
 # --- order statistics ---------------------------------------------------------------------------
 
-_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+_METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf")
 
 
 def _reduce_axes_last(a, axis, name: str):
@@ -316,9 +316,12 @@ def _take_last(x, index):
 
 
 def quantile(a, q, axis: int | Sequence[int] | None = None, out=None,
-             overwrite_input: bool = False, method: str = "linear", keepdims: bool = False):
+             overwrite_input: bool = False, method: str = "linear", keepdims: bool = False,
+             *, weights=None):
     """The ``q``-th quantiles (``0 <= q <= 1``) of ``a`` over ``axis``, interpolating by
-    ``method`` (``linear``, ``lower``, ``higher``, ``midpoint`` or ``nearest``).
+    ``method`` (``linear``, ``lower``, ``higher``, ``midpoint`` or ``nearest``), or with
+    ``method="inverted_cdf"`` the first sorted value whose cumulative weight reaches ``q``
+    times the total; that method alone takes ``weights`` (as jax 0.10's).
 
     The result has shape ``q.shape + `` the remaining axes; it is NaN where the reduced data
     holds a NaN. Integers compute in the default float.
@@ -327,14 +330,18 @@ def quantile(a, q, axis: int | Sequence[int] | None = None, out=None,
 
         >>> fnp.quantile(fnp.array([1.0, 2.0, 3.0, 4.0]), 0.5)   # 2.5
     """
-    return _quantile(a, q, axis, out, overwrite_input, method, keepdims, "fx.numpy.quantile")
+    return _quantile(a, q, axis, out, overwrite_input, method, keepdims, "fx.numpy.quantile",
+                     weights)
 
 
-def _quantile(a, q, axis, out, overwrite_input, method, keepdims, name):
+def _quantile(a, q, axis, out, overwrite_input, method, keepdims, name, weights=None):
     if out is not None or overwrite_input:
         raise NotImplementedError(f"{name}: 'out' and 'overwrite_input' are not supported")
     if method not in _METHODS:
         raise ValueError(f"{name}: method must be one of {_METHODS}, got {method!r}")
+    if method == "inverted_cdf" or weights is not None:
+        return _inverted_cdf_quantile(a, q, axis, out, overwrite_input, method, keepdims,
+                                      weights, name)
     (a,) = promote_to_inexact(a, name=name)
     dt = get_aval(a).dtype
     q = asarray(q, dt)  # Python scalars convert exactly, not through float32
@@ -378,8 +385,10 @@ def _quantile(a, q, axis, out, overwrite_input, method, keepdims, name):
 
 
 def percentile(a, q, axis: int | Sequence[int] | None = None, out=None,
-               overwrite_input: bool = False, method: str = "linear", keepdims: bool = False):
-    """The ``q``-th percentiles (``0 <= q <= 100``) of ``a``; see :func:`quantile`.
+               overwrite_input: bool = False, method: str = "linear", keepdims: bool = False,
+               *, weights=None):
+    """The ``q``-th percentiles (``0 <= q <= 100``) of ``a``; see :func:`quantile`
+    (``weights`` with ``method="inverted_cdf"``).
 
     Example::
 
@@ -388,7 +397,26 @@ def percentile(a, q, axis: int | Sequence[int] | None = None, out=None,
     name = "fx.numpy.percentile"
     (a,) = promote_to_inexact(a, name=name)
     q = asarray(q, get_aval(a).dtype)
-    return _quantile(a, lax.div(q, 100.0), axis, out, overwrite_input, method, keepdims, name)
+    return _quantile(a, lax.div(q, 100.0), axis, out, overwrite_input, method, keepdims, name,
+                     weights)
+
+
+def _inverted_cdf_quantile(a, q, axis, out, overwrite_input, method, keepdims, weights, name):
+    """``inverted_cdf`` (weighted or not) is the NaN-ignoring one of ``nanquantile`` with
+    NaN wherever the reduced slice holds a NaN, as jax's ``quantile``."""
+    from fx.numpy.nan_reductions import _nanquantile  # noqa: PLC0415  (it imports this module)
+
+    result = _nanquantile(a, q, axis, out, overwrite_input, method, keepdims, weights, name)
+    (a,) = promote_to_inexact(a, name=name)
+    nan = lax.ne(a, a)
+    flat, keep_shape = _reduce_axes_last(nan, axis, name)
+    any_nan = lax.reduce_or(flat, (get_aval(flat).ndim - 1,))
+    if keepdims:
+        any_nan = lax.reshape(any_nan, keep_shape)
+    shape = get_aval(result).shape
+    any_nan = lax.broadcast_in_dim(any_nan, shape, tuple(range(len(shape) - get_aval(any_nan).ndim,
+                                                               len(shape))))
+    return lax.select(any_nan, lax.full(shape, np.nan, get_aval(result).dtype), result)
 
 
 def median(a, axis: int | Sequence[int] | None = None, out=None,
