@@ -29,7 +29,7 @@ from fx.autodiff import (
 from fx.config import config
 from fx.dtypes import enable_x64
 from fx.core import ConcretizationTypeError, UnexpectedTracerError
-from fx.custom_derivatives import checkpoint, custom_jvp, custom_vjp, remat
+from fx.custom_derivatives import custom_jvp, custom_vjp
 from fx import debug
 from fx.debug import debug_infs, debug_nans, disable_jit
 from fx.devices import Device, default_backend, devices
@@ -56,7 +56,7 @@ from fx.api import (
 from fx.autodiff import jacobian, linear_transpose
 from fx.custom_derivatives import closure_convert, custom_gradient
 from fx import ad_checkpoint
-from fx.ad_checkpoint import checkpoint_policies
+from fx.ad_checkpoint import checkpoint, checkpoint_policies, remat
 from fx.tracing import make_jaxpr
 from fx.vectorize import vmap
 

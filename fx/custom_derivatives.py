@@ -1,5 +1,6 @@
-"""User-defined derivatives (``custom_jvp``, ``custom_vjp``) and rematerialization
-(``checkpoint``).
+"""User-defined derivatives: ``custom_jvp``, ``custom_vjp``, and ``custom_gradient`` and
+``closure_convert`` on top of them (rematerialization, ``checkpoint``, is in
+:mod:`fx.ad_checkpoint`).
 
 A decorated function is traced into a jaxpr and bound as a call primitive whose params carry
 the user's rules, so the rules survive ``jit`` and compose with ``vmap``:
@@ -33,7 +34,7 @@ from fx.core import (
 )
 from fx.interpreters import batching, jvp, transpose
 from fx.interpreters.batching import BatchAxis, batch_flat, bdim_at_front
-from fx.interpreters.call import body_param, checkpoint_p, eval_call_impl
+from fx.interpreters.call import body_param, eval_call_impl
 from fx.interpreters.eval import eval_jaxpr
 from fx.interpreters.jvp import JVPTrace, Zero, instantiate
 from fx.interpreters.partial_eval import PartialEvalTrace
@@ -507,76 +508,6 @@ def _cotangent_leaves(cts: tuple, args: tuple, arg_avals: list, name: str) -> li
     if sum(c is not None for c in per_leaf) != len(c_leaves):  # a leaf stood for a subtree
         raise mismatch
     return [base.zeros_like_aval(a) if c is None else c for c, a in zip(per_leaf, arg_avals)]
-
-
-# --- checkpoint ---------------------------------------------------------------------------------
-
-
-def everything_saveable(*_, **__) -> bool:
-    """The checkpoint policy that saves every intermediate (no rematerialization)."""
-    return True
-
-
-def nothing_saveable(*_, **__) -> bool:
-    """The checkpoint policy that saves nothing but the inputs (fx.checkpoint's default)."""
-    return False
-
-
-def checkpoint(fun: Callable, prevent_cse: bool = True, policy: Callable | None = None,
-               static_argnums: int | tuple[int, ...] = ()) -> Callable:
-    """Rematerialization: reverse mode recomputes ``fun``'s intermediates in the backward pass
-    instead of saving them (only ``fun``'s inputs are saved). Same results, less memory.
-
-    ``policy`` is one of ``fx.checkpoint_policies`` (``nothing_saveable``, the default;
-    ``everything_saveable``; ``dots_saveable``, ...): a function ``policy(prim, *avals,
-    **params) -> bool`` telling which equations' outputs reverse mode may save rather than
-    recompute. ``static_argnums`` are passed through untraced (Python values the function may
-    branch on)."""
-    if policy is everything_saveable:
-        return fun
-    if policy is nothing_saveable:
-        policy = None
-    if policy is not None and not callable(policy):
-        raise TypeError(
-            f"fx.checkpoint({_name(fun)}): policy must be one of fx.checkpoint_policies (a "
-            f"function of (primitive, *avals, **params) -> bool), got {type(policy).__name__}"
-        )
-    if policy is not None and getattr(policy, "__module__", "").startswith("jax"):
-        raise TypeError(
-            f"fx.checkpoint({_name(fun)}): the policy {_name(policy)} is jax's, which looks for "
-            "jax's primitives; use the one of the same name in fx.checkpoint_policies"
-        )
-    statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
-    if statics:
-        @functools.wraps(fun)
-        def with_statics(*args):
-            fixed = {i % len(args): args[i] for i in statics}
-            dyn = [a for i, a in enumerate(args) if i not in fixed]
-
-            def inner(*d):
-                it = iter(d)
-                return fun(*[fixed[i] if i in fixed else next(it) for i in range(len(args))])
-
-            inner.__name__ = _name(fun)
-            return checkpoint(inner, prevent_cse, policy)(*dyn)
-
-        return with_statics
-
-    @functools.wraps(fun)
-    def remat_f(*args):
-        if current_trace() is EVAL_TRACE:
-            return fun(*args)
-        jaxpr, consts, leaves, _, out_tree = _trace(fun, args, f"checkpoint({_name(fun)})")
-        # A policy is a param only when there is one: plain checkpoints print as before.
-        extra = {} if policy is None else {"policy": policy}
-        outs = checkpoint_p.bind(*consts, *leaves, jaxpr=jaxpr, prevent_cse=prevent_cse,
-                                 **extra)
-        return tree_util.tree_unflatten(out_tree, outs)
-
-    return remat_f
-
-
-remat = checkpoint
 
 
 # --- closure conversion and custom_gradient ---------------------------------------------------
