@@ -22,6 +22,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
     ``in_axes`` is an int, None, or a pytree prefix of the positional arguments giving, per
     leaf, the batched axis (None: not batched); ``out_axes`` likewise for the outputs. All
     batched inputs must share one axis size (``axis_size`` gives it when nothing is batched).
+    Keyword arguments are batched along axis 0, as in jax.
     ``axis_name`` names the axis for collectives (``fx.lax.psum`` and friends).
     ``spmd_axis_name`` names mesh axes to shard over; fx runs on one device, so it is accepted
     and has no effect.
@@ -44,22 +45,22 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         in_axes = tuple(in_axes)
 
     def vmapped(*args, **kwargs):
-        if kwargs:
-            raise TypeError("vmap: keyword arguments are not batched; pass them positionally "
-                            "or close over them")
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise ValueError(
                 f"vmap: in_axes has {len(in_axes)} entries but {_fun_name(fun)} was called with "
                 f"{len(args)} positional arguments"
             )
-        leaves, in_tree = tree_util.tree_flatten(args)
+        # Keyword arguments are batched along axis 0, every leaf (jax's rule: in_axes covers
+        # the positional arguments only).
+        leaves, in_tree = tree_util.tree_flatten((args, kwargs))
         try:
             axes = tree_util.broadcast_prefix(
                 in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args), args
-            )
+            ) + [0] * len(tree_util.tree_leaves(kwargs))
         except ValueError as e:
             raise ValueError(f"vmap: in_axes does not match the arguments: {e}") from None
-        paths = [p for p, _ in tree_util.tree_flatten_with_path(args)[0]]
+        paths = [p for part in (args, kwargs)
+                 for p, _ in tree_util.tree_flatten_with_path(part)[0]]
         leaves = [to_value(x, "vmap") for x in leaves]
         dims, size = [], axis_size
         sized_from = None
@@ -95,7 +96,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         summed: set[int] = set()  # outputs that vary, with out_axes None, under sum_match
 
         def flat_f(*xs):
-            out = fun(*tree_util.tree_unflatten(in_tree, xs))
+            a, kw = tree_util.tree_unflatten(in_tree, xs)
+            out = fun(*a, **kw)
             out_leaves, store["tree"] = tree_util.tree_flatten(out)
             outs = [to_value(o, "vmap") for o in out_leaves]
             if sum_match:

@@ -187,8 +187,23 @@ def test_other_vmap_errors():
         fx.vmap(lambda a: a, in_axes=0.5)(A)
     with pytest.raises(ValueError, match="no argument is batched.*axis_size"):
         fx.vmap(lambda c: c, in_axes=None)(C)
-    with pytest.raises(TypeError, match="keyword arguments are not batched"):
+    # Keyword arguments are batched along axis 0 (jax's rule), so a scalar one is an error.
+    with pytest.raises(ValueError, match=r"in_axes 0 is out of range for argument\['b'\] of "
+                                         r"rank 0"):
         fx.vmap(lambda a, b=1: a)(A, b=2)
+
+
+def test_keyword_arguments_are_batched_along_axis_0_as_jax():
+    def f(np_):
+        return lambda x, y=1.0, *, z: np_.sin(x) * y + z["a"]
+
+    x = np.arange(6.0).reshape(3, 2)
+    kw = {"y": np.linspace(0, 1, 6).reshape(3, 2), "z": {"a": np.arange(3.0)}}
+    got = fx.vmap(f(fnp))(x, **kw)
+    want = jax.vmap(f(jnp))(x, **kw)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12)
+    with pytest.raises(ValueError, match=r"inconsistent sizes.*argument\['y'\] has size 4"):
+        fx.vmap(f(fnp))(x, y=np.ones(4), z=kw["z"])
 
 
 # --- nesting ------------------------------------------------------------------------------------
