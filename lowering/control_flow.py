@@ -184,7 +184,7 @@ def _c_literal(v: np.ndarray) -> str:
     if isinstance(x, float):
         return repr(x) if np.isfinite(x) else ("NAN" if x != x else
                                                 ("INFINITY" if x > 0 else "-INFINITY"))
-    return str(x)
+    return f"{x}ull" if x > 2**63 - 1 else str(x)  # a uint64 beyond int64 is unsigned in C
 
 
 def _carry_slot(carry_off, j: int) -> str:

@@ -16,7 +16,7 @@ import numpy as np
 
 from fx import dtypes
 from fx.lax import linalg
-from fx.lowering import cuda_gemm
+from fx.lowering import cuda_gemm, scalar_ops
 from fx.lowering.control_flow import control_flow_prims
 from fx.lowering.cost import group_flops
 from fx.lowering.fusion import FusionGroup, GroupKind
@@ -69,25 +69,28 @@ _HALF_TO_F32 = {dtypes.float16: dtypes.float32, dtypes.bfloat16: dtypes.float32}
 # term (generated kernels ~1 ns per element; BLAS ~50 flops per ns; NumPy op by op pays one
 # pass over memory per equation).
 # The dtypes generated kernels handle, for every value of the group (operands, results and
-# intermediates). Groups touching others (8- and 16-bit integers, uint64, complex, float8) run
-# as NumPy steps until the kernel dialects spell them.
-KERNEL_DTYPES = frozenset([dtypes.bool_, dtypes.int32, dtypes.int64, dtypes.uint32,
-                           dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64])
+# intermediates). Groups touching others (complex, float8) run as NumPy steps until the kernel
+# dialects spell them.
+KERNEL_DTYPES = frozenset([dtypes.bool_, *dtypes.INTEGER, dtypes.float16, dtypes.bfloat16,
+                           dtypes.float32, dtypes.float64])
 
 
-def _kernel_dtypes_only(g: FusionGroup) -> bool:
+def _generable(g: FusionGroup) -> bool:
+    """Every value of the group has a kernel dtype and every equation a kernel spelling."""
     return all(v.aval.dtype in KERNEL_DTYPES for e in g.eqns for v in (*e.invars, *e.outvars)
-               if hasattr(v, "aval"))
+               if hasattr(v, "aval")) and not any(
+        scalar_ops.unsupported[e.primitive](e) for e in g.eqns
+        if e.primitive in scalar_ops.unsupported)
 
 
 for _backend in ("cpu", "cuda"):
     register(OpImpl(f"{_backend}.fused_elementwise", _backend, GroupKind.ELEMENTWISE, ANY,
                     {}, True, lambda g: 500.0 + _elements(g),
                     "generated loop; half precision stored 16-bit, computed in float32",
-                    applies=_kernel_dtypes_only))
+                    applies=_generable))
     register(OpImpl(f"{_backend}.fused_reduction", _backend, GroupKind.REDUCTION, ANY, {}, True,
                     lambda g: 500.0 + _touched(g), "generated row-reduction kernel",
-                    applies=_kernel_dtypes_only))
+                    applies=_generable))
 def _is_dot(g: FusionGroup) -> bool:
     return g.anchor.primitive is linalg.dot_general_p
 

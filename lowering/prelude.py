@@ -59,6 +59,9 @@ FX_FN int64_t fx_rem_i64(int64_t a, int64_t b) {
   return (b == 0 || b == -1) ? (b == 0 ? a : 0) : a % b;
 }
 FX_FN uint32_t fx_rem_u32(uint32_t a, uint32_t b) { return b == 0 ? a : a % b; }
+FX_FN uint64_t fx_div_u64(uint64_t a, uint64_t b) { return b == 0 ? ~(uint64_t)0 : a / b; }
+FX_FN uint64_t fx_rem_u64(uint64_t a, uint64_t b) { return b == 0 ? a : a % b; }
+/* (8- and 16-bit integers divide through the 32-bit helpers, see render.py) */
 
 /* float -> int: truncate, NaN -> 0, saturate at the bounds */
 FX_FN int32_t fx_f2i32(double x) {
@@ -71,6 +74,23 @@ FX_FN int64_t fx_f2i64(double x) {
 }
 FX_FN uint32_t fx_f2u32(double x) {
   return x != x ? 0u : (x <= 0.0 ? 0u : (x >= 4294967295.0 ? 0xffffffffu : (uint32_t)x));
+}
+FX_FN int8_t fx_f2i8(double x) {
+  return x != x ? 0 : (x <= -128.0 ? -128 : (x >= 127.0 ? 127 : (int8_t)x));
+}
+FX_FN int16_t fx_f2i16(double x) {
+  return x != x ? 0 : (x <= -32768.0 ? -32768 : (x >= 32767.0 ? 32767 : (int16_t)x));
+}
+FX_FN uint8_t fx_f2u8(double x) {
+  return x != x ? 0 : (x <= 0.0 ? 0 : (x >= 255.0 ? 255 : (uint8_t)x));
+}
+FX_FN uint16_t fx_f2u16(double x) {
+  return x != x ? 0 : (x <= 0.0 ? 0 : (x >= 65535.0 ? 65535 : (uint16_t)x));
+}
+/* 18446744073709551615.0 is 2^64: below it the conversion is defined */
+FX_FN uint64_t fx_f2u64(double x) {
+  return x != x ? 0u : (x <= 0.0 ? 0u : (x >= 18446744073709551615.0 ? ~(uint64_t)0
+                                        : (uint64_t)x));
 }
 
 /* --- NaN-propagating max/min, signed zeros ordered (-0 < +0, as jax), and rounding --- */
@@ -128,10 +148,29 @@ FX_FN double fx_min(double a, double b) {
     initializer(omp_priv = 0u)
 #pragma omp declare reduction(fx_min : uint32_t : omp_out = fx_min_u32(omp_out, omp_in)) \
     initializer(omp_priv = 0xffffffffu)
-#pragma omp declare reduction(fx_max : uint8_t : omp_out = omp_out | omp_in) \
+#pragma omp declare reduction(fx_max : uint64_t : omp_out = omp_out > omp_in ? omp_out : omp_in) \
+    initializer(omp_priv = 0u)
+#pragma omp declare reduction(fx_min : uint64_t : omp_out = omp_out < omp_in ? omp_out : omp_in) \
+    initializer(omp_priv = ~(uint64_t)0)
+#pragma omp declare reduction(fx_max : int16_t : omp_out = omp_out > omp_in ? omp_out : omp_in) \
+    initializer(omp_priv = -32768)
+#pragma omp declare reduction(fx_min : int16_t : omp_out = omp_out < omp_in ? omp_out : omp_in) \
+    initializer(omp_priv = 32767)
+#pragma omp declare reduction(fx_max : uint16_t : omp_out = omp_out > omp_in ? omp_out : omp_in) \
     initializer(omp_priv = 0)
-#pragma omp declare reduction(fx_min : uint8_t : omp_out = omp_out & omp_in) \
-    initializer(omp_priv = 1)
+#pragma omp declare reduction(fx_min : uint16_t : omp_out = omp_out < omp_in ? omp_out : omp_in) \
+    initializer(omp_priv = 65535)
+#pragma omp declare reduction(fx_mul_u16 : uint16_t : \
+    omp_out = (uint16_t)((uint32_t)omp_out * omp_in)) initializer(omp_priv = 1)
+#pragma omp declare reduction(fx_max : int8_t : omp_out = omp_out > omp_in ? omp_out : omp_in) \
+    initializer(omp_priv = -128)
+#pragma omp declare reduction(fx_min : int8_t : omp_out = omp_out < omp_in ? omp_out : omp_in) \
+    initializer(omp_priv = 127)
+/* uint8_t holds uint8 and bool alike: on bools (0 or 1) max is OR and min is AND */
+#pragma omp declare reduction(fx_max : uint8_t : omp_out = omp_out > omp_in ? omp_out : omp_in) \
+    initializer(omp_priv = 0)
+#pragma omp declare reduction(fx_min : uint8_t : omp_out = omp_out < omp_in ? omp_out : omp_in) \
+    initializer(omp_priv = 255)
 #endif
 /* c ? a : b by the bits (the C dialect's select for a float accumulator, see render.py) */
 FX_FN float fx_blendf(uint8_t c, float a, float b) {

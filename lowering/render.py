@@ -19,39 +19,58 @@ from fx.lowering.prelude import PRELUDE
 
 F32, F64 = dtypes.float32, dtypes.float64
 
-# Storage type of each dtype (half types are stored as raw 16-bit patterns).
+# Storage type of each dtype (half types are stored as raw 16-bit patterns; bool as a byte,
+# like uint8, from which the renderer tells it apart by the dtype, never by the C type).
 _STORAGE = {
-    dtypes.bool_: "uint8_t", dtypes.int32: "int32_t", dtypes.int64: "int64_t",
-    dtypes.uint32: "uint32_t", dtypes.float16: "uint16_t", dtypes.bfloat16: "uint16_t",
-    dtypes.float32: "float", dtypes.float64: "double",
+    dtypes.bool_: "uint8_t", dtypes.int8: "int8_t", dtypes.int16: "int16_t",
+    dtypes.int32: "int32_t", dtypes.int64: "int64_t", dtypes.uint8: "uint8_t",
+    dtypes.uint16: "uint16_t", dtypes.uint32: "uint32_t", dtypes.uint64: "uint64_t",
+    dtypes.float16: "uint16_t", dtypes.bfloat16: "uint16_t", dtypes.float32: "float",
+    dtypes.float64: "double",
 }
 
 # Operations whose spelling does not depend on the dialect: (op, kind) -> template, where kind
-# is "f32", "f64", "int" (signed), "uint", "bool" or "*" for any.
+# is "f32", "f64", "bool", an integer's ("i8" ... "i64", "u8" ... "u64"), then "int" (any
+# signed), "uint" (any unsigned) or "*" for any, the most specific first.
+#
+# C computes integers narrower than int in int (the usual promotions): the renderer casts
+# every 8- and 16-bit result back to its type, which wraps as NumPy and XLA do, and no int
+# arithmetic on such operands overflows except a product of two uint16 (65535 * 65535 > INT_MAX,
+# undefined behaviour), which is taken in uint32. Integer division goes through the 32-bit
+# helpers (INT8_MIN / -1 is 128 there, which the cast wraps back to INT8_MIN as XLA does).
 _COMMON = {
     ("add", "*"): "({0} + {1})", ("sub", "*"): "({0} - {1})", ("mul", "*"): "({0} * {1})",
     ("div", "f32"): "({0} / {1})", ("div", "f64"): "({0} / {1})",
     ("div", "i32"): "fx_div_i32({0}, {1})", ("div", "i64"): "fx_div_i64({0}, {1})",
-    ("div", "uint"): "fx_div_u32({0}, {1})",
+    ("div", "i8"): "fx_div_i32({0}, {1})", ("div", "i16"): "fx_div_i32({0}, {1})",
+    ("div", "u8"): "fx_div_u32({0}, {1})", ("div", "u16"): "fx_div_u32({0}, {1})",
+    ("div", "u32"): "fx_div_u32({0}, {1})", ("div", "u64"): "fx_div_u64({0}, {1})",
     ("rem", "f32"): "fmodf({0}, {1})", ("rem", "f64"): "fmod({0}, {1})",
     ("rem", "i32"): "fx_rem_i32({0}, {1})", ("rem", "i64"): "fx_rem_i64({0}, {1})",
-    ("rem", "uint"): "fx_rem_u32({0}, {1})",
+    ("rem", "i8"): "fx_rem_i32({0}, {1})", ("rem", "i16"): "fx_rem_i32({0}, {1})",
+    ("rem", "u8"): "fx_rem_u32({0}, {1})", ("rem", "u16"): "fx_rem_u32({0}, {1})",
+    ("rem", "u32"): "fx_rem_u32({0}, {1})", ("rem", "u64"): "fx_rem_u64({0}, {1})",
+    ("mul", "u16"): "((uint32_t){0} * (uint32_t){1})",
     ("neg", "*"): "(-{0})", ("not", "bool"): "((uint8_t)!{0})", ("not", "*"): "(~{0})",
     ("and", "*"): "({0} & {1})", ("or", "*"): "({0} | {1})", ("xor", "*"): "({0} ^ {1})",
     ("eq", "*"): "((uint8_t)({0} == {1}))", ("ne", "*"): "((uint8_t)({0} != {1}))",
     ("lt", "*"): "((uint8_t)({0} < {1}))", ("le", "*"): "((uint8_t)({0} <= {1}))",
     ("gt", "*"): "((uint8_t)({0} > {1}))", ("ge", "*"): "((uint8_t)({0} >= {1}))",
     ("select", "*"): "({0} ? {1} : {2})",
-    ("shl", "uint"): "({0} << {1})", ("shl", "i32"): "((int32_t)((uint32_t){0} << {1}))",
+    # Signed operands shift as their unsigned bits (a negative left operand is undefined in C;
+    # a logical right shift must not copy the sign bit).
+    ("shl", "uint"): "({0} << {1})", ("shl", "i8"): "((uint8_t){0} << {1})",
+    ("shl", "i16"): "((uint16_t){0} << {1})", ("shl", "i32"): "((int32_t)((uint32_t){0} << {1}))",
     ("shl", "i64"): "((int64_t)((uint64_t){0} << {1}))",
-    ("shr_logical", "uint"): "({0} >> {1})",
+    ("shr_logical", "uint"): "({0} >> {1})", ("shr_logical", "i8"): "((uint8_t){0} >> {1})",
+    ("shr_logical", "i16"): "((uint16_t){0} >> {1})",
     ("shr_logical", "i32"): "((int32_t)((uint32_t){0} >> {1}))",
     ("shr_logical", "i64"): "((int64_t)((uint64_t){0} >> {1}))",
     ("max", "f32"): "fx_maxf({0}, {1})", ("min", "f32"): "fx_minf({0}, {1})",
     ("max", "f64"): "fx_max({0}, {1})", ("min", "f64"): "fx_min({0}, {1})",
     ("max", "*"): "({0} > {1} ? {0} : {1})", ("min", "*"): "({0} < {1} ? {0} : {1})",
     ("abs", "f32"): "fabsf({0})", ("abs", "f64"): "fabs({0})",
-    ("abs", "*"): "({0} < 0 ? -{0} : {0})",
+    ("abs", "uint"): "{0}", ("abs", "*"): "({0} < 0 ? -{0} : {0})",
     ("sign", "f32"): "fx_signf({0})", ("sign", "f64"): "fx_sign({0})",
     ("sign", "*"): "(({0} > 0) - ({0} < 0))",
     ("floor", "f32"): "floorf({0})", ("floor", "f64"): "floor({0})",
@@ -107,7 +126,7 @@ class Dialect:
     leader_guard: str = ""  # prefix of a store only one lane performs
     # A pragma vectorizing a cooperative loop that reduces with these ops ("" = none).
     simd_reduction: str = ""
-    simd_reduction_ops: dict = field(default_factory=dict)
+    simd_reduction_ops: dict = field(default_factory=dict)  # (op, kind) as in _COMMON
     # Wide memory access for flat loops marked ``vector`` (see kernel_ir.Loop): (width,
     # storage type) -> vector type, the test that pointers are aligned for it, and a wide
     # load/store. Empty: loops run scalar (a C compiler vectorizes them itself).
@@ -144,14 +163,16 @@ C = Dialect(
     # OpenMP may reassociate a sum or product within a row (the same way every run); max/min
     # reduce per lane with the prelude's NaN-propagating reductions fx_max/fx_min.
     simd_reduction="reduction({op}:{acc})",
-    simd_reduction_ops={"add": "+", "mul": "*", "max": "fx_max", "min": "fx_min"},
+    # (A uint16 product is taken in uint32, see _COMMON: OpenMP's own '*' would multiply in int.)
+    simd_reduction_ops={("add", "*"): "+", ("mul", "*"): "*", ("mul", "u16"): "fx_mul_u16",
+                        ("max", "*"): "fx_max", ("min", "*"): "fx_min"},
     math={
         ("exp", "f32"): "fx_expf({0})", ("log", "f32"): "fx_logf({0})",
         ("log1p", "f32"): "fx_log1pf({0})", ("expm1", "f32"): "fx_expm1f({0})",
         ("tanh", "f32"): "fx_tanhf({0})", ("blend", "f32"): "fx_blendf({0}, {1}, {2})",
         ("max", "i64"): "fx_max_i64({0}, {1})", ("min", "i64"): "fx_min_i64({0}, {1})",
         ("max", "i32"): "fx_max_i32({0}, {1})", ("min", "i32"): "fx_min_i32({0}, {1})",
-        ("max", "uint"): "fx_max_u32({0}, {1})", ("min", "uint"): "fx_min_u32({0}, {1})",
+        ("max", "u32"): "fx_max_u32({0}, {1})", ("min", "u32"): "fx_min_u32({0}, {1})",
     },
 )
 
@@ -160,6 +181,7 @@ CUDA = Dialect(
     # nvcc includes the standard headers itself; NVRTC (CuPy) has none, so define what we use.
     file_prelude="#define FX_FN static __device__ __forceinline__\n"
                  "#ifdef __CUDACC_RTC__\n"
+                 "typedef signed char int8_t; typedef short int16_t;\n"
                  "typedef unsigned char uint8_t; typedef unsigned short uint16_t;\n"
                  "typedef int int32_t; typedef unsigned int uint32_t;\n"
                  "typedef long long int64_t; typedef unsigned long long uint64_t;\n"
@@ -208,19 +230,29 @@ def _kind(dt: np.dtype) -> str:
         return "f64"
     if dt == dtypes.bool_:
         return "bool"
-    if dt == dtypes.uint32:
-        return "uint"
-    return "i64" if dt == dtypes.int64 else "i32"
+    return f"{np.dtype(dt).kind}{np.dtype(dt).itemsize * 8}"  # i8 ... i64, u8 ... u64
+
+
+def _keys(op: str, dt: np.dtype) -> tuple[tuple[str, str], ...]:
+    """The keys of ``op`` on ``dt`` in a table like _COMMON, the most specific first."""
+    kind = _kind(dt)
+    family = {"i": "int", "u": "uint"}.get(kind[0], kind)
+    return (op, kind), (op, family), (op, "*")
 
 
 def _template(d: Dialect, op: str, dt: np.dtype) -> str:
-    kind = _kind(dt)
-    for key in ((op, kind), (op, "int" if kind in ("i32", "i64") else kind), (op, "*")):
+    for key in _keys(op, dt):
         if key in d.math:
             return d.math[key]
         if key in _COMMON:
             return _COMMON[key]
     raise NotImplementedError(f"no {d.name} spelling for '{op}' on {dt}")
+
+
+def _promoted(dt: np.dtype) -> bool:
+    """Integers C computes in int (see _COMMON): results are cast back to their type."""
+    dt = np.dtype(dt)
+    return dtypes.is_int(dt) and dt.itemsize < 4
 
 
 def compute_type(dt: np.dtype) -> str:
@@ -240,6 +272,7 @@ class Renderer:
         self.work = 0  # the kernel being rendered: elements it touches
         self.it = dialect.index_type  # its index type
         self.params: dict[str, ir.Param] = {}  # its parameters by name
+        self.accumulators: dict[str, np.dtype] = {}  # its declared locals' dtypes by name
         # Inside a vector loop: (the loop's index, the wide buffers, this lane's component).
         self.lane_of: tuple[ir.Sym, dict, int] | None = None
 
@@ -274,14 +307,17 @@ class Renderer:
             if self.it != "int64_t" and abs(int(v)) < 2**31 - 1:
                 return str(int(v))  # index arithmetic in 32 bits (see small_index_type)
             return f"((int64_t){int(v)}LL)"
-        if dt == dtypes.uint32:
-            return f"{int(v)}u"
+        if dtypes.is_unsigned_int(dt):
+            v = int(v) % 2 ** (dt.itemsize * 8)
+            return {8: f"{v}ull", 4: f"{v}u"}.get(dt.itemsize, str(v))
         return f"((int32_t){int(v)})" if abs(int(v)) >= 2**31 - 1 else str(int(v))
 
     def op(self, e: ir.Op) -> str:
         args = [self.expr(a) for a in e.args]
         if e.op == "cast":
             return self.cast(e.args[0].dtype, e.dtype, args[0])
+        if e.op == "bitcast":
+            return self.bitcast(e.args[0].dtype, e.dtype, args[0])
         if e.op == "load_half":
             fn = "fx_bf16_to_f32" if e.args[0].dtype == dtypes.bfloat16 else "fx_f16_to_f32"
             return f"{fn}({args[0]})"
@@ -293,7 +329,8 @@ class Renderer:
             operand_dt = e.dtype
         if e.op in ("eq", "ne", "lt", "le", "gt", "ge"):
             operand_dt = e.args[0].dtype
-        return _template(self.d, e.op, np.dtype(operand_dt)).format(*args)
+        text = _template(self.d, e.op, np.dtype(operand_dt)).format(*args)
+        return f"(({compute_type(e.dtype)}){text})" if _promoted(e.dtype) else text
 
     def cast(self, src: np.dtype, dst: np.dtype, x: str) -> str:
         src, dst = np.dtype(src), np.dtype(dst)
@@ -302,8 +339,17 @@ class Renderer:
         if dst == dtypes.bool_:
             return f"((uint8_t)({x} != 0))"
         if dtypes.is_float(src) and dtypes.is_int(dst):
-            fn = {dtypes.int32: "fx_f2i32", dtypes.int64: "fx_f2i64", dtypes.uint32: "fx_f2u32"}
-            return f"{fn[dst]}((double)({x}))"
+            return f"fx_f2{_kind(dst)}((double)({x}))"
+        return f"(({compute_type(dst)})({x}))"
+
+    def bitcast(self, src: np.dtype, dst: np.dtype, x: str) -> str:
+        """The bits of ``x`` (of dtype ``src``) as a ``dst`` of the same width (not a half:
+        halves are computed in float, see scalar_ops.unsupported)."""
+        src, dst = np.dtype(src), np.dtype(dst)
+        if dtypes.is_float(src):
+            x = f"fx_{_kind(src)}_to_bits({x})"
+        if dtypes.is_float(dst):
+            return f"fx_bits_to_{_kind(dst)}((uint{dst.itemsize * 8}_t)({x}))"
         return f"(({compute_type(dst)})({x}))"
 
     # -- statements -----------------------------------------------------------------------------
@@ -315,6 +361,7 @@ class Renderer:
                 out.append(f"{pad}const {compute_type(s.value.dtype)} {s.name} = "
                            f"{self.expr(s.value)};")
             elif isinstance(s, ir.Decl):
+                self.accumulators[s.name] = np.dtype(s.dtype)
                 out.append(f"{pad}{compute_type(s.dtype)} {s.name} = {self.expr(s.init)};")
             elif isinstance(s, ir.Assign):
                 out.append(f"{pad}{s.name} = {self.assigned(s.value)};")
@@ -343,7 +390,8 @@ class Renderer:
                     out.extend(pad + line for line in head.split("\n"))
                     out[-1] += " {"
                 elif s.cooperative:
-                    ops = [(a, self.d.simd_reduction_ops.get(op)) for a, op in s.reductions]
+                    ops = [(a, _reduction_op(self.d, op, self.accumulators[a]))
+                           for a, op in s.reductions]
                     if self.d.simd_reduction and ops and all(o for _, o in ops):
                         clauses = " ".join(self.d.simd_reduction.format(op=o, acc=a)
                                            for a, o in ops)
@@ -501,6 +549,7 @@ class Renderer:
         )
         self.work = k.work
         self.params = {p.name: p for p in k.params}
+        self.accumulators = {}
         largest = max([k.work] + [p.size for p in k.params])
         small = self.d.small_index_type and largest < 2**31 - 1
         self.it = self.d.small_index_type if small else self.d.index_type
@@ -513,6 +562,12 @@ class Renderer:
 _COMPONENTS = "xyzw"
 
 
+def _reduction_op(d: Dialect, op: str, dt: np.dtype) -> str | None:
+    """The dialect's SIMD reduction identifier for ``op`` on ``dt`` (None: no pragma)."""
+    return next((d.simd_reduction_ops[k] for k in _keys(op, dt) if k in d.simd_reduction_ops),
+                None)
+
+
 def _straight(body) -> bool:
     """Straight-line code: lets and stores only (no accumulator carried between iterations,
     no nested loop)."""
@@ -520,8 +575,8 @@ def _straight(body) -> bool:
 
 
 def _shfl_operand(name: str, dt) -> str:
-    """Warp shuffles move 32/64-bit values: widen bytes (bools) to int."""
-    return f"(int){name}" if np.dtype(dt) == dtypes.bool_ else name
+    """Warp shuffles move 32/64-bit values: widen bools and 8/16-bit integers to int."""
+    return f"(int){name}" if np.dtype(dt) == dtypes.bool_ or _promoted(dt) else name
 
 
 def render_module(kernels: list[ir.Kernel], dialect: Dialect, extra: str = "") -> str:

@@ -163,6 +163,17 @@ for _prim, _op in [(ew.shift_left_p, "shl"), (ew.shift_right_logical_p, "shr_log
     patterns[_prim] = Pattern.ELEMENTWISE
     scalar_rules[_prim] = _shift(_op)
 
+# Equations a kernel cannot compute although their primitive has a rule: prim -> test of the
+# equation. A group holding one runs as a NumPy step.
+unsupported: dict[Primitive, Callable] = {}
+
+patterns[ew.bitcast_convert_type_p] = Pattern.ELEMENTWISE
+scalar_rules[ew.bitcast_convert_type_p] = lambda args, params, dt: ir.Op("bitcast", tuple(args),
+                                                                         dt)
+# Half precision is computed in float32: the 16 bits (a NaN's payload) are not at hand.
+unsupported[ew.bitcast_convert_type_p] = lambda eqn: any(
+    v.aval.dtype in (dtypes.float16, dtypes.bfloat16) for v in (*eqn.invars, *eqn.outvars))
+
 # --- index maps ----------------------------------------------------------------------------------
 # index_rules[prim](out_index, in_avals, out_aval, params) -> list of (operand position,
 # operand index) reads plus a combining function of the read values, for injective ops.
