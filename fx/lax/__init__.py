@@ -109,6 +109,7 @@ from fx.lax.indexing import (
     scatter_mul,
 )
 from fx.lax.complex_parts import complex, conj, imag, real  # noqa: A004
+from fx.lax.fft import FftType, fft
 from fx.lax.reductions import (
     argmax,
     argmin,

@@ -92,6 +92,9 @@ from fx.lax.elementwise import (
     tanh_p,
     xor_p,
 )
+from fx.lax.fft import (
+    fft_p,
+)
 from fx.lax.indexing import (
     gather_p,
     scatter_add_p,
@@ -198,6 +201,7 @@ __all__ = [
     "exp2_p",
     "exp_p",
     "expm1_p",
+    "fft_p",
     "floor_p",
     "gather_p",
     "ge_p",

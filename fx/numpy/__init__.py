@@ -10,7 +10,7 @@ from fx import dtypes as _dtypes
 from fx.array import Array as ndarray  # noqa: F401
 from fx.dlpack import numpy_from_dlpack as from_dlpack  # noqa: F401
 from fx.numpy import array_methods as _array_methods
-from fx.numpy import linalg  # noqa: F401
+from fx.numpy import fft, linalg  # noqa: F401
 from fx.numpy.compaction import *  # noqa: F403
 from fx.numpy.complex_functions import *  # noqa: F403
 from fx.numpy.convolutions import *  # noqa: F403

@@ -17,7 +17,6 @@ import fx.nn
 import fx.random
 
 _ISSUE14_SPECIAL = "issue 14: special functions (jax.scipy.special)"
-_ISSUE14_FFT = "issue 14: FFT"
 _ISSUE14_DIST = "issue 14: random distributions"
 _COLLECTIVE = "issue 18: collectives across devices/processes (pmap, shard_map)"
 _NAMED_AXIS = ("ppermute/all_to_all are compositions of all_gather and axis_index in fx "
@@ -33,9 +32,6 @@ LAX_EXCLUDED = {
     "DotAlgorithm": "custom dot algorithm records; fx accepts DotAlgorithmPreset and Precision",
     "RandomAlgorithm": "rng_bit_generator's XLA algorithms (see rng_bit_generator)",
     "RaggedDotDimensionNumbers": "ragged_dot_general is not implemented (ragged_dot is)",
-    "FftType": _ISSUE14_FFT,
-    "fft": _ISSUE14_FFT,
-    "fft_p": _ISSUE14_FFT,
     # Special functions of jax.scipy.special.
     "bessel_i0e": _ISSUE14_SPECIAL, "bessel_i0e_p": _ISSUE14_SPECIAL,
     "bessel_i1e": _ISSUE14_SPECIAL, "bessel_i1e_p": _ISSUE14_SPECIAL,
