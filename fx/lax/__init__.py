@@ -224,3 +224,4 @@ from fx.lax.elementwise import zeros_like_array
 from fx.lax.primitives import *  # noqa: E402, F403  (the *_p objects, jax's names)
 from fx.lax.permutes import all_to_all, ppermute, pshuffle, psum_scatter
 from fx.lax.implicit import custom_root
+from fx.lax.random_gamma import random_gamma_grad

@@ -17,7 +17,6 @@ import fx.nn
 import fx.random
 
 _ISSUE14_SPECIAL = "issue 14: special functions (jax.scipy.special)"
-_ISSUE14_DIST = "issue 14: random distributions"
 _COLLECTIVE = "issue 18: collectives across devices/processes (pmap, shard_map)"
 _NAMED_AXIS = ("ppermute/all_to_all are compositions of all_gather and axis_index in fx "
                "(fx/lax/permutes.py), no primitives of their own")
@@ -40,7 +39,6 @@ LAX_EXCLUDED = {
     "igammac": _ISSUE14_SPECIAL, "igammac_p": _ISSUE14_SPECIAL,
     "igamma_grad_a": _ISSUE14_SPECIAL, "igamma_grad_a_p": _ISSUE14_SPECIAL,
     "zeta": _ISSUE14_SPECIAL, "zeta_p": _ISSUE14_SPECIAL,
-    "random_gamma_grad": "issue 14: gamma sampling and its implicit gradient",
     "custom_linear_solve": "not built: its reverse mode needs transpose_solve as the transpose "
                            "of the tangent solve, i.e. a linear_solve primitive or a custom_vjp "
                            "inside a custom_jvp rule, which fx cannot transpose yet",
@@ -89,12 +87,8 @@ NN_EXCLUDED = {
 INITIALIZERS_EXCLUDED: dict[str, str] = {}
 
 RANDOM_EXCLUDED = {
-    name: _ISSUE14_DIST for name in (
-        "ball", "beta", "binomial", "cauchy", "chisquare", "dirichlet", "double_sided_maxwell",
-        "exponential", "f", "gamma", "generalized_normal", "geometric", "laplace", "loggamma",
-        "logistic", "lognormal", "maxwell", "multinomial", "multivariate_normal", "orthogonal",
-        "pareto", "poisson", "rademacher", "rayleigh", "t", "triangular", "wald", "weibull_min",
-        "random_gamma_p")
+    "random_gamma_p": ("fx's gamma sampler is a composite of fx.lax while loops with a custom_jvp "
+                       "(fx.lax.random_gamma_grad), no primitive of its own"),
 }
 RANDOM_EXCLUDED["key_dtype"] = ("typed key dtypes: fx keys are raw uint32 data (key_data and "
                                 "wrap_key_data convert)")
