@@ -21,7 +21,7 @@ NONDIFFERENTIABLE = {
     "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "not", "shift_left",
     "shift_right_logical", "is_finite", "iota", "argmax", "argmin", "reduce_and", "reduce_or",
     "reduce_xor", "bitcast_convert_type", "axis_index", "rng_bit_generator",
-    "debug_callback", "debug_print",
+    "debug_callback", "debug_print", "lu_pivots_to_permutation",
 }
 # Primitives that never see a batched operand.
 NO_BATCHING = {

@@ -288,3 +288,32 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None):
             "fx.numpy.matmul for other cases)")
     return dot_general(lhs, rhs, (((la.ndim - 1,), (0,)), ((), ())), precision,
                        preferred_element_type)
+
+
+# jax.lax.linalg's decompositions and solvers live in their own modules (they build on
+# dot_general, so they are imported after it); fx.lax.linalg is their public home, as jax's.
+from fx.lax.linalg_solvers import (  # noqa: E402, F401
+    cholesky,
+    cholesky_p,
+    lu,
+    lu_p,
+    lu_pivots_to_permutation,
+    lu_pivots_to_permutation_p,
+    triangular_solve,
+    triangular_solve_p,
+    tridiagonal_solve,
+    tridiagonal_solve_p,
+)
+from fx.lax.linalg_spectral import (  # noqa: E402, F401
+    EighImplementation,
+    EigImplementation,
+    SvdAlgorithm,
+    eig,
+    eig_p,
+    eigh,
+    eigh_p,
+    qr,
+    qr_p,
+    svd,
+    svd_p,
+)

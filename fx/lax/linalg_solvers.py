@@ -1,0 +1,588 @@
+"""Triangular and LU-type linear algebra: the ``cholesky``, ``triangular_solve``, ``lu``,
+``lu_pivots_to_permutation`` and ``tridiagonal_solve`` primitives (``fx.lax.linalg.*``).
+
+Each takes a batch of matrices with the batch dimensions leading (``[..., m, n]``), as
+``jax.lax.linalg``, and works on float32/float64/complex64/complex128. Impls run on the host
+with NumPy: ``numpy.linalg`` (LAPACK) where it has the factorization, else a vectorized loop
+over rows or columns that is batched over the leading dimensions (triangular substitution,
+partial-pivoting LU). Failures are values, not exceptions: a Cholesky of a matrix that is not
+positive definite is all NaN, a singular triangular solve gives inf/NaN, as in jax.
+
+Derivative rules are jax's (``jax/_src/lax/linalg.py``), written with ``fx.lax`` ops so they
+batch, compile and differentiate again. ``triangular_solve`` and ``tridiagonal_solve`` are
+linear in their right-hand side (transposed by a solve with the transposed matrix) and not in
+the matrix, like ``div``. Batching moves every batch dimension to the front.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fx import dtypes
+from fx.avals import ShapedArray
+from fx.core import Primitive, get_aval
+from fx.interpreters import batching, jvp, transpose
+from fx.interpreters.jvp import Zero, instantiate
+from fx.lax.base import broadcast_in_dim, shape_error
+from fx.lax.base import transpose as transpose_axes
+from fx.lax.convert import convert_element_type
+from fx.lax.elementwise import add, div, eq, full_like, le, mul, neg, select, sub
+from fx.lax.linalg import dot_general
+from fx.lax.structural import broadcasted_iota, pad, slice_in_dim
+
+__all__ = ["cholesky", "lu", "lu_pivots_to_permutation", "triangular_solve",
+           "tridiagonal_solve"]
+
+FLOATS = frozenset(map(np.dtype, (np.float32, np.float64, np.complex64, np.complex128)))
+
+# --- helpers shared by the linear-algebra rules (fx.lax ops, batch dimensions leading) --------
+
+
+def check_matrix(name: str, x: ShapedArray, square: bool = False) -> None:
+    if x.dtype not in FLOATS:
+        raise TypeError(f"{name} requires a float32, float64, complex64 or complex128 operand, "
+                        f"got {x.dtype} ({x.str_short()})")
+    if x.ndim < 2 or (square and x.shape[-1] != x.shape[-2]):
+        what = "square matrices [..., n, n]" if square else "matrices [..., m, n]"
+        raise shape_error(name, f"needs a batch of {what}", x)
+
+
+def T(x):
+    """``x`` with its last two dimensions swapped."""
+    nd = get_aval(x).ndim
+    return transpose_axes(x, (*range(nd - 2), nd - 1, nd - 2))
+
+
+def H(x):
+    """The conjugate transpose of a batch of matrices."""
+    from fx.lax.complex_parts import conj
+
+    return conj(T(x)) if dtypes.is_complex(get_aval(x).dtype) else T(x)
+
+
+def mm(a, b):
+    """Batched matrix product of two operands with the same batch dimensions."""
+    nd = get_aval(a).ndim
+    batch = tuple(range(nd - 2))
+    return dot_general(a, b, (((nd - 1,), (nd - 2,)), (batch, batch)))
+
+
+def bcast(x, shape):
+    """NumPy-style broadcast of ``x`` (same rank, or fewer leading dims) to ``shape``."""
+    nd = get_aval(x).ndim
+    return broadcast_in_dim(x, tuple(shape), tuple(range(len(shape) - nd, len(shape))))
+
+
+def bmul(x, y):
+    """``x * y`` with NumPy broadcasting of size-1 (or missing leading) dimensions."""
+    shape = np.broadcast_shapes(get_aval(x).shape, get_aval(y).shape)
+    return mul(bcast(x, shape), bcast(y, shape))
+
+
+def tri_mask(shape, k: int, lower: bool):
+    """Boolean mask of the lower (``col - row <= k``) or upper (``col - row >= k``) triangle."""
+    nd = len(shape)
+    diff = sub(broadcasted_iota(np.int32, shape, nd - 1), broadcasted_iota(np.int32, shape, nd - 2))
+    return le(diff, k) if lower else le(k, diff)
+
+
+def tril(x, k: int = 0):
+    return select(tri_mask(get_aval(x).shape, k, True), x, full_like(x, 0))
+
+
+def triu(x, k: int = 0):
+    return select(tri_mask(get_aval(x).shape, k, False), x, full_like(x, 0))
+
+
+def eye(dtype, n: int, batch=()):
+    shape = (*batch, n, n)
+    nd = len(shape)
+    on = eq(broadcasted_iota(np.int32, shape, nd - 2), broadcasted_iota(np.int32, shape, nd - 1))
+    return convert_element_type(on, dtype)
+
+
+def symmetrize(x):
+    """``(x + x^H) / 2``."""
+    return div(add(x, H(x)), full_like(x, 2))
+
+
+def batch_at_front(prim: Primitive) -> None:
+    """Batching for a primitive whose operands all have their batch dimensions leading."""
+
+    def rule(axis, vals, dims, **params):
+        vals = [batching.bdim_at_front(v, d, axis.size) for v, d in zip(vals, dims)]
+        out = prim.bind(*vals, **params)
+        return out, ([0] * len(out) if prim.multiple_results else 0)
+
+    batching.batch_rules[prim] = rule
+
+
+def _host(x) -> np.ndarray:
+    return np.asarray(x)
+
+
+def _swap(x: np.ndarray) -> np.ndarray:
+    return np.swapaxes(x, -1, -2)
+
+
+# --- cholesky ---------------------------------------------------------------------------------
+
+cholesky_p = Primitive("cholesky")  # reads the lower triangle; returns L with A = L L^H
+
+
+@cholesky_p.def_abstract_eval
+def _cholesky_abstract_eval(x):
+    check_matrix("cholesky", x, square=True)
+    return x.strip_weak_type()
+
+
+@cholesky_p.def_impl
+def _cholesky_impl(x):
+    x = _host(x)
+    try:
+        return np.linalg.cholesky(x)
+    except np.linalg.LinAlgError:
+        flat = x.reshape((-1, *x.shape[-2:]))
+        out = np.full(flat.shape, np.nan, x.dtype)
+        for i, a in enumerate(flat):
+            try:
+                out[i] = np.linalg.cholesky(a)
+            except np.linalg.LinAlgError:
+                pass
+        return out.reshape(x.shape)
+
+
+def _cholesky_jvp(primals, tangents):
+    # Forward-mode rule of Murray, arXiv:1602.07527, as jax: L_dot = L phi(L^-1 A_dot L^-H),
+    # phi taking the lower triangle with the diagonal halved.
+    (x,), (x_dot,) = primals, tangents
+    L = tril(cholesky_p.bind(x))
+    if isinstance(x_dot, Zero):
+        return L, Zero.like(L)
+    tmp = triangular_solve(L, x_dot, left_side=False, transpose_a=True, conjugate_a=True,
+                           lower=True)
+    inner = triangular_solve(L, tmp, left_side=True, transpose_a=False, lower=True)
+    shape = get_aval(inner).shape
+    halve = add(full_like(inner, 1), eye(get_aval(inner).dtype, shape[-1], shape[:-2]))
+    return L, mm(L, div(tril(inner), halve))
+
+
+jvp.jvp_rules[cholesky_p] = _cholesky_jvp
+batch_at_front(cholesky_p)
+
+
+def cholesky(x, *, symmetrize_input: bool = True):
+    """Cholesky factor ``L`` (lower triangular, ``A = L L^H``) of Hermitian positive-definite
+    matrices ``x`` of shape ``[..., n, n]``, as ``jax.lax.linalg.cholesky``.
+
+    ``symmetrize_input`` uses ``(x + x^H) / 2``; otherwise only the lower triangle is read.
+    A matrix that is not positive definite gives a factor full of NaNs.
+
+    >>> import numpy as np
+    >>> fx.lax.linalg.cholesky(np.array([[4., 2.], [2., 5.]]))
+    Array([[2., 0.],
+           [1., 2.]], dtype=float32)
+    """
+    if symmetrize_input:
+        x = symmetrize(x)
+    return tril(cholesky_p.bind(x))
+
+
+# --- triangular_solve -------------------------------------------------------------------------
+
+# params: left_side, lower, transpose_a, conjugate_a, unit_diagonal (jax's)
+triangular_solve_p = Primitive("triangular_solve")
+
+
+@triangular_solve_p.def_abstract_eval
+def _triangular_solve_abstract_eval(a, b, *, left_side, lower, transpose_a, conjugate_a,
+                                    unit_diagonal):
+    name = "triangular_solve"
+    check_matrix(name, a, square=True)
+    check_matrix(name, b)
+    if a.dtype != b.dtype:
+        raise shape_error(name, "a and b must have the same dtype", a, b)
+    if a.ndim != b.ndim or a.shape[:-2] != b.shape[:-2]:
+        raise shape_error(name, "a and b must have equal batch dimensions", a, b)
+    m = a.shape[-1]
+    if (b.shape[-2] if left_side else b.shape[-1]) != m:
+        side = "rows" if left_side else "columns"
+        raise shape_error(name, f"b must have {m} {side} (left_side={left_side})", a, b)
+    return b.strip_weak_type()
+
+
+def _substitute(t: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarray:
+    """Solve ``t x = b`` for triangular ``t`` by forward or back substitution, row by row,
+    every batch matrix and right-hand side at once."""
+    m = t.shape[-1]
+    x = np.zeros(b.shape, b.dtype)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for i in range(m) if lower else range(m - 1, -1, -1):
+            done = slice(0, i) if lower else slice(i + 1, m)
+            acc = b[..., i, :] - (t[..., i:i + 1, done] @ x[..., done, :])[..., 0, :]
+            x[..., i, :] = acc / t[..., i, i, None]
+    return x
+
+
+@triangular_solve_p.def_impl
+def _triangular_solve_impl(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+    a, b = _host(a), _host(b)
+    t = np.tril(a) if lower else np.triu(a)
+    if unit_diagonal:
+        idx = np.arange(t.shape[-1])
+        t[..., idx, idx] = 1
+    if conjugate_a:
+        t = np.conj(t)
+    if transpose_a:
+        t = _swap(t)
+    is_lower = lower != transpose_a
+    if left_side:
+        return _substitute(t, b, is_lower)
+    # x op(a) = b  <=>  op(a)^T x^T = b^T
+    return _swap(_substitute(_swap(t), np.ascontiguousarray(_swap(b)), not is_lower))
+
+
+def _triangular_solve_jvp(primals, tangents, **params):
+    (a, b), (a_dot, b_dot) = primals, tangents
+    ans = triangular_solve_p.bind(a, b, **params)
+    out = None if isinstance(b_dot, Zero) else triangular_solve_p.bind(a, b_dot, **params)
+    if not isinstance(a_dot, Zero):
+        out_a = _triangular_solve_jvp_a(a_dot, ans, a, **params)
+        out = out_a if out is None else add(out, out_a)
+    return ans, (Zero.like(ans) if out is None else out)
+
+
+def _triangular_solve_jvp_a(g_a, ans, a, *, left_side, lower, transpose_a, conjugate_a,
+                            unit_diagonal):
+    # d(op(A)^-1 B) = -op(A)^-1 op(dA) X, in whichever order of solve and product is cheaper.
+    from fx.lax.complex_parts import conj
+
+    m, n = get_aval(ans).shape[-2:]
+    k = 1 if unit_diagonal else 0
+    g_a = neg(tril(g_a, -k) if lower else triu(g_a, k))
+    g_a = T(g_a) if transpose_a else g_a
+    g_a = conj(g_a) if conjugate_a else g_a
+    params = dict(left_side=left_side, lower=lower, transpose_a=transpose_a,
+                  conjugate_a=conjugate_a, unit_diagonal=unit_diagonal)
+
+    def a_inverse(rhs):
+        return triangular_solve_p.bind(a, rhs, **params)
+
+    if left_side:
+        return a_inverse(mm(g_a, ans)) if m > n else mm(a_inverse(g_a), ans)
+    return a_inverse(mm(ans, g_a)) if m < n else mm(ans, a_inverse(g_a))
+
+
+def _triangular_solve_transpose(ct, a, b, *, left_side, lower, transpose_a, conjugate_a,
+                                unit_diagonal):
+    if transpose.is_undefined(a):
+        raise NotImplementedError("triangular_solve is not linear in its matrix operand a: "
+                                  "reverse mode transposes only the right-hand side b")
+    ct_b = triangular_solve_p.bind(a, instantiate(ct), left_side=left_side, lower=lower,
+                                   transpose_a=not transpose_a, conjugate_a=conjugate_a,
+                                   unit_diagonal=unit_diagonal)
+    return [None, ct_b]
+
+
+jvp.jvp_rules[triangular_solve_p] = _triangular_solve_jvp
+jvp.linear_prims.add(triangular_solve_p)
+transpose.transpose_rules[triangular_solve_p] = _triangular_solve_transpose
+batch_at_front(triangular_solve_p)
+
+
+def triangular_solve(a, b, *, left_side: bool = False, lower: bool = False,
+                     transpose_a: bool = False, conjugate_a: bool = False,
+                     unit_diagonal: bool = False):
+    """Solve ``op(a) @ x = b`` (``left_side``) or ``x @ op(a) = b`` for triangular ``a``, as
+    ``jax.lax.linalg.triangular_solve``.
+
+    ``a`` is ``[..., m, m]``; only its ``lower`` (or upper) triangle is read, its diagonal not
+    at all with ``unit_diagonal``. ``op`` transposes (``transpose_a``) and conjugates
+    (``conjugate_a``, complex only). ``b`` is ``[..., m, n]`` (left) or ``[..., n, m]``; a
+    ``b`` with one dimension fewer than ``a`` is one vector.
+
+    >>> import numpy as np
+    >>> fx.lax.linalg.triangular_solve(np.array([[2., 0.], [1., 1.]]), np.array([2., 3.]),
+    ...                                left_side=True, lower=True)
+    Array([1., 2.], dtype=float32)
+    """
+    from fx.lax.structural import expand_dims, squeeze
+
+    conjugate_a = bool(conjugate_a) and dtypes.is_complex(get_aval(a).dtype)
+    singleton = get_aval(b).ndim == get_aval(a).ndim - 1
+    if singleton:
+        b = expand_dims(b, (-1 if left_side else -2,))
+    out = triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower),
+                                  transpose_a=bool(transpose_a), conjugate_a=conjugate_a,
+                                  unit_diagonal=bool(unit_diagonal))
+    if singleton:
+        nd = get_aval(out).ndim
+        out = squeeze(out, (nd - 1,) if left_side else (nd - 2,))
+    return out
+
+
+# --- lu ---------------------------------------------------------------------------------------
+
+lu_p = Primitive("lu", multiple_results=True)  # -> lu, pivots (int32), permutation (int32)
+
+
+@lu_p.def_abstract_eval
+def _lu_abstract_eval(x):
+    check_matrix("lu", x)
+    *batch, m, n = x.shape
+    return [x.strip_weak_type(), ShapedArray((*batch, min(m, n)), np.int32),
+            ShapedArray((*batch, m), np.int32)]
+
+
+def _magnitude(col: np.ndarray) -> np.ndarray:
+    # LAPACK's i?amax: |re| + |im| for complex, as getrf picks its pivots.
+    return np.abs(col.real) + np.abs(col.imag) if np.iscomplexobj(col) else np.abs(col)
+
+
+@lu_p.def_impl
+def _lu_impl(x):
+    x = _host(x)
+    *batch, m, n = x.shape
+    k = min(m, n)
+    a = np.array(x.reshape((-1, m, n)), copy=True)
+    nb = a.shape[0]
+    rows = np.arange(nb)
+    pivots = np.zeros((nb, k), np.int32)
+    perm = np.tile(np.arange(m, dtype=np.int32), (nb, 1))
+    for j in range(k):
+        p = j + np.argmax(_magnitude(a[:, j:, j]), axis=1)
+        pivots[:, j] = p
+        a[rows, j], a[rows, p] = a[rows, p], a[rows, j].copy()
+        perm[rows, j], perm[rows, p] = perm[rows, p], perm[rows, j].copy()
+        piv = a[:, j, j]
+        nonzero = piv != 0
+        scale = np.where(nonzero, piv, 1)[:, None]
+        a[:, j + 1:, j] = np.where(nonzero[:, None], a[:, j + 1:, j] / scale, a[:, j + 1:, j])
+        a[:, j + 1:, j + 1:] -= a[:, j + 1:, j:j + 1] * a[:, j:j + 1, j + 1:]
+    return [a.reshape(x.shape), pivots.reshape((*batch, k)), perm.reshape((*batch, m))]
+
+
+def permutation_matrix(permutation, dtype):
+    """The ``[..., m, m]`` matrix ``P`` with ``P @ a == a[..., permutation, :]``."""
+    shape = get_aval(permutation).shape
+    m = shape[-1]
+    full = (*shape, m)
+    rows = broadcast_in_dim(permutation, full, tuple(range(len(shape))))
+    return convert_element_type(eq(rows, broadcasted_iota(np.int32, full, len(shape))), dtype)
+
+
+def lu_factors(lu_matrix):
+    """The unit-lower ``l`` ([..., m, m]) and upper ``u`` ([..., n, n], identity below row
+    min(m, n)) of a packed LU, as jax's jvp builds them."""
+    from fx.lax.elementwise import ge
+
+    aval = get_aval(lu_matrix)
+    *batch, m, n = aval.shape
+    k = min(m, n)
+    nd = aval.ndim
+    zero = full_like(lu_matrix, 0, shape=())
+    l_pad = [(0, 0, 0)] * nd
+    l_pad[-1] = (0, m - k, 0)
+    l = add(pad(tril(slice_in_dim(lu_matrix, 0, k, axis=nd - 1), -1), zero, l_pad),
+            eye(aval.dtype, m, batch))
+    u_pad = [(0, 0, 0)] * nd
+    u_pad[-2] = (0, n - k, 0)
+    u_eye = eye(aval.dtype, n, batch)
+    below_k = ge(broadcasted_iota(np.int32, get_aval(u_eye).shape, nd - 2), k)
+    u = add(pad(triu(slice_in_dim(lu_matrix, 0, k, axis=nd - 2)), zero, u_pad),
+            select(below_k, u_eye, full_like(u_eye, 0)))
+    return l, u
+
+
+def _lu_jvp(primals, tangents):
+    # De Hoog, Anderssen and Lukas, as jax: with X = P A_dot, L' = L tril(L^-1 X U^-1, -1) and
+    # U' = triu(L^-1 X U^-1) U.
+    (a,), (a_dot,) = primals, tangents
+    lu_m, pivots, permutation = lu_p.bind(a)
+    if isinstance(a_dot, Zero):
+        return [lu_m, pivots, permutation], [Zero.like(lu_m), None, None]
+    x = mm(permutation_matrix(permutation, get_aval(a).dtype), a_dot)
+    l, u = lu_factors(lu_m)
+    la = triangular_solve(l, x, left_side=True, transpose_a=False, lower=True,
+                          unit_diagonal=True)
+    lau = triangular_solve(u, la, left_side=False, transpose_a=False, lower=False)
+    lu_dot = add(mm(l, tril(lau, -1)), mm(triu(lau), u))
+    return [lu_m, pivots, permutation], [lu_dot, None, None]
+
+
+jvp.jvp_rules[lu_p] = _lu_jvp
+batch_at_front(lu_p)
+
+
+def lu(x):
+    """LU decomposition with partial pivoting, ``P A = L U``, as ``jax.lax.linalg.lu``.
+
+    Returns ``(lu, pivots, permutation)``: ``lu`` ([..., m, n]) holds ``U`` in its upper
+    triangle and the unit-lower ``L`` below the diagonal; ``pivots`` (int32, [..., min(m, n)])
+    are the row swaps (LAPACK's, 0-based); ``permutation`` (int32, [..., m]) is ``P`` as
+    indices, ``A[permutation] == L @ U``.
+
+    >>> import numpy as np
+    >>> lu, piv, perm = fx.lax.linalg.lu(np.array([[1., 2.], [3., 4.]]))
+    >>> perm
+    Array([1, 0], dtype=int32)
+    """
+    return tuple(lu_p.bind(x))
+
+
+# --- lu_pivots_to_permutation -----------------------------------------------------------------
+
+lu_pivots_to_permutation_p = Primitive("lu_pivots_to_permutation")  # params: permutation_size
+
+
+@lu_pivots_to_permutation_p.def_abstract_eval
+def _pivots_abstract_eval(pivots, *, permutation_size):
+    if pivots.dtype != np.int32 or pivots.ndim < 1:
+        raise shape_error("lu_pivots_to_permutation", "pivots must be an int32 array [..., k]",
+                          pivots)
+    if permutation_size < pivots.shape[-1]:
+        raise shape_error("lu_pivots_to_permutation", f"permutation_size {permutation_size} "
+                          "must be at least the number of pivots", pivots)
+    return ShapedArray((*pivots.shape[:-1], permutation_size), np.int32)
+
+
+@lu_pivots_to_permutation_p.def_impl
+def _pivots_impl(pivots, *, permutation_size):
+    pivots = _host(pivots)
+    flat = pivots.reshape((-1, pivots.shape[-1]))
+    perm = np.tile(np.arange(permutation_size, dtype=np.int32), (flat.shape[0], 1))
+    rows = np.arange(flat.shape[0])
+    for j in range(flat.shape[1]):
+        p = flat[:, j]
+        perm[rows, j], perm[rows, p] = perm[rows, p], perm[rows, j].copy()
+    return perm.reshape((*pivots.shape[:-1], permutation_size))
+
+
+batch_at_front(lu_pivots_to_permutation_p)
+
+
+def lu_pivots_to_permutation(pivots, permutation_size: int):
+    """The permutation (int32, ``[..., permutation_size]``) that the row swaps ``pivots``
+    apply, as ``jax.lax.linalg.lu_pivots_to_permutation``.
+
+    >>> import numpy as np
+    >>> fx.lax.linalg.lu_pivots_to_permutation(np.array([2, 2], np.int32), 3)
+    Array([2, 0, 1], dtype=int32)
+    """
+    return lu_pivots_to_permutation_p.bind(pivots, permutation_size=int(permutation_size))
+
+
+# --- tridiagonal_solve ------------------------------------------------------------------------
+
+tridiagonal_solve_p = Primitive("tridiagonal_solve")  # params: perturb_singular
+
+
+@tridiagonal_solve_p.def_abstract_eval
+def _tridiagonal_solve_abstract_eval(dl, d, du, b, *, perturb_singular):
+    name = "tridiagonal_solve"
+    check_matrix(name, b)
+    for v in (dl, d, du):
+        if v.dtype != b.dtype or v.shape != b.shape[:-1]:
+            raise shape_error(name, "dl, d and du must be [..., m] of b's dtype for b "
+                              "[..., m, n]", dl, d, du, b)
+    return b.strip_weak_type()
+
+
+@tridiagonal_solve_p.def_impl
+def _tridiagonal_solve_impl(dl, d, du, b, *, perturb_singular):
+    # The dense system through LAPACK's gesv: partial pivoting as gtsv, in O(m^3).
+    dl, d, du, b = map(_host, (dl, d, du, b))
+    m = d.shape[-1]
+    a = np.zeros((*d.shape, m), d.dtype)
+    i = np.arange(m)
+    a[..., i, i] = d
+    a[..., i[1:], i[:-1]] = dl[..., 1:]
+    a[..., i[:-1], i[1:]] = du[..., :-1]
+    try:
+        return np.linalg.solve(a, b)
+    except np.linalg.LinAlgError:
+        fa, fb = a.reshape((-1, m, m)), b.reshape((-1, *b.shape[-2:]))
+        out = np.full(fb.shape, np.nan, b.dtype)
+        for k in range(fa.shape[0]):
+            try:
+                out[k] = np.linalg.solve(fa[k], fb[k])
+            except np.linalg.LinAlgError:
+                pass
+        return out.reshape(b.shape)
+
+
+def _tridiagonal_product(dl, d, du, b):
+    nd = get_aval(b).ndim
+    m = get_aval(b).shape[-2]
+    y = bmul(broadcast_in_dim(d, (*get_aval(d).shape, 1), tuple(range(nd - 1))), b)
+    if m == 1:
+        return y
+    zero = full_like(b, 0, shape=())
+
+    def col(v, lo, hi):
+        v = slice_in_dim(v, lo, hi, axis=nd - 2)
+        return broadcast_in_dim(v, (*get_aval(v).shape, 1), tuple(range(nd - 1)))
+
+    def shifted(x, before, after):
+        cfg = [(0, 0, 0)] * nd
+        cfg[nd - 2] = (before, after, 0)
+        return pad(x, zero, cfg)
+
+    upper = bmul(col(du, 0, m - 1), slice_in_dim(b, 1, m, axis=nd - 2))
+    lower = bmul(col(dl, 1, m), slice_in_dim(b, 0, m - 1, axis=nd - 2))
+    return add(add(y, shifted(upper, 0, 1)), shifted(lower, 1, 0))
+
+
+def _tridiagonal_solve_jvp(primals, tangents, *, perturb_singular):
+    *diags, b = primals
+    *diags_dot, b_dot = tangents
+    ans = tridiagonal_solve_p.bind(*primals, perturb_singular=perturb_singular)
+    if all(isinstance(t, Zero) for t in diags_dot):
+        if isinstance(b_dot, Zero):
+            return ans, Zero.like(ans)
+        rhs = b_dot
+    else:
+        matvec = _tridiagonal_product(*map(instantiate, diags_dot), ans)
+        rhs = neg(matvec) if isinstance(b_dot, Zero) else sub(b_dot, matvec)
+    return ans, tridiagonal_solve_p.bind(*diags, rhs, perturb_singular=perturb_singular)
+
+
+def _tridiagonal_solve_transpose(ct, dl, d, du, b, *, perturb_singular):
+    from fx.lax.structural import concatenate
+
+    if any(transpose.is_undefined(v) for v in (dl, d, du)):
+        raise NotImplementedError("tridiagonal_solve is linear only in its right-hand side b")
+    nd = get_aval(d).ndim
+    m = get_aval(d).shape[-1]
+
+    def part(v, lo, hi):
+        return slice_in_dim(v, lo, hi, axis=nd - 1)
+
+    zeros = full_like(part(d, 0, 1), 0)
+    dl_t = concatenate([zeros, part(du, 0, m - 1)], nd - 1)
+    du_t = concatenate([part(dl, 1, m), zeros], nd - 1)
+    return [None, None, None, tridiagonal_solve_p.bind(dl_t, d, du_t, instantiate(ct),
+                                                       perturb_singular=perturb_singular)]
+
+
+jvp.jvp_rules[tridiagonal_solve_p] = _tridiagonal_solve_jvp
+jvp.linear_prims.add(tridiagonal_solve_p)
+transpose.transpose_rules[tridiagonal_solve_p] = _tridiagonal_solve_transpose
+batch_at_front(tridiagonal_solve_p)
+
+
+def tridiagonal_solve(dl, d, du, b, *, perturb_singular: bool = False):
+    """Solve the tridiagonal system ``A x = b``, as ``jax.lax.linalg.tridiagonal_solve``.
+
+    ``dl``, ``d``, ``du`` ([..., m]) are the sub-, main and super-diagonals (``dl[0]`` and
+    ``du[m-1]`` are ignored); ``b`` is ``[..., m, n]``. A singular system gives NaNs
+    (``perturb_singular`` is accepted; fx does not perturb pivots).
+
+    >>> import numpy as np
+    >>> one = np.ones(3, np.float32)
+    >>> fx.lax.linalg.tridiagonal_solve(0 * one, 2 * one, 0 * one, np.ones((3, 1), np.float32))
+    Array([[0.5],
+           [0.5],
+           [0.5]], dtype=float32)
+    """
+    return tridiagonal_solve_p.bind(dl, d, du, b, perturb_singular=bool(perturb_singular))
