@@ -415,8 +415,8 @@ def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002
 
     Vectors: ``ord`` None/2 (Euclidean), 1, inf, -inf, 0 (count of nonzeros) or any other
     number p (``sum(|x|**p)**(1/p)``). Matrices (``axis`` a pair, or a 2-D ``x``): None/'fro',
-    1, -1, inf, -inf. The spectral (2, -2) and nuclear ('nuc') norms need singular values and
-    raise ``NotImplementedError``. Example: ``norm(fnp.array([3., 4.]))`` is ``5.``.
+    1, -1, inf, -inf, and from singular values 2, -2 (largest/smallest) and 'nuc' (their sum).
+    Example: ``norm(fnp.array([3., 4.]))`` is ``5.``.
     """
     from fx.numpy import reductions as red
 
@@ -472,9 +472,9 @@ def _matrix_norm(red, x, ord, axes, keepdims):  # noqa: A002
     if ord is None or ord == "fro":
         return lax.sqrt(red.sum(_abs2(x), axes, keepdims=keepdims))
     if ord in (2, -2, "nuc"):
-        raise NotImplementedError(
-            f"fx.numpy.linalg.norm: the matrix norm ord={ord!r} needs singular values (an SVD), "
-            "which fx does not provide; use ord=None/'fro', 1, -1, inf or -inf")
+        from fx.numpy.linalg_decompositions import _svd_norm
+
+        return _svd_norm(x, ord, axes, keepdims)
     if ord in (1, -1):
         sums = red.sum(lax.abs(x), row, keepdims=True)
         pick = red.max if ord == 1 else red.min
@@ -488,3 +488,9 @@ def _matrix_norm(red, x, ord, axes, keepdims):  # noqa: A002
     if keepdims:
         return r
     return lax.reshape(r, tuple(d for i, d in enumerate(get_aval(r).shape) if i not in axes))
+
+
+# The rest of jax.numpy.linalg (decompositions, solves, the array-API names) lives in its own
+# modules; these names are fx.numpy.linalg's only (not in __all__, so not in fx.numpy).
+from fx.numpy.linalg_array_api import *  # noqa: E402, F403
+from fx.numpy.linalg_decompositions import *  # noqa: E402, F403
