@@ -16,15 +16,6 @@ Example::
     >>> xs = fx.vmap(lambda k: fx.random.uniform(k, (2,)))(fx.random.split(key, 4))
 """
 
-from fx.random.distributions import (
-    bernoulli,
-    categorical,
-    gumbel,
-    normal,
-    randint,
-    truncated_normal,
-    uniform,
-)
 from fx.random.continuous import (
     cauchy,
     double_sided_maxwell,
@@ -40,6 +31,15 @@ from fx.random.continuous import (
     weibull_min,
 )
 from fx.random.discrete import binomial, geometric, multinomial, poisson, rademacher
+from fx.random.distributions import (
+    bernoulli,
+    categorical,
+    gumbel,
+    normal,
+    randint,
+    truncated_normal,
+    uniform,
+)
 from fx.random.gamma import (
     ball,
     beta,

@@ -31,6 +31,7 @@ from fx.random.sampling import (
 from fx.random.threefry import canonical_shape, check_key, split_pair
 
 Shape = int | Sequence[int]
+_ONE_F32 = np.float32(1)  # jax's default sigma
 
 
 def _fnp():
@@ -88,7 +89,7 @@ def logistic(key, shape: Shape = (), dtype=None) -> Array:
     return lax.sub(lax.log(x), lax.log1p(lax.neg(x)))
 
 
-def lognormal(key, sigma=np.float32(1), shape: Shape | None = None, dtype=None) -> Array:
+def lognormal(key, sigma=_ONE_F32, shape: Shape | None = None, dtype=None) -> Array:
     """Log-normal samples, ``exp(sigma * normal)``, as ``jax.random.lognormal``.
     Differentiable in ``sigma``.
 
