@@ -244,7 +244,7 @@ def test_norm_of_ints_and_errors():
     x = np.arange(6, dtype=np.int32).reshape(2, 3)
     assert_allclose(fnp.linalg.norm(to_fx(x)), jnp.linalg.norm(x), what="int input")
     for ord in (2, -2, "nuc"):  # from singular values
-        assert_allclose(fnp.linalg.norm(to_fx(x), ord), jnp.linalg.norm(x, ord), rtol=1e-12,
+        assert_allclose(fnp.linalg.norm(to_fx(x), ord), jnp.linalg.norm(x, ord), rtol=1e-6,
                         what=f"int input, ord={ord!r}")
     with pytest.raises(ValueError, match=r"invalid norm order 'fro' for vectors"):
         fnp.linalg.norm(to_fx(x[0]), "fro")
