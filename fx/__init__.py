@@ -59,5 +59,6 @@ from fx import ad_checkpoint
 from fx.ad_checkpoint import checkpoint, checkpoint_policies, remat
 from fx.tracing import make_jaxpr
 from fx.vectorize import vmap
+from fx import scipy
 
 __version__ = "0.1.0"

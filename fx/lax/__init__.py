@@ -80,6 +80,15 @@ from fx.lax.elementwise import (  # noqa: A004
     xor,
 )
 from fx.lax.special import digamma, erf, erf_inv, erfc, lgamma, polygamma
+from fx.lax.special_functions import (
+    bessel_i0e,
+    bessel_i1e,
+    betainc,
+    igamma,
+    igamma_grad_a,
+    igammac,
+    zeta,
+)
 from fx.lax.structural import (
     broadcasted_iota,
     concatenate,

@@ -139,6 +139,15 @@ from fx.lax.special import (
     lgamma_p,
     polygamma_p,
 )
+from fx.lax.special_functions import (
+    bessel_i0e_p,
+    bessel_i1e_p,
+    igamma_grad_a_p,
+    igamma_p,
+    igammac_p,
+    regularized_incomplete_beta_p,
+    zeta_p,
+)
 from fx.lax.structural import (
     concatenate_p,
     iota_p,
@@ -171,6 +180,8 @@ __all__ = [
     "atan_p",
     "atanh_p",
     "axis_index_p",
+    "bessel_i0e_p",
+    "bessel_i1e_p",
     "bitcast_convert_type_p",
     "broadcast_in_dim_p",
     "cbrt_p",
@@ -206,6 +217,9 @@ __all__ = [
     "gather_p",
     "ge_p",
     "gt_p",
+    "igamma_grad_a_p",
+    "igamma_p",
+    "igammac_p",
     "imag_p",
     "integer_pow_p",
     "iota_p",
@@ -241,6 +255,7 @@ __all__ = [
     "reduce_window_min_p",
     "reduce_window_sum_p",
     "reduce_xor_p",
+    "regularized_incomplete_beta_p",
     "rem_p",
     "reshape_p",
     "rev_p",
@@ -271,4 +286,5 @@ __all__ = [
     "transpose_p",
     "while_p",
     "xor_p",
+    "zeta_p",
 ]

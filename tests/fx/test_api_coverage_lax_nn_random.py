@@ -16,7 +16,6 @@ import fx.lax
 import fx.nn
 import fx.random
 
-_ISSUE14_SPECIAL = "issue 14: special functions (jax.scipy.special)"
 _COLLECTIVE = "issue 18: collectives across devices/processes (pmap, shard_map)"
 _NAMED_AXIS = ("ppermute/all_to_all are compositions of all_gather and axis_index in fx "
                "(fx/lax/permutes.py), no primitives of their own")
@@ -31,14 +30,6 @@ LAX_EXCLUDED = {
     "DotAlgorithm": "custom dot algorithm records; fx accepts DotAlgorithmPreset and Precision",
     "RandomAlgorithm": "rng_bit_generator's XLA algorithms (see rng_bit_generator)",
     "RaggedDotDimensionNumbers": "ragged_dot_general is not implemented (ragged_dot is)",
-    # Special functions of jax.scipy.special.
-    "bessel_i0e": _ISSUE14_SPECIAL, "bessel_i0e_p": _ISSUE14_SPECIAL,
-    "bessel_i1e": _ISSUE14_SPECIAL, "bessel_i1e_p": _ISSUE14_SPECIAL,
-    "betainc": _ISSUE14_SPECIAL, "regularized_incomplete_beta_p": _ISSUE14_SPECIAL,
-    "igamma": _ISSUE14_SPECIAL, "igamma_p": _ISSUE14_SPECIAL,
-    "igammac": _ISSUE14_SPECIAL, "igammac_p": _ISSUE14_SPECIAL,
-    "igamma_grad_a": _ISSUE14_SPECIAL, "igamma_grad_a_p": _ISSUE14_SPECIAL,
-    "zeta": _ISSUE14_SPECIAL, "zeta_p": _ISSUE14_SPECIAL,
     "custom_linear_solve": "not built: its reverse mode needs transpose_solve as the transpose "
                            "of the tangent solve, i.e. a linear_solve primitive or a custom_vjp "
                            "inside a custom_jvp rule, which fx cannot transpose yet",
