@@ -34,10 +34,14 @@ def _convert_impl(x, *, new_dtype, weak_type):
                 new_dtype != dtypes.bool_):
             x = np.real(x)  # complex → real keeps the real part (jax's, without a warning)
         if dtypes.is_float(x.dtype) and dtypes.is_int(new_dtype):
-            # Float → int: NaN → 0 and saturate at the bounds (XLA's semantics).
+            # Float → int: NaN → 0 and saturate at the bounds (XLA's semantics). The bounds of
+            # 64-bit types are not float64 values (2**63 - 1 rounds up to 2**63), so values
+            # at or past a rounded bound take the bound itself, not a cast of it.
             info = np.iinfo(new_dtype)
             x = np.nan_to_num(np.trunc(np.asarray(x, np.float64)), nan=0.0)
-            return np.clip(x, info.min, info.max).astype(new_dtype)
+            hi, lo = x >= float(info.max), x <= float(info.min)
+            inside = np.where(hi | lo, 0.0, x).astype(new_dtype)
+            return np.where(hi, info.max, np.where(lo, info.min, inside)).astype(new_dtype)
         if new_dtype == dtypes.bool_:
             return np.not_equal(x, 0)
         return np.asarray(x).astype(new_dtype)

@@ -243,11 +243,17 @@ batching.vectorized_batcher(integer_pow_p)
 def _int_div(x, y):
     if not np.issubdtype(x.dtype, np.integer):
         return np.true_divide(x, y)
-    # Round toward zero, like C and XLA (NumPy floors). Division by zero gives -1 (XLA's).
+    # Round toward zero, like C and XLA (NumPy floors): the floor quotient, plus one where it
+    # was rounded down (a nonzero remainder with operands of opposite signs). No absolute values,
+    # which wrap at the most negative integer. Division by zero gives -1 (XLA's); MIN / -1
+    # wraps to MIN, as in XLA.
     safe = np.where(y == 0, 1, y)
-    q = np.abs(x) // np.abs(safe)
-    q = np.where((x < 0) != (safe < 0), -q, q)
-    return np.where(y == 0, -1, q).astype(x.dtype)
+    with np.errstate(all="ignore"):
+        q = np.floor_divide(x, safe)
+        r = x - q * safe
+    if x.dtype.kind == "i":
+        q = np.where((r != 0) & ((x < 0) != (safe < 0)), q + 1, q)
+    return np.where(y == 0, np.asarray(-1).astype(x.dtype), q).astype(x.dtype)
 
 
 def _int_rem(x, y):

@@ -114,15 +114,13 @@ def _bits(a) -> np.ndarray:
     return a.view(np.uint8) if a.dtype != np.bool_ else a.astype(np.uint8)
 
 
-def _mismatches(names, got, want, skip=None) -> list[str]:
-    """The names whose results differ in any bit (``skip[name]``: elements not compared)."""
+def _mismatches(names, got, want) -> list[str]:
+    """The names whose results differ in any bit."""
     bad = []
     for name, g, w in zip(names, got, want):
         g, w = np.asarray(g).ravel(), np.asarray(w).ravel()
         assert g.dtype == w.dtype, f"{name}: dtype {g.dtype} != {w.dtype}"
         differ = (_bits(g).reshape(g.size, -1) != _bits(w).reshape(w.size, -1)).any(1)
-        if skip and name in skip:
-            differ &= ~skip[name].ravel()
         if differ.any():
             at = np.flatnonzero(differ)[:4]
             bad.append(f"{name} at {at}: {g[at]} != {w[at]}")
@@ -147,22 +145,11 @@ def _eager_and_jax(table, *args):
     return names, got, eager, oracle
 
 
-def _eager_division_bug(dt: str, x, y) -> np.ndarray:
-    """Where the NumPy impl of div is wrong (see test_eager_known_differences_from_jax): an
-    INT_MIN dividend (np.abs wraps it to INT_MIN) over a divisor other than +-1, and INT_MIN as
-    the divisor of anything but itself and 0."""
-    if np.iinfo(dt).min == 0:
-        return np.zeros(x.shape, bool)
-    lo = np.iinfo(dt).min
-    return ((x == lo) & (y != 1) & (y != -1)) | ((y == lo) & (x != lo) & (x != 0))
-
-
 @pytest.mark.parametrize("dt", NARROW)
 def test_elementwise_primitives_run_as_kernels_with_eager_and_jax_bits(dt):
     x, y = _pairs(dt)
     names, got, eager, oracle = _eager_and_jax(ELEMENTWISE, x, y)
-    bug = _eager_division_bug(dt, x, y)
-    assert not _mismatches(names, got, eager, {"div": bug})
+    assert not _mismatches(names, got, eager)
     assert not _mismatches(names, got, oracle)
 
 
@@ -228,10 +215,9 @@ def test_bitcasts_between_integers_and_floats_keep_every_bit():
     assert not _mismatches(names, got, oracle)
 
 
-@pytest.mark.xfail(reason="the NumPy impls (fx/lax/elementwise.py _int_div: np.abs(INT_MIN) "
-                   "wraps; fx/lax/convert.py: clipping to 2**64 - 1 in float64 gives 2**64, "
-                   "which astype(uint64) maps to 0) differ from jax and the kernels there")
-def test_eager_known_differences_from_jax():
+def test_eager_division_and_saturating_conversion_match_jax():
+    # Once wrong in the NumPy impls: np.abs(INT_MIN) wrapped in div, and float64 clipping to
+    # 2**64 - 1 gave 2**64, which astype(uint64) maps to 0.
     x, y = _pairs("int8")
     div = flax.div(fnp.asarray(x), fnp.asarray(y))
     conv = flax.convert_element_type(fnp.asarray(np.array([np.inf, 2.0**64])), "uint64")
@@ -286,4 +272,4 @@ def test_cuda_elementwise_kernel_gives_eager_bits(dt):
     eager = f(fnp.asarray(x), fnp.asarray(y))
     got = [values[v] for v in low.jaxpr.outvars]
     names = [n for n, _ in ELEMENTWISE]
-    assert not _mismatches(names, got, eager, {"div": _eager_division_bug(dt, x, y)})
+    assert not _mismatches(names, got, eager)
