@@ -8,6 +8,12 @@ need it) and re-exported here. Reducing an empty axis gives the reduction's iden
 XLA: ``-inf`` (or the dtype's minimum) for ``reduce_max``, ``1`` for ``reduce_prod``; only
 ``argmax``/``argmin`` reject an empty axis.
 
+``reduce_max``/``reduce_min`` of complex operands order lexicographically (real part, then
+imaginary part), as jax's (XLA's) comparator: the reduction is a left fold of
+``select(acc > x, acc, x)`` (``<`` for min), so ties keep the later entry and a NaN is only
+the answer when no entry after it is chosen over it. ``argmax``/``argmin`` refuse complex,
+as jax's.
+
 Each primitive is followed by its jvp and batching rules; none of them is linear.
 """
 
@@ -67,7 +73,7 @@ def _half_to_f32(x):
 def _identity(kind: str, dtype: np.dtype):
     """The value an empty reduction produces."""
     if kind in ("max", "min"):
-        if dtypes.is_float(dtype):
+        if dtypes.is_inexact(dtype):
             return np.inf if kind == "min" else -np.inf
         if dtype == dtypes.bool_:
             return kind == "min"
@@ -91,13 +97,47 @@ def _empty_result(x, axes, kind):
 def _impl_max(x, axes):
     if any(x.shape[a] == 0 for a in axes):
         return _empty_result(x, axes, "max")
+    if np.iscomplexobj(x):
+        return _complex_fold("max", x, axes)
     return extrema.reduce("max", _half_to_f32(x), axes)
 
 
 def _impl_min(x, axes):
     if any(x.shape[a] == 0 for a in axes):
         return _empty_result(x, axes, "min")
+    if np.iscomplexobj(x):
+        return _complex_fold("min", x, axes)
     return extrema.reduce("min", _half_to_f32(x), axes)
+
+
+def _complex_fold(kind: str, x: np.ndarray, axes) -> np.ndarray:
+    """The lexicographic left fold ``acc = select(acc > x_k, acc, x_k)`` over ``axes`` (``<``
+    for min), in row-major order of the reduced entries, as XLA's complex max/min reduce.
+    Without NaNs it is the lexicographic extreme, the last one among ties; the loop over the
+    entries runs only when a NaN makes the answer depend on the order."""
+    kept = [i for i in range(x.ndim) if i not in axes]
+    rest = tuple(x.shape[i] for i in kept)
+    n = math.prod(x.shape[a] for a in axes)
+    rows = np.reshape(np.transpose(x, kept + list(axes)), rest + (n,))
+    re, im = rows.real, rows.imag
+    if not (np.isnan(re).any() or np.isnan(im).any()):
+        best_re = (np.max if kind == "max" else np.min)(re, axis=-1, keepdims=True)
+        on_re = re == best_re
+        fill = -np.inf if kind == "max" else np.inf
+        im_masked = np.where(on_re, im, fill)
+        best_im = (np.max if kind == "max" else np.min)(im_masked, axis=-1, keepdims=True)
+        wins = on_re & (im_masked == best_im)
+        last = n - 1 - np.argmax(wins[..., ::-1], axis=-1)
+        return np.take_along_axis(rows, last[..., None], axis=-1)[..., 0]
+    acc = rows[..., 0]
+    for k in range(1, n):
+        v = rows[..., k]
+        if kind == "max":
+            keep = (acc.real > v.real) | ((acc.real == v.real) & (acc.imag > v.imag))
+        else:
+            keep = (acc.real < v.real) | ((acc.real == v.real) & (acc.imag < v.imag))
+        acc = np.where(keep, acc, v)
+    return acc
 
 
 def _impl_prod(x, axes):
@@ -164,8 +204,10 @@ def _reduction_batch(prim: Primitive) -> Callable:
     return rule
 
 
-reduce_max_p = _reduction("reduce_max", _impl_max, _FLOAT | _INT | _BOOL, "numeric or bool")
-reduce_min_p = _reduction("reduce_min", _impl_min, _FLOAT | _INT | _BOOL, "numeric or bool")
+reduce_max_p = _reduction("reduce_max", _impl_max, _FLOAT | _INT | _BOOL | _COMPLEX,
+                          "numeric or bool")
+reduce_min_p = _reduction("reduce_min", _impl_min, _FLOAT | _INT | _BOOL | _COMPLEX,
+                          "numeric or bool")
 reduce_prod_p = _reduction("reduce_prod", _impl_prod, _FLOAT | _INT | _COMPLEX,
                            "numeric (not bool)")
 reduce_and_p = _reduction("reduce_and", _impl_and, _INT | _BOOL, "bool or integer")
@@ -174,7 +216,8 @@ reduce_xor_p = _reduction("reduce_xor", _impl_xor, _INT | _BOOL, "bool or intege
 
 
 def _chooser_jvp(prim: Primitive) -> Callable:
-    """jvp of max/min: the tangent at the chosen entries, averaged over ties (jax's rule)."""
+    """jvp of max/min: the tangent at the chosen entries, averaged over ties (jax's rule; for
+    complex operands the entries equal to the chosen one)."""
 
     def rule(primals, tangents, *, axes):
         (x,), (t,) = primals, tangents

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from fx import lax
+from fx import dtypes, lax
 from fx.core import get_aval
 from fx.lax.windowed import identity
 from fx.numpy._promote import promote_dtypes, promote_to_inexact
@@ -34,6 +34,8 @@ def _conv1d(name: str, a, v, mode: str, precision, preferred_element_type):
                          f"and {sv}")
     if not sa[0] or not sv[0]:
         raise ValueError(f"fx.numpy.{name}: inputs cannot be empty, got shapes {sa} and {sv}")
+    if name == "correlate" and dtypes.is_complex(get_aval(v).dtype):
+        v = lax.conj(v)  # sum_n a[n + k] conj(v[n]), as numpy and jax
     reverse = False
     if sa[0] < sv[0]:
         # Slide the shorter operand; correlating the swapped pair gives the result reversed.
@@ -62,7 +64,8 @@ def convolve(a, v, mode: str = "full", *, precision=None, preferred_element_type
 
 
 def correlate(a, v, mode: str = "valid", *, precision=None, preferred_element_type=None):
-    """The cross-correlation of two 1-D arrays, as ``numpy.correlate`` (real inputs).
+    """The cross-correlation of two 1-D arrays, as ``numpy.correlate`` (complex ``v`` is
+    conjugated).
 
     >>> fx.numpy.correlate(fx.numpy.array([1.0, 2.0, 3.0]), fx.numpy.array([0.0, 1.0]), "full")
     Array([1., 2., 3., 0.], dtype=float32)

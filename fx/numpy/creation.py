@@ -160,6 +160,7 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     ``start`` and ``stop`` may be arrays (broadcast together); the samples then run along a new
     axis ``axis`` of the result. ``retstep=True`` also returns the spacing (NaN when there are
     no gaps to space); for integer dtypes the spacing is float64 for int64 and else float32.
+    Complex endpoints give complex samples (computed in complex128), as in jax.
 
     Example::
 
@@ -172,10 +173,18 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
         raise TypeError(f"fx.numpy.linspace: num must be an integer, got {num!r}") from None
     if num < 0:
         raise ValueError(f"fx.numpy.linspace: num must be non-negative, got {num}")
-    dt = (dtypes.requested(dtype, "fx.numpy.linspace") if dtype is not None
-          else dtypes.default_float_dtype())
+    start_a, stop_a = to_array(start), to_array(stop)
+    cplx = any(dtypes.is_complex(get_aval(v).dtype) for v in (start_a, stop_a))
+    if dtype is not None:
+        dt = dtypes.requested(dtype, "fx.numpy.linspace")
+    elif cplx:  # jax: the inexact result type of the endpoints
+        dt = dtypes.to_inexact_dtype(dtypes.join(dtypes.dtype_and_weak(start_a),
+                                                 dtypes.dtype_and_weak(stop_a))[0])
+    else:
+        dt = dtypes.default_float_dtype()
     div = (num - 1) if endpoint else num
-    start_a, stop_a = (lax.convert_element_type(to_array(v), dtypes.float64) for v in (start, stop))
+    wide = dtypes.complex128 if cplx or dtypes.is_complex(dt) else dtypes.float64
+    start_a, stop_a = (lax.convert_element_type(v, wide) for v in (start_a, stop_a))
     bshape = broadcast_shapes(get_aval(start_a).shape, get_aval(stop_a).shape,
                               name="fx.numpy.linspace")
     start_a, stop_a = (broadcast_to_shape(v, bshape, "fx.numpy.linspace")
@@ -184,16 +193,15 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     axis = canonical_axis(axis, len(out_shape), "fx.numpy.linspace")
     step = lax.div(lax.sub(stop_a, start_a), float(max(div, 1)))
     along = tuple(range(1, len(out_shape)))  # where start/stop/step dims go in the output
-    ramp = lax.convert_element_type(
-        lax.broadcasted_iota(dtypes.int64, out_shape, 0), dtypes.float64)
+    ramp = lax.convert_element_type(lax.broadcasted_iota(dtypes.int64, out_shape, 0), wide)
     vals = lax.add(lax.mul(ramp, lax.broadcast_in_dim(step, out_shape, along)),
                    lax.broadcast_in_dim(start_a, out_shape, along))
     if endpoint and num > 1:
         # The last sample is exactly stop, whatever the rounding of start + (num - 1) * step.
         is_last = lax.eq(lax.broadcasted_iota(dtypes.int32, out_shape, 0), num - 1)
         vals = lax.select(is_last, lax.broadcast_in_dim(stop_a, out_shape, along), vals)
-    if not dtypes.is_float(dt):
-        vals = lax.floor(vals)
+    if not dtypes.is_inexact(dt):
+        vals = lax.floor(lax.real(vals) if cplx else vals)
     out = lax.convert_element_type(vals, dt)
     if axis != 0:
         perm = list(range(1, len(out_shape)))
@@ -201,8 +209,8 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
         out = lax.transpose(out, perm)
     if retstep:
         if div <= 0:
-            step = lax.full(bshape, np.nan, dtypes.float64)
-        step_dt = dt if dtypes.is_float(dt) else (
+            step = lax.full(bshape, np.nan, wide)
+        step_dt = dt if dtypes.is_inexact(dt) else (
             dtypes.float64 if dt == dtypes.int64 else dtypes.float32)
         return out, lax.convert_element_type(step, step_dt)
     return out

@@ -38,14 +38,14 @@ def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype
     Array([  1.,  10., 100.], dtype=float32)
     """
     dt = _result_dtype(dtype, start, stop, base)
-    work = dt if dtypes.is_float(dt) else dtypes.default_float_dtype()
+    work = dt if dtypes.is_inexact(dt) else dtypes.default_float_dtype()
     exps = linspace(start, stop, num, endpoint, dtype=work, axis=axis)
     b = lax.convert_element_type(to_array(base, "fx.numpy.logspace"), work)
     if get_aval(b).ndim:
         raise ValueError(f"fx.numpy.logspace: base must be a scalar, got shape "
                          f"{get_aval(b).shape}")
     out = lax.pow(lax.broadcast_in_dim(b, get_aval(exps).shape, ()), exps)
-    return lax.convert_element_type(lax.floor(out) if not dtypes.is_float(dt) else out, dt)
+    return lax.convert_element_type(lax.floor(out) if not dtypes.is_inexact(dt) else out, dt)
 
 
 def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axis: int = 0):
@@ -57,7 +57,7 @@ def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axi
     """
     name = "fx.numpy.geomspace"
     dt = _result_dtype(dtype, start, stop)
-    work = dt if dtypes.is_float(dt) else dtypes.default_float_dtype()
+    work = dt if dtypes.is_inexact(dt) else dtypes.default_float_dtype()
     a = lax.convert_element_type(to_array(start, name), work)
     b = lax.convert_element_type(to_array(stop, name), work)
     if get_aval(a).ndim or get_aval(b).ndim:
@@ -65,7 +65,7 @@ def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axi
                                   "scalars")
     for v, what in ((a, "start"), (b, "stop")):
         try:
-            if float(np.asarray(v)) == 0:
+            if np.abs(np.asarray(v)).item() == 0:
                 raise ValueError(f"{name}: a geometric sequence cannot include zero ({what} is "
                                  "0)")
         except TypeError:
@@ -74,7 +74,11 @@ def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axi
 
     # As jax: 10 ** (evenly spaced exponents), so powers of ten come out exact.
     sign = lax.sign(a)
-    exps = linspace(log10(lax.abs(a)), log10(lax.abs(b)), num, endpoint, dtype=work)
+    if dtypes.is_complex(work):  # jax's: the exponents of start/sign and stop/sign
+        exps = linspace(log10(lax.div(a, sign)), log10(lax.div(b, sign)), num, endpoint,
+                        dtype=work)
+    else:
+        exps = linspace(log10(lax.abs(a)), log10(lax.abs(b)), num, endpoint, dtype=work)
     out = lax.pow(lax.full(get_aval(exps).shape, 10, work), exps)
     out = lax.mul(lax.broadcast_in_dim(sign, (num,), ()), out)
     n = get_aval(out).shape[0]
@@ -86,8 +90,8 @@ def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axi
         if endpoint and n > 1:
             pieces.append(lax.reshape(b, (1,)))
         out = lax.concatenate(pieces, 0)
-    if not dtypes.is_float(dt):
-        out = lax.floor(out)
+    if not dtypes.is_inexact(dt):
+        out = lax.floor(lax.real(out) if dtypes.is_complex(work) else out)
     canonical_axis(axis, 1, name)  # the result is 1-D: axis 0 (or -1)
     return lax.convert_element_type(out, dt)
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from fx import dtypes, lax
 from fx.core import ConcretizationTypeError, Tracer, get_aval
-from fx.numpy import reductions, sorting
+from fx.numpy import reductions, sorting, ufuncs
 from fx.numpy._promote import is_fx_value, promote_to_inexact, to_array
 from fx.numpy.creation import linspace, zeros
 from fx.numpy.manipulation import ravel
@@ -89,7 +89,9 @@ def digitize(x, bins, right: bool = False, *, method=None):
     side = "left" if right else "right"
     up = sorting.searchsorted(bins, x, side=side, method=method)
     down = lax.sub(n, sorting.searchsorted(lax.rev(bins, (0,)), x, side=side, method=method))
-    increasing = lax.ge(lax.slice_in_dim(bins, n - 1, n, 1, 0), lax.slice_in_dim(bins, 0, 1, 1, 0))
+    # Complex bins compare lexicographically, as jax's.
+    increasing = ufuncs.greater_equal(lax.slice_in_dim(bins, n - 1, n, 1, 0),
+                                      lax.slice_in_dim(bins, 0, 1, 1, 0))
     return lax.select(lax.broadcast_in_dim(lax.reshape(increasing, ()), get_aval(up).shape, ()),
                       up, down)
 
@@ -167,11 +169,14 @@ def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002
     name = "fx.numpy.histogram"
     (a,) = promote_to_inexact(to_array(a, name), name=name)
     a = ravel(a)
+    w = None if weights is None else to_array(weights, name)
+    if w is not None and (dtypes.is_complex(get_aval(a).dtype)
+                          or dtypes.is_complex(get_aval(w).dtype)):
+        a, w = promote_to_inexact(a, w, name=name)  # complex: one dtype for both, as jax
     edges = histogram_bin_edges(a, bins, range)
-    if weights is None:
+    if w is None:
         w = lax.full(get_aval(a).shape, 1, get_aval(a).dtype)
     else:
-        w = to_array(weights, name)
         if get_aval(w).size != get_aval(a).size:
             raise ValueError(f"{name}: weights must have a's shape, got {get_aval(w).shape}")
         w = ravel(w)

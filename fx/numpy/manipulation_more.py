@@ -445,6 +445,9 @@ def partition(a, kth: int, axis: int = -1):
     from fx.numpy.sorting import sort  # noqa: PLC0415
 
     x = _arr(a, "partition")
+    if dtypes.is_complex(get_aval(x).dtype):
+        raise NotImplementedError("fx.numpy.partition of complex data is not implemented (as "
+                                  "in jax); sort it instead")
     nd = get_aval(x).ndim
     axis = canonical_axis(axis, nd, "fx.numpy.partition")
     _check_kth(kth, get_aval(x).shape[axis], "partition")
@@ -456,6 +459,9 @@ def argpartition(a, kth: int, axis: int = -1):
     from fx.numpy.sorting import argsort  # noqa: PLC0415
 
     x = _arr(a, "argpartition")
+    if dtypes.is_complex(get_aval(x).dtype):
+        raise NotImplementedError("fx.numpy.argpartition of complex data is not implemented (as "
+                                  "in jax); sort it instead")
     nd = get_aval(x).ndim
     axis = canonical_axis(axis, nd, "fx.numpy.argpartition")
     _check_kth(kth, get_aval(x).shape[axis], "argpartition")

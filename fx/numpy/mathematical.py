@@ -60,6 +60,13 @@ def _float_layout(dt: np.dtype):
     return dtypes.int32, 23, 127
 
 
+def _refuse_complex(name: str, exc: type, *arrs, why="is not defined for complex inputs"):
+    """Raise ``exc`` (the exception type jax raises) when an operand is complex."""
+    if any(dtypes.is_complex(get_aval(a).dtype) for a in arrs):
+        raise exc(f"{_name(name)} {why}, got " + ", ".join(get_aval(a).str_short()
+                                                           for a in arrs))
+
+
 def _require_float_or_int(name: str, x) -> None:
     if get_aval(x).dtype == dtypes.bool_:
         return
@@ -71,6 +78,7 @@ def fabs(x, /):
     """``|x|`` as a float: integers and bools convert to a float dtype first, as in
     ``numpy.fabs`` and JAX. Example: ``fnp.fabs(fnp.array([-2, 3]))`` is ``[2., 3.]``."""
     (x,) = promote_and_broadcast(x, name=_name("fabs"), inexact=True)
+    _refuse_complex("fabs", TypeError, x, why="does not support complex inputs (use abs)")
     return lax.abs(x)
 
 
@@ -80,6 +88,8 @@ def divmod(x1, x2, /):  # noqa: A001
 
     Example: ``fnp.divmod(fnp.array(7.0), -2.0)`` is ``(-4., -1.)``.
     """
+    x1, x2 = promote_and_broadcast(x1, x2, name=_name("divmod"))
+    _refuse_complex("divmod", TypeError, x1, x2, why="does not support complex inputs")
     return ufuncs.floor_divide(x1, x2), ufuncs.remainder(x1, x2)
 
 
@@ -95,6 +105,7 @@ def frexp(x, /):
     Example: ``fnp.frexp(fnp.array([8.0, -3.0]))`` is ``([0.5, -0.75], [4, 2])``.
     """
     (x,) = promote_and_broadcast(x, name=_name("frexp"), inexact=True)
+    _refuse_complex("frexp", TypeError, x, why="does not support complex inputs")
     out_dt = get_aval(x).dtype
     xc = lax.convert_element_type(x, dtypes.float32) if out_dt in _HALF else x
     dt = get_aval(xc).dtype
@@ -133,6 +144,8 @@ def ldexp(x1, x2, /):
     """
     name = _name("ldexp")
     x2 = to_array(x2, name)
+    _refuse_complex("ldexp", ValueError, to_array(x1, name), x2,
+                    why="does not support complex inputs")
     n_dt = get_aval(x2).dtype
     if not (dtypes.is_int(n_dt) or n_dt == dtypes.bool_):
         raise TypeError(f"{name}: the exponent x2 must be an integer array, got "
@@ -172,6 +185,7 @@ def modf(x, /, out=None):
         raise NotImplementedError("fx.numpy.modf: out= is not supported (fx arrays are "
                                   "immutable); use the returned arrays")
     (x,) = promote_and_broadcast(x, name=_name("modf"), inexact=True)
+    _refuse_complex("modf", TypeError, x, why="does not support complex inputs")
     whole = ufuncs.trunc(x)
     return lax.sub(x, whole), whole
 
@@ -183,6 +197,7 @@ def spacing(x, /):
     Example: ``fnp.spacing(fnp.float32(1.0))`` is ``2**-23``.
     """
     (x,) = promote_and_broadcast(x, name=_name("spacing"), inexact=True)
+    _refuse_complex("spacing", ValueError, x)
     away = lax.select(ufuncs.signbit(x), lax.full_like(x, -np.inf), lax.full_like(x, np.inf))
     return lax.sub(lax.nextafter(x, away), x)
 
@@ -192,6 +207,7 @@ def spacing(x, /):
 
 def _integer_operands(name: str, *args) -> list:
     arrs = promote_and_broadcast(*args, name=_name(name))
+    _refuse_complex(name, ValueError, *arrs, why="requires integer arguments")
     for a in arrs:
         if not dtypes.is_int(get_aval(a).dtype):
             raise TypeError(
@@ -297,6 +313,7 @@ def i0(x, /):
     Example: ``fnp.i0(fnp.array([0.0, 1.0]))`` is ``[1., 1.2660659]``.
     """
     (x,) = promote_and_broadcast(x, name=_name("i0"), inexact=True)
+    _refuse_complex("i0", ValueError, x, why="does not support complex inputs")
     out_dt = get_aval(x).dtype
     xc = lax.convert_element_type(x, dtypes.float32) if out_dt in _HALF else x
     ax = lax.abs(xc)
@@ -320,6 +337,9 @@ def logaddexp2(x1, x2, /):
     Example: ``fnp.logaddexp2(fnp.float32(1.0), 1.0)`` is ``2.0``.
     """
     x1, x2 = promote_and_broadcast(x1, x2, name=_name("logaddexp2"), inexact=True)
+    if dtypes.is_complex(get_aval(x1).dtype):  # jax's complex branch, in base 2
+        x1, x2 = _broadcast_all(x1, x2, name=_name("logaddexp2"))
+        return ufuncs._complex_logaddexp(x1, x2, lax.exp2, float(1 / np.log(2)))
     ln2 = float(np.log(2))
     return lax.div(ufuncs.logaddexp(lax.mul(x1, ln2), lax.mul(x2, ln2)), ln2)
 
@@ -330,6 +350,7 @@ def logaddexp2(x1, x2, /):
 def isposinf(x, /):
     """Whether each entry is ``+inf`` (always False for integers and bools)."""
     (x,) = promote_and_broadcast(x, name=_name("isposinf"))
+    _refuse_complex("isposinf", ValueError, x, why="is not well defined for complex inputs")
     if not dtypes.is_float(get_aval(x).dtype):
         return lax.full_like(x, False, dtypes.bool_)
     return lax.eq(x, np.inf)
@@ -338,6 +359,7 @@ def isposinf(x, /):
 def isneginf(x, /):
     """Whether each entry is ``-inf`` (always False for integers and bools)."""
     (x,) = promote_and_broadcast(x, name=_name("isneginf"))
+    _refuse_complex("isneginf", ValueError, x, why="is not well defined for complex inputs")
     if not dtypes.is_float(get_aval(x).dtype):
         return lax.full_like(x, False, dtypes.bool_)
     return lax.eq(x, -np.inf)
@@ -354,13 +376,17 @@ def isscalar(element) -> bool:
 def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
     """``x`` with NaN replaced by ``nan``, +inf by ``posinf`` and -inf by ``neginf``
     (defaults: 0 and the dtype's largest and most negative finite values). Integers and bools
-    pass through unchanged.
+    pass through unchanged; complex numbers have their real and imaginary parts replaced
+    separately (as jax).
 
     Example: ``fnp.nan_to_num(fnp.array([nan, inf, 1.0]))`` is ``[0., 3.4028235e+38, 1.]``.
     """
     del copy  # fx arrays are immutable: there is nothing to copy into
     x = to_array(x, _name("nan_to_num"))
     dt = get_aval(x).dtype
+    if dtypes.is_complex(dt):
+        return lax.complex(nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf),
+                           nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf))
     if not dtypes.is_float(dt):
         return x
     info = dtypes.finfo(dt)
@@ -381,7 +407,7 @@ def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
     """Whether ``|a - b| <= atol + rtol * |b|`` elementwise. Infinities are close only to
     themselves; NaNs to each other only with ``equal_nan``. Integers and bools compare in
-    float.
+    float; complex numbers compare by the modulus of the difference, with real tolerances.
 
     Example: ``fnp.isclose(fnp.array([1.0, 1.1]), 1.0)`` is ``[True, False]``.
     """
@@ -389,6 +415,14 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
     a, b = promote_and_broadcast(a, b, name=name, inexact=True)
     a, b = _broadcast_all(a, b, name=name)
     dt = get_aval(a).dtype
+    if dtypes.is_complex(dt):  # jax's rule: |a - b| <= atol + rtol |b| where b is finite
+        rdt = dtypes.real_dtype(dt)
+        rtol, atol = asarray(rtol, rdt), asarray(atol, rdt)
+        in_range = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
+        out = lax.or_(lax.eq(a, b), lax.and_(ufuncs.isfinite(b), in_range))
+        if equal_nan:
+            out = lax.or_(out, lax.and_(ufuncs.isnan(a), ufuncs.isnan(b)))
+        return out
     rtol, atol = asarray(rtol, dt), asarray(atol, dt)
     close = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
     finite = lax.and_(lax.is_finite(a), lax.is_finite(b))
@@ -431,6 +465,6 @@ def _all_equal(a1, a2, equal_nan: bool, name: str):
     a1, a2 = promote_and_broadcast(a1, a2, name=name)
     a1, a2 = _broadcast_all(a1, a2, name=name)
     eq = lax.eq(a1, a2)
-    if equal_nan and dtypes.is_float(get_aval(a1).dtype):
-        eq = lax.or_(eq, lax.and_(lax.ne(a1, a1), lax.ne(a2, a2)))
+    if equal_nan and dtypes.is_inexact(get_aval(a1).dtype):
+        eq = lax.or_(eq, lax.and_(ufuncs.isnan(a1), ufuncs.isnan(a2)))
     return lax.reduce_and(eq, tuple(range(get_aval(eq).ndim)))

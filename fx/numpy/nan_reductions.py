@@ -27,7 +27,7 @@ from fx.numpy._promote import (
     promote_to_inexact,
     to_array,
 )
-from fx.numpy.sorting import _reduce_axes_last
+from fx.numpy.sorting import _reduce_axes_last, _refuse_complex_quantile
 
 __all__ = [
     "nanargmax", "nanargmin", "nancumprod", "nancumsum", "nanmax", "nanmean", "nanmedian",
@@ -38,10 +38,11 @@ __all__ = [
 def _float_data(a, name: str):
     """``a`` as an fx array, and whether it can hold NaNs at all."""
     a = to_array(a, f"fx.numpy.{name}")
-    return a, dtypes.is_float(get_aval(a).dtype)
+    return a, dtypes.is_inexact(get_aval(a).dtype)
 
 
 def _isnan(a):
+    # A complex entry is NaN when either part is: x != x then, as its parts are compared.
     return lax.ne(a, a)
 
 
@@ -95,6 +96,9 @@ def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
 
 def _nan_arg(kind: str, a, axis, out, keepdims):
     a, has_nan = _float_data(a, f"nanarg{kind}")
+    if dtypes.is_complex(get_aval(a).dtype):
+        raise TypeError(f"fx.numpy.nanarg{kind} does not accept complex inputs (as jax), got "
+                        f"{get_aval(a).str_short()}")
     if axis is not None:
         canonical_axis(axis, get_aval(a).ndim, f"fx.numpy.nanarg{kind}")
     arg = reductions.argmax if kind == "max" else reductions.argmin
@@ -145,7 +149,8 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
     """Variance of the non-NaN entries over ``axis``, ``sum((a - mean)**2) / (N - ddof)``
     with ``N`` the number of them; NaN where ``N <= ddof``. ``mean`` may pass a precomputed
-    mean (with ``keepdims=True`` shape), as in the array API.
+    mean (with ``keepdims=True`` shape), as in the array API. Complex data (NaN in either
+    part) give a real variance, ``sum(|a - mean|**2) / (N - ddof)``, as jax.
 
     Example: ``fnp.nanvar(fnp.array([1.0, nan, 3.0]))`` is ``1.0``.
     """
@@ -154,7 +159,13 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
         raise NotImplementedError(f"{name}: out= is not supported (fx arrays are immutable)")
     (a,) = promote_to_inexact(to_array(a, name), name=name)
     dt = dtypes.canonicalize(dtype) if dtype is not None else get_aval(a).dtype
+    cplx = dtypes.is_complex(get_aval(a).dtype)
+    if cplx and not dtypes.is_complex(dt):
+        raise ValueError(f"{name}: a real dtype={dt} for complex data "
+                         f"({get_aval(a).str_short()}) is not supported (as in jax)")
     comp = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
+    if cplx and dtype is None:
+        dt = dtypes.real_dtype(dt)
     x = lax.convert_element_type(a, comp)
     present = _and_where(lax.bitwise_not(_isnan(x)), where, "nanvar")
     # NaNs become zeros before any arithmetic, so no NaN meets a zero cotangent.
@@ -164,9 +175,13 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     else:
         mean = lax.convert_element_type(to_array(mean, name), comp)
     centered = lax.sub(x, broadcast_to_shape(mean, get_aval(x).shape, name))
-    sq = lax.select(present, lax.mul(centered, centered), lax.full_like(x, 0))
+    if cplx:
+        sq = lax.real(lax.mul(centered, lax.conj(centered)))
+        sq = lax.select(present, sq, lax.full_like(sq, 0))
+    else:
+        sq = lax.select(present, lax.mul(centered, centered), lax.full_like(x, 0))
     total = reductions.sum(sq, axis, keepdims=keepdims)
-    n = lax.sub(reductions.sum(present, axis, comp, keepdims=keepdims), ddof)
+    n = lax.sub(reductions.sum(present, axis, get_aval(sq).dtype, keepdims=keepdims), ddof)
     res = lax.select(lax.gt(n, 0), lax.div(total, n), lax.full_like(total, np.nan))
     return lax.convert_element_type(res, dt)
 
@@ -195,6 +210,7 @@ def _take_per_row(data, index):
 
 
 def _nanquantile(a, q, axis, out, overwrite_input, method, keepdims, weights, name):
+    _refuse_complex_quantile(a, name)
     if out is not None or overwrite_input:
         raise NotImplementedError(f"{name}: 'out' and 'overwrite_input' are not supported")
     if method not in _METHODS + ("inverted_cdf",):

@@ -243,7 +243,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
 
 
 def _identity_for(kind: str, dtype: np.dtype):
-    if dtypes.is_float(dtype):
+    if dtypes.is_inexact(dtype):  # complex: -inf + 0j, as jax
         return -np.inf if kind == "max" else np.inf
     if dtype == dtypes.bool_:
         return kind == "min"
@@ -300,6 +300,9 @@ def ptp(a, axis=None, out=None, keepdims=False):
 
 def _arg(kind: str, a, axis, out, keepdims):
     a, aval, _ = _prepare(a, None, out, kind)
+    if dtypes.is_complex(aval.dtype):
+        raise TypeError(f"fx.numpy.{kind} does not accept complex inputs (as jax), got "
+                        f"{aval.str_short()}")
     if axis is None:
         x, ax = lax.reshape(a, (aval.size,)), 0
         kept_shape = (1,) * aval.ndim

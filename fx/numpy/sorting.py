@@ -130,7 +130,12 @@ def lexsort(keys, axis: int = -1):
 
 
 def _total_lt(x, y):
-    """``x < y`` in the sort order: NaN above everything, equal to itself."""
+    """``x < y`` in the sort order: NaN above everything, equal to itself; complex numbers
+    by real part, then imaginary part (the order jax's sort and searchsorted use)."""
+    if dtypes.is_complex(get_aval(x).dtype):
+        rx, ry = lax.real(x), lax.real(y)
+        same = lax.or_(lax.eq(rx, ry), lax.and_(lax.ne(rx, rx), lax.ne(ry, ry)))
+        return lax.select(same, _total_lt(lax.imag(x), lax.imag(y)), _total_lt(rx, ry))
     lt = lax.lt(x, y)
     if not dtypes.is_float(get_aval(x).dtype):
         return lt
@@ -334,7 +339,16 @@ def quantile(a, q, axis: int | Sequence[int] | None = None, out=None,
                      weights)
 
 
+def _refuse_complex_quantile(a, name: str) -> None:
+    # As jax: an order statistic of complex numbers is poorly defined.
+    if dtypes.is_complex(get_aval(to_array(a, name)).dtype):
+        raise ValueError(f"{name} does not support complex input (an order statistic of "
+                         "complex numbers is poorly defined), got "
+                         f"{get_aval(to_array(a, name)).str_short()}")
+
+
 def _quantile(a, q, axis, out, overwrite_input, method, keepdims, name, weights=None):
+    _refuse_complex_quantile(a, name)
     if out is not None or overwrite_input:
         raise NotImplementedError(f"{name}: 'out' and 'overwrite_input' are not supported")
     if method not in _METHODS:

@@ -110,6 +110,8 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof: int | None = N
     fact = lax.max(fact, lax.full_like(fact, 0))
     xc = lax.sub(x, lax.broadcast_in_dim(avg, (nvar, n), (0,)))
     xw = xc if w is None else lax.mul(xc, lax.broadcast_in_dim(w, (nvar, n), (1,)))
+    if dtypes.is_complex(dt):  # E[(x - mean) conj(y - mean)], as numpy and jax
+        xw = lax.conj(xw)
     c = lax.dot_general(xc, xw, (((1,), (1,)), ((), ())))
     c = lax.div(c, fact)
     return squeeze(c)
@@ -117,17 +119,23 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof: int | None = N
 
 def corrcoef(x, y=None, rowvar: bool = True, dtype=None):
     """Pearson correlation coefficients of the variables (see :func:`cov`), clipped to
-    ``[-1, 1]``. Example: ``fnp.corrcoef(fnp.array([1., 2., 3.]), fnp.array([3., 2., 1.]))``
+    ``[-1, 1]`` (complex coefficients: the real and imaginary parts separately, as jax).
+    Example: ``fnp.corrcoef(fnp.array([1., 2., 3.]), fnp.array([3., 2., 1.]))``
     is ``[[1., -1.], [-1., 1.]]``."""
     c = cov(x, y, rowvar, dtype=dtype)
     if get_aval(c).ndim == 0:
         return lax.div(c, c)
     k = get_aval(c).shape[0]
-    d = lax.sqrt(lax.reduce_sum(lax.select(lax.eq(lax.broadcasted_iota(dtypes.int32, (k, k), 0),
-                                                  lax.broadcasted_iota(dtypes.int32, (k, k), 1)),
-                                           c, lax.full_like(c, 0)), (1,)))
+    d = lax.reduce_sum(lax.select(lax.eq(lax.broadcasted_iota(dtypes.int32, (k, k), 0),
+                                         lax.broadcasted_iota(dtypes.int32, (k, k), 1)),
+                                  c, lax.full_like(c, 0)), (1,))
+    cplx = dtypes.is_complex(get_aval(c).dtype)
+    # The diagonal of a complex covariance is real: jax takes its real part's square root.
+    d = lax.convert_element_type(lax.sqrt(lax.real(d)), get_aval(c).dtype) if cplx else lax.sqrt(d)
     c = lax.div(c, lax.broadcast_in_dim(d, (k, k), (0,)))
     c = lax.div(c, lax.broadcast_in_dim(d, (k, k), (1,)))
+    if cplx:
+        return lax.complex(lax.clamp(-1.0, lax.real(c), 1.0), lax.clamp(-1.0, lax.imag(c), 1.0))
     return lax.clamp(-1.0, c, 1.0)
 
 
@@ -215,11 +223,24 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     """Piecewise-linear interpolation of the points ``(xp, fp)`` (``xp`` increasing) at
     ``x``. Outside ``[xp[0], xp[-1]]`` it gives ``left``/``right`` (default: ``fp[0]`` and
     ``fp[-1]``), or continues the end segment with ``"extrapolate"``; with ``period`` the
-    points repeat and ``left``/``right`` are ignored.
+    points repeat and ``left``/``right`` are ignored. Complex ``fp`` (and ``left``/``right``)
+    interpolate their real and imaginary parts; complex ``x``/``xp`` raise ``ValueError``,
+    as in jax.
 
     Example: ``fnp.interp(2.5, fnp.array([1., 2., 3.]), fnp.array([3., 2., 0.]))`` is ``1.0``.
     """
     name = "fx.numpy.interp"
+    if any(dtypes.is_complex(get_aval(to_array(v, name)).dtype) for v in (x, xp)):
+        raise ValueError(f"{name}: complex x and xp values are not supported")
+    if dtypes.is_complex(get_aval(to_array(fp, name)).dtype):
+        fp = to_array(fp, name)
+
+        def part(fn, v):
+            return v if v is None or isinstance(v, str) else fn(to_array(v, name))
+
+        re, im = (interp(x, xp, fn(fp), part(fn, left), part(fn, right), period)
+                  for fn in (lax.real, lax.imag))
+        return lax.complex(re, im)
     x, xp, fp = promote_to_inexact(x, xp, fp, name=name)
     if get_aval(xp).ndim != 1 or get_aval(fp).ndim != 1:
         raise ValueError(f"{name}: xp and fp must be 1-d, got shapes {get_aval(xp).shape} and "
@@ -331,6 +352,8 @@ def unwrap(p, discont=None, axis: int = -1, period=2 * np.pi):
     dt = get_aval(p).dtype
     if dt == dtypes.bool_:
         raise TypeError(f"{name}: bool input is not supported; convert it to a number type")
+    if dtypes.is_complex(dt):
+        raise ValueError(f"{name} does not support complex inputs, got {get_aval(p).str_short()}")
     if get_aval(p).ndim == 0:
         raise ValueError(f"{name}: p must be at least 1-d, got a scalar")
     axis = canonical_axis(axis, get_aval(p).ndim, name)

@@ -47,6 +47,40 @@ def _check_kind(name, kinds, *arrs):
             )
 
 
+def _refuse_complex(name, exc, *arrs, why="is not defined for complex inputs"):
+    """Raise ``exc`` (the exception type jax raises) when an operand is complex."""
+    if any(dtypes.is_complex(get_aval(a).dtype) for a in arrs):
+        raise exc(f"fx.numpy.{name} {why}, got "
+                  + ", ".join(get_aval(a).str_short() for a in arrs))
+
+
+def _real_only_unary(lax_fn, name, exc=TypeError, inexact=True):
+    def f(x, /):
+        (x,) = promote_and_broadcast(x, name=f"fx.numpy.{name}", inexact=inexact)
+        _refuse_complex(name, exc, x)
+        return lax_fn(x)
+
+    f.__name__ = name
+    f.__doc__ = f"Elementwise ``{name}``, as ``numpy.{name}`` (integers compute in float)."
+    return f
+
+
+def _lexicographic(lax_fn, name):
+    """A comparison that orders complex numbers by real part, then imaginary part (jax's)."""
+
+    def f(x, y, /):
+        x, y = promote_and_broadcast(x, y, name=f"fx.numpy.{name}")
+        if dtypes.is_complex(get_aval(x).dtype):
+            rx, ry = lax.real(x), lax.real(y)
+            return lax.select(lax.eq(rx, ry), lax_fn(lax.imag(x), lax.imag(y)), lax_fn(rx, ry))
+        return lax_fn(x, y)
+
+    f.__name__ = name
+    f.__doc__ = (f"Elementwise ``{name}`` with broadcasting, as ``numpy.{name}``; complex "
+                 "numbers compare lexicographically (real part first), as in jax.")
+    return f
+
+
 def _bool_to_int(*arrs):
     """Bools become int32 for integer arithmetic (``True // True``), as in JAX."""
     return [
@@ -102,7 +136,7 @@ arccosh = _unary_float(lax.acosh, "arccosh")
 arctanh = _unary_float(lax.atanh, "arctanh")
 exp, exp2, expm1 = (_unary_float(getattr(lax, n), n) for n in ("exp", "exp2", "expm1"))
 log, log1p = _unary_float(lax.log, "log"), _unary_float(lax.log1p, "log1p")
-sqrt, cbrt = _unary_float(lax.sqrt, "sqrt"), _unary_float(lax.cbrt, "cbrt")
+sqrt, cbrt = _unary_float(lax.sqrt, "sqrt"), _real_only_unary(lax.cbrt, "cbrt")
 negative = _unary_same(lax.neg, "negative", kinds=_NUMERIC)
 sign = _unary_same(lax.sign, "sign", kinds=_NUMERIC)
 
@@ -122,14 +156,34 @@ true_divide = _binary(lax.div, "true_divide", inexact=True)
 divide = true_divide
 maximum = _binary(lax.max, "maximum")
 minimum = _binary(lax.min, "minimum")
-arctan2 = _binary(lax.atan2, "arctan2", inexact=True)
-nextafter = _binary(lax.nextafter, "nextafter", inexact=True)
+
+
+def arctan2(x1, x2, /):
+    """Elementwise ``arctan(x1 / x2)`` in the quadrant of ``(x2, x1)``, as ``numpy.arctan2``.
+    Complex operands use XLA's (and so jax's) extension, ``-i log((x2 + i x1) /
+    sqrt(x2**2 + x1**2))``, whose derivative is ``(x2 dx1 - x1 dx2) / (x1**2 + x2**2)``."""
+    y, x = promote_and_broadcast(x1, x2, name="fx.numpy.arctan2", inexact=True)
+    if not dtypes.is_complex(get_aval(y).dtype):
+        return lax.atan2(y, x)
+    y, x = _broadcast_all(y, x, name="fx.numpy.arctan2")
+    # x + i y and -i log(.) through the parts, which multiplying by 1j would round alike.
+    x_iy = lax.complex(lax.sub(lax.real(x), lax.imag(y)), lax.add(lax.imag(x), lax.real(y)))
+    log = lax.log(lax.div(x_iy, lax.sqrt(lax.add(lax.mul(x, x), lax.mul(y, y)))))
+    return lax.complex(lax.imag(log), lax.neg(lax.real(log)))
+
+
+def nextafter(x, y, /):
+    x, y = promote_and_broadcast(x, y, name="fx.numpy.nextafter", inexact=True)
+    _refuse_complex("nextafter", TypeError, x, y)
+    return lax.nextafter(x, y)
+
+
 equal = _binary(lax.eq, "equal")
 not_equal = _binary(lax.ne, "not_equal")
-less = _binary(lax.lt, "less")
-less_equal = _binary(lax.le, "less_equal")
-greater = _binary(lax.gt, "greater")
-greater_equal = _binary(lax.ge, "greater_equal")
+less = _lexicographic(lax.lt, "less")
+less_equal = _lexicographic(lax.le, "less_equal")
+greater = _lexicographic(lax.gt, "greater")
+greater_equal = _lexicographic(lax.ge, "greater_equal")
 bitwise_and = _binary(lax.and_, "bitwise_and", kinds=_INT_OR_BOOL)
 bitwise_or = _binary(lax.or_, "bitwise_or", kinds=_INT_OR_BOOL)
 bitwise_xor = _binary(lax.xor, "bitwise_xor", kinds=_INT_OR_BOOL)
@@ -170,16 +224,19 @@ def reciprocal(x, /):
 
 def floor(x, /):
     (x,) = promote_and_broadcast(x, name="fx.numpy.floor")
+    _refuse_complex("floor", TypeError, x, why="does not accept complex inputs")
     return lax.floor(x) if dtypes.is_float(get_aval(x).dtype) else x
 
 
 def ceil(x, /):
     (x,) = promote_and_broadcast(x, name="fx.numpy.ceil")
+    _refuse_complex("ceil", TypeError, x, why="does not accept complex inputs")
     return lax.ceil(x) if dtypes.is_float(get_aval(x).dtype) else x
 
 
 def trunc(x, /):
     (x,) = promote_and_broadcast(x, name="fx.numpy.trunc")
+    _refuse_complex("trunc", TypeError, x, why="does not accept complex inputs")
     if not dtypes.is_float(get_aval(x).dtype):
         return x
     return lax.select(lax.lt(x, 0), lax.ceil(x), lax.floor(x))
@@ -192,12 +249,17 @@ def rint(x, /):
     """Round half to even. Integers and bools become float, as in JAX (whose ``float_`` is
     float64 under x64; fx converts int64 to float64 and the others to float32)."""
     (x,) = promote_and_broadcast(x, name="fx.numpy.rint", inexact=True)
+    if dtypes.is_complex(get_aval(x).dtype):  # the parts separately, as jax
+        return lax.complex(lax.round(lax.real(x), 1), lax.round(lax.imag(x), 1))
     return lax.round(x, 1)
 
 
 def round(a, decimals: int = 0):  # noqa: A001
-    """Round half to even, as ``numpy.round``."""
+    """Round half to even, as ``numpy.round``; complex numbers round their real and imaginary
+    parts."""
     (a,) = promote_and_broadcast(a, name="fx.numpy.round")
+    if dtypes.is_complex(get_aval(a).dtype):
+        return lax.complex(round(lax.real(a), decimals), round(lax.imag(a), decimals))
     if not dtypes.is_float(get_aval(a).dtype):
         return a
     if decimals == 0:
@@ -251,6 +313,7 @@ def isinf(x, /):
 
 def signbit(x, /):
     (x,) = promote_and_broadcast(x, name="fx.numpy.signbit")
+    _refuse_complex("signbit", ValueError, x, why="is not well defined for complex inputs")
     dt = get_aval(x).dtype
     if not dtypes.is_float(dt):
         return lax.lt(x, 0)
@@ -264,6 +327,7 @@ def floor_divide(x, y, /):
     """``x // y``: the quotient rounded toward minus infinity. For floats it is computed from
     ``fmod`` (exact) as in JAX, so ``x // 0.0`` is NaN (numpy gives +-inf)."""
     x, y = _bool_to_int(*promote_and_broadcast(x, y, name="fx.numpy.floor_divide"))
+    _refuse_complex("floor_divide", TypeError, x, y, why="does not support complex inputs")
     if dtypes.is_float(get_aval(x).dtype):
         return _float_divmod(x, y)[0]
     q = lax.div(x, y)
@@ -288,6 +352,7 @@ def _float_divmod(x, y):
 def remainder(x, y, /):
     """The remainder with the sign of the divisor, as ``numpy.remainder``."""
     x, y = _bool_to_int(*promote_and_broadcast(x, y, name="fx.numpy.remainder"))
+    _refuse_complex("remainder", TypeError, x, y, why="does not support complex inputs")
     r = lax.rem(x, y)
     fix_sign = lax.and_(lax.ne(r, 0), lax.ne(lax.lt(r, 0), lax.lt(y, 0)))
     return lax.select(fix_sign, lax.add(r, y), r)
@@ -299,6 +364,7 @@ mod = remainder
 def fmod(x, y, /):
     """The remainder with the sign of the dividend (C's ``fmod``)."""
     x, y = _bool_to_int(*promote_and_broadcast(x, y, name="fx.numpy.fmod"))
+    _refuse_complex("fmod", TypeError, x, y, why="does not support complex inputs")
     return lax.rem(x, y)
 
 
@@ -383,6 +449,8 @@ def _as_bool(*args, name):
 
 def hypot(x, y, /):
     x, y = promote_and_broadcast(x, y, name="fx.numpy.hypot", inexact=True)
+    _refuse_complex("hypot", ValueError, x, y,
+                    why="is not well defined for complex inputs (convert with abs first)")
     ax, ay = lax.abs(x), lax.abs(y)
     big, small = lax.max(ax, ay), lax.min(ax, ay)
     safe = lax.select(lax.eq(big, 0), lax.full_like(big, 1), big)
@@ -398,6 +466,8 @@ def logaddexp(x, y, /):
     differentiation, so derivatives of every order are exact, ties (x == y) included."""
     x, y = promote_and_broadcast(x, y, name="fx.numpy.logaddexp", inexact=True)
     x, y = _broadcast_all(x, y, name="fx.numpy.logaddexp")
+    if dtypes.is_complex(get_aval(x).dtype):
+        return _complex_logaddexp(x, y, lax.exp, 1.0)
     m = lax.stop_gradient(lax.max(x, y))
     finite = lax.is_finite(m)
     zero = lax.full_like(m, 0)
@@ -410,8 +480,24 @@ def logaddexp(x, y, /):
     return lax.select(finite, out, lax.max(x, y))
 
 
+def _complex_logaddexp(x, y, exp_fn, scale):
+    """jax's complex logaddexp (``scale`` 1) or logaddexp2 (``scale`` 1/ln 2, ``exp_fn``
+    exp2): ``m + scale * log1p(exp_fn(n - m))`` for ``m`` the (lexicographic) larger operand
+    and ``n`` the other, the imaginary part wrapped into ``[-pi*scale, pi*scale)``. jax writes
+    ``n - m`` as ``x + y - 2m``; here ``m`` and ``n`` are selected from x and y, so that the
+    derivative is the weighted sum ``x_dot exp(x - out) + y_dot exp(y - out)``."""
+    pick_x = lax.eq(lax.max(x, y), x)
+    m, n = lax.select(pick_x, x, y), lax.select(pick_x, y, x)
+    out = lax.add(m, lax.mul(lax.log1p(exp_fn(lax.sub(n, m))), scale))
+    half = np.pi * scale
+    im = lax.rem(lax.add(lax.imag(out), half), 2 * half)
+    im = lax.select(lax.lt(im, 0), lax.add(im, 2 * half), im)
+    return lax.complex(lax.real(out), lax.sub(im, half))
+
+
 def copysign(x, y, /):
     x, y = promote_and_broadcast(x, y, name="fx.numpy.copysign", inexact=True)
+    _refuse_complex("copysign", TypeError, x, y, why="does not support complex inputs")
     x, y = _broadcast_all(x, y, name="fx.numpy.copysign")
     return lax.select(signbit(y), lax.neg(lax.abs(x)), lax.abs(x))
 
@@ -432,6 +518,7 @@ def fmin(x, y, /):
 def heaviside(x1, x2, /):
     """0 where ``x1 < 0``, ``x2`` where ``x1 == 0``, 1 where ``x1 > 0``, NaN where x1 is NaN."""
     x1, x2 = promote_and_broadcast(x1, x2, name="fx.numpy.heaviside", inexact=True)
+    _refuse_complex("heaviside", TypeError, x1, x2)
     x1, x2 = _broadcast_all(x1, x2, name="fx.numpy.heaviside")
     zero_or_one = lax.select(lax.gt(x1, 0), lax.full_like(x1, 1), lax.full_like(x1, 0))
     out = lax.select(lax.eq(x1, 0), x2, zero_or_one)
@@ -481,6 +568,9 @@ def clip(a, a_min=None, a_max=None, /, *, min=None, max=None):  # noqa: A002
     lo = a_min if a_min is not None else min
     hi = a_max if a_max is not None else max
     out = to_array(a)
+    _refuse_complex("clip", ValueError, *(to_array(v) for v in (out, lo, hi) if v is not None),
+                    why="received a complex value; complex numbers have no ordering and "
+                        "cannot be clipped")
     if lo is not None:
         out = maximum(out, lo)
     if hi is not None:
