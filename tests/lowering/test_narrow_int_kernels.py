@@ -182,9 +182,7 @@ def test_float_to_narrow_int_truncates_and_saturates_as_jax():
     table = [(f"{src}->{to}", lambda lax, *a, k=k, to=to: lax.convert_element_type(a[k], to))
              for k, src in enumerate(FLOATS) for to in NARROW]
     names, got, eager, oracle = _eager_and_jax(table, *args)
-    beyond = {f"{src}->uint64": np.asarray(a, np.float64) >= 2.0**64
-              for src, a in zip(FLOATS, args)}
-    assert not _mismatches(names, got, eager, beyond)
+    assert not _mismatches(names, got, eager)
     assert not _mismatches(names, got, oracle)
 
 
