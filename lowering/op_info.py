@@ -69,10 +69,11 @@ _HALF_TO_F32 = {dtypes.float16: dtypes.float32, dtypes.bfloat16: dtypes.float32}
 # term (generated kernels ~1 ns per element; BLAS ~50 flops per ns; NumPy op by op pays one
 # pass over memory per equation).
 # The dtypes generated kernels handle, for every value of the group (operands, results and
-# intermediates). Groups touching others (complex, float8) run as NumPy steps until the kernel
-# dialects spell them.
+# intermediates). Groups touching others (float8) run as NumPy steps. Complex values are
+# computed by elementwise kernels only, and only by the arithmetic the dialects spell
+# (scalar_ops.complex_prims); data movement (transposes, slices, pads, ...) of them is free.
 KERNEL_DTYPES = frozenset([dtypes.bool_, *dtypes.INTEGER, dtypes.float16, dtypes.bfloat16,
-                           dtypes.float32, dtypes.float64])
+                           dtypes.float32, dtypes.float64, *dtypes.COMPLEX])
 
 
 def _generable(g: FusionGroup) -> bool:
@@ -80,7 +81,17 @@ def _generable(g: FusionGroup) -> bool:
     return all(v.aval.dtype in KERNEL_DTYPES for e in g.eqns for v in (*e.invars, *e.outvars)
                if hasattr(v, "aval")) and not any(
         scalar_ops.unsupported[e.primitive](e) for e in g.eqns
-        if e.primitive in scalar_ops.unsupported)
+        if e.primitive in scalar_ops.unsupported) and not any(
+        _complex_unsupported(g, e) for e in g.eqns)
+
+
+def _complex_unsupported(g: FusionGroup, eqn) -> bool:
+    if not scalar_ops.touches_complex(eqn):
+        return False
+    if g.kind is not GroupKind.ELEMENTWISE:
+        return True
+    return (scalar_ops.pattern_of(eqn.primitive) is scalar_ops.Pattern.ELEMENTWISE
+            and eqn.primitive not in scalar_ops.complex_prims)
 
 
 for _backend in ("cpu", "cuda"):

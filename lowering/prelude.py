@@ -375,3 +375,36 @@ FX_FN double fx_erf_inv(double y) {
   return x;
 }
 """
+
+
+def _complex_helpers(k: str, t: str, f: str) -> str:
+    """The complex arithmetic of pair type ``fx_<k>`` with parts of C type ``t`` (``f``: the
+    libm suffix): NumPy's formulas, Smith's algorithm for division (no overflow of
+    ``|b|**2``; 0 / 0 and x / 0 give NaN and Inf parts as NumPy's)."""
+    c, one = f"fx_{k}", f"1.0{f}"
+    return f"""
+/* --- complex pairs {c} --- */
+FX_FN {c} fx_make_{k}({t} re, {t} im) {{ {c} z; z.re = re; z.im = im; return z; }}
+FX_FN {c} fx_add_{k}({c} a, {c} b) {{ return fx_make_{k}(a.re + b.re, a.im + b.im); }}
+FX_FN {c} fx_sub_{k}({c} a, {c} b) {{ return fx_make_{k}(a.re - b.re, a.im - b.im); }}
+FX_FN {c} fx_neg_{k}({c} a) {{ return fx_make_{k}(-a.re, -a.im); }}
+FX_FN {c} fx_conj_{k}({c} a) {{ return fx_make_{k}(a.re, -a.im); }}
+FX_FN int fx_eq_{k}({c} a, {c} b) {{ return a.re == b.re && a.im == b.im; }}
+FX_FN {t} fx_abs_{k}({c} a) {{ return hypot{f}(a.re, a.im); }}
+FX_FN {c} fx_mul_{k}({c} a, {c} b) {{
+  return fx_make_{k}(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re);
+}}
+FX_FN {c} fx_div_{k}({c} a, {c} b) {{
+  {t} abr = fabs{f}(b.re), abi = fabs{f}(b.im);
+  if (abr >= abi) {{
+    if (abr == 0 && abi == 0) return fx_make_{k}(a.re / abr, a.im / abi);
+    {t} rat = b.im / b.re, scl = {one} / (b.re + b.im * rat);
+    return fx_make_{k}((a.re + a.im * rat) * scl, (a.im - a.re * rat) * scl);
+  }}
+  {t} rat = b.re / b.im, scl = {one} / (b.im + b.re * rat);
+  return fx_make_{k}((a.re * rat + a.im) * scl, (a.im * rat - a.re) * scl);
+}}
+"""
+
+
+PRELUDE += _complex_helpers("c64", "float", "f") + _complex_helpers("c128", "double", "")

@@ -26,7 +26,7 @@ _STORAGE = {
     dtypes.int32: "int32_t", dtypes.int64: "int64_t", dtypes.uint8: "uint8_t",
     dtypes.uint16: "uint16_t", dtypes.uint32: "uint32_t", dtypes.uint64: "uint64_t",
     dtypes.float16: "uint16_t", dtypes.bfloat16: "uint16_t", dtypes.float32: "float",
-    dtypes.float64: "double",
+    dtypes.float64: "double", dtypes.complex64: "fx_c64", dtypes.complex128: "fx_c128",
 }
 
 # Operations whose spelling does not depend on the dialect: (op, kind) -> template, where kind
@@ -95,6 +95,18 @@ for _f in _LIBM:
     _COMMON[(_f, "f32")] = _f + "f({0})"
     _COMMON[(_f, "f64")] = _f + "({0})"
 _COMMON[("logistic", "f32")] = "fx_logisticf({0})"
+# Complex values are pairs (fx_c64 / fx_c128: {re, im}, as NumPy lays them out) computed by
+# the prelude's fx_c* functions; a select is C's ternary on the pairs.
+for _c, _r in (("c64", "f32"), ("c128", "f64")):
+    for _op in ("neg", "conj", "abs"):
+        _COMMON[(_op, _c)] = f"fx_{_op}_{_c}({{0}})"
+    for _op in ("add", "sub", "mul", "div"):
+        _COMMON[(_op, _c)] = f"fx_{_op}_{_c}({{0}}, {{1}})"
+    _COMMON[("eq", _c)] = f"((uint8_t)fx_eq_{_c}({{0}}, {{1}}))"
+    _COMMON[("ne", _c)] = f"((uint8_t)!fx_eq_{_c}({{0}}, {{1}}))"
+    _COMMON[("real", _c)] = "({0}).re"
+    _COMMON[("imag", _c)] = "({0}).im"
+    _COMMON[("complex", _r)] = f"fx_make_{_c}({{0}}, {{1}})"
 
 
 @dataclass(frozen=True)
@@ -141,6 +153,8 @@ C = Dialect(
     name="c",
     file_prelude="#include <stdint.h>\n#include <string.h>\n#include <math.h>\n"
                  "#define FX_FN static inline\n"
+                 "typedef struct { float re, im; } fx_c64;\n"
+                 "typedef struct { double re, im; } fx_c128;\n"
                  "FX_FN float fx_bits_to_f32(uint32_t b) "
                  "{ float f; memcpy(&f, &b, 4); return f; }\n"
                  "FX_FN uint32_t fx_f32_to_bits(float f) "
@@ -192,6 +206,8 @@ CUDA = Dialect(
                  "#define INT64_MAX 9223372036854775807LL\n#endif\n"
                  "#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n"
                  "#ifndef NAN\n#define NAN __int_as_float(0x7fffffff)\n#endif\n"
+                 "struct __align__(8) fx_c64 { float re, im; };\n"
+                 "struct __align__(16) fx_c128 { double re, im; };\n"
                  "FX_FN float fx_bits_to_f32(uint32_t b) { return __uint_as_float(b); }\n"
                  "FX_FN uint32_t fx_f32_to_bits(float f) { return __float_as_uint(f); }\n"
                  "FX_FN double fx_bits_to_f64(uint64_t b) "
@@ -292,6 +308,9 @@ class Renderer:
 
     def const(self, v, dt) -> str:
         dt = np.dtype(dt)
+        if dtypes.is_complex(dt):
+            v, part = complex(v), dtypes.real_dtype(dt)
+            return f"fx_make_{_kind(dt)}({self.const(v.real, part)}, {self.const(v.imag, part)})"
         if dt == dtypes.bool_:
             return "1" if v else "0"
         if dtypes.is_float(dt):
@@ -336,6 +355,17 @@ class Renderer:
         src, dst = np.dtype(src), np.dtype(dst)
         if src == dst:
             return x
+        if dtypes.is_complex(dst):  # from a real value (imaginary part 0) or the other width
+            part = dtypes.real_dtype(dst)
+            if dtypes.is_complex(src):
+                re, im = (self.cast(dtypes.real_dtype(src), part, f"({x}).{p}")
+                          for p in ("re", "im"))
+                return f"fx_make_{_kind(dst)}({re}, {im})"
+            return f"fx_make_{_kind(dst)}({self.cast(src, part, x)}, {self.const(0, part)})"
+        if dtypes.is_complex(src):  # to bool: either part nonzero; otherwise the real part
+            if dst == dtypes.bool_:
+                return f"((uint8_t)(({x}).re != 0 || ({x}).im != 0))"
+            return self.cast(dtypes.real_dtype(src), dst, f"({x}).re")
         if dst == dtypes.bool_:
             return f"((uint8_t)({x} != 0))"
         if dtypes.is_float(src) and dtypes.is_int(dst):

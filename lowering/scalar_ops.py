@@ -25,6 +25,7 @@ import numpy as np
 from fx import dtypes
 from fx.core import Primitive
 from fx.lax import base, linalg
+from fx.lax import complex_parts as cx
 from fx.lax import elementwise as ew
 from fx.lax import reductions as red
 from fx.lax import special as sp
@@ -173,6 +174,26 @@ scalar_rules[ew.bitcast_convert_type_p] = lambda args, params, dt: ir.Op("bitcas
 # Half precision is computed in float32: the 16 bits (a NaN's payload) are not at hand.
 unsupported[ew.bitcast_convert_type_p] = lambda eqn: any(
     v.aval.dtype in (dtypes.float16, dtypes.bfloat16) for v in (*eqn.invars, *eqn.outvars))
+
+# Complex values: the parts, and the arithmetic the prelude's fx_c* functions spell. A group
+# with any other equation on complex values (exp, reductions, ...) runs as a NumPy step.
+for _prim, _op in [(cx.real_p, "real"), (cx.imag_p, "imag"), (cx.complex_p, "complex")]:
+    _named(_prim, _op)
+patterns[cx.conj_p] = Pattern.ELEMENTWISE
+# A real operand is made complex first: its conjugate's imaginary part is -0.0, as eager's.
+scalar_rules[cx.conj_p] = lambda args, params, dt: ir.Op("conj", (
+    args[0] if dtypes.is_complex(args[0].dtype) else ir.Op("cast", tuple(args), dt),), dt)
+complex_prims: frozenset[Primitive] = frozenset([
+    cx.real_p, cx.imag_p, cx.complex_p, cx.conj_p, ew.add_p, ew.sub_p, ew.mul_p, ew.div_p,
+    ew.neg_p, ew.abs_p, ew.eq_p, ew.ne_p, ew.select_n_p, ew.convert_element_type_p,
+    ew.integer_pow_p, ew.stop_gradient_p, base.add_any_p,
+])
+
+
+def touches_complex(eqn) -> bool:
+    return any(dtypes.is_complex(v.aval.dtype) for v in (*eqn.invars, *eqn.outvars)
+               if hasattr(v, "aval"))
+
 
 # --- index maps ----------------------------------------------------------------------------------
 # index_rules[prim](out_index, in_avals, out_aval, params) -> list of (operand position,

@@ -35,6 +35,7 @@ static std::barrier<>* fx_emu_barrier;
 #define __device__
 #define __forceinline__ inline
 #define __launch_bounds__(x)
+#define __align__(n) alignas(n)
 #define __restrict__
 static inline float __uint_as_float(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
 static inline uint32_t __float_as_uint(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }

@@ -112,10 +112,15 @@ def test_unary_vmap_and_jit(name, draw, _):
     x = draw(np.random.default_rng(4), (3, 4), C64)
     check_vmap(case, [x], (1,))
     f = getattr(fnp, name)
-    if name == "angle":  # atan2 of the parts runs in a generated kernel: within an ulp
+    if name in _ROUNDED_IN_KERNELS:  # generated kernels round otherwise: within ulps
         assert_allclose(fx.jit(f)(x), f(fnp.asarray(x)), what=f"jit {name}")
-    else:  # complex operations run as NumPy steps: the same bits as eager
+    else:  # exact on each part, or a NumPy step under jit: the same bits as eager
         assert_bitwise(fx.jit(f)(x), f(fnp.asarray(x)), what=f"jit {name}")
+
+
+# Computed by generated kernels under jit with other roundings than NumPy's (products and
+# quotients of pairs, moduli, atan2 of the parts): jit agrees with eager to within ulps.
+_ROUNDED_IN_KERNELS = {"abs", "angle", "square", "reciprocal", "multiply", "divide"}
 
 
 BINARY = ["add", "subtract", "multiply", "divide", "power", "matmul", "dot", "vdot", "inner",
@@ -137,7 +142,8 @@ def test_binary_against_jax(name):
         check_grads_f64(case, [np.asarray(a, C128) for a in args])
     check_vmap(case, [draw(rng, (2,) + shape), draw(rng, (2,) + shape)], (0, 0))
     f = getattr(fnp, name)
-    assert_bitwise(fx.jit(f)(*args), f(*to_fx(args)), what=f"jit {name}")
+    check = assert_allclose if name in _ROUNDED_IN_KERNELS else assert_bitwise
+    check(fx.jit(f)(*args), f(*to_fx(args)), what=f"jit {name}")
 
 
 def test_mixed_real_and_complex_promote_as_jax():
@@ -296,14 +302,14 @@ def test_autodiff_cookbook_complex_section():
 
 
 def test_jit_of_mixed_real_complex_program_matches_eager():
-    # Real parts computed in generated kernels next to complex NumPy steps.
+    # Kernels for the real and the complex arithmetic next to a NumPy step for exp.
     def f(z, x):
         m = fnp.abs(z) * x + 1.0
         return fnp.exp(1j * m) * z, fnp.sin(m).sum()
 
     z = _z(np.random.default_rng(16), (64,), C64)
     x = np.random.default_rng(17).standard_normal(64).astype(np.float32)
-    assert_bitwise(fx.jit(f)(z, x), f(*to_fx([z, x])))
+    assert_allclose(fx.jit(f)(z, x), f(*to_fx([z, x])), rtol=1e-6, atol=1e-6)
     assert_allclose(fx.jit(f)(z, x), jax.jit(_jax_f)(z, x),
                     rtol=2e-5, atol=2e-5)
 
