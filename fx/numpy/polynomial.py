@@ -7,8 +7,8 @@ Like jax's, they take arrays and scalars, not lists or tuples (a ``TypeError``: 
 sequence of ``fx.lax`` ops: ``polyval`` is Horner's rule, ``polymul`` a convolution,
 ``polydiv`` unrolled long division, ``polyfit`` a Householder QR of the column-scaled
 Vandermonde matrix and a Jacobi SVD of its triangular factor. All differentiate, vmap and
-compile. ``roots`` (and ``poly`` of a matrix) need the eigenvalues of a general matrix,
-complex in general, which fx does not compute yet, and are not provided.
+compile. ``roots`` (and ``poly`` of a matrix) are the eigenvalues of a companion matrix (of
+the matrix), complex, as jax's.
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ import numpy as np
 
 from fx import dtypes, lax
 from fx.core import Tracer, get_aval
-from fx.numpy import ufuncs
+from fx.numpy import manipulation, reductions, ufuncs
 from fx.numpy._promote import ensure_arraylike, promote_dtypes, promote_to_inexact, to_array
 from fx.numpy.convolutions import convolve
+from fx.numpy.linalg_decompositions import eigvals
 
 __all__ = ["poly", "polyadd", "polyder", "polydiv", "polyfit", "polyint", "polymul",
-           "polysub", "polyval"]
+           "polysub", "polyval", "roots"]
 
 
 def _coeffs(name: str, *ps, inexact: bool = False) -> list:
@@ -209,8 +210,8 @@ def polyval(p, x, *, unroll: int = 16):
 
 def poly(seq_of_zeros):
     """The coefficients of the monic polynomial with the given roots:
-    ``prod_i (x - r_i)``. (A square matrix's characteristic polynomial needs its
-    eigenvalues, which fx does not compute yet.)
+    ``prod_i (x - r_i)``; of a square matrix, its characteristic polynomial (from its
+    eigenvalues: complex, as jax's).
 
     Example: ``fnp.poly(fnp.array([1., 2.]))`` is ``[1., -3., 2.]``.
     """
@@ -219,9 +220,8 @@ def poly(seq_of_zeros):
     (z,) = promote_to_inexact(to_array(seq_of_zeros, name), name=name)
     aval = get_aval(z)
     if aval.ndim == 2 and aval.shape[0] == aval.shape[1] and aval.shape[0] > 0:
-        raise NotImplementedError(f"{name}: the characteristic polynomial of a matrix (shape "
-                                  f"{aval.shape}) needs eigenvalues, which fx does not have "
-                                  "yet; pass the roots as a 1-d array")
+        z = eigvals(z)
+        aval = get_aval(z)
     if aval.ndim > 1:
         raise ValueError(f"{name}: input must be 1-d or a square matrix, got shape "
                          f"{aval.shape}")
@@ -231,6 +231,58 @@ def poly(seq_of_zeros):
         root = lax.slice_in_dim(z, i, i + 1, 1, 0)
         out = convolve(out, lax.concatenate([lax.full((1,), 1, aval.dtype), lax.neg(root)], 0))
     return lax.reshape(out, ()) if aval.size == 0 else out
+
+
+def roots(p, *, strip_zeros: bool = True):
+    """The roots of the polynomial with coefficients ``p`` (highest power first): the
+    eigenvalues of its companion matrix, complex. Leading zeros are stripped, which needs
+    concrete coefficients; under ``jit`` pass ``strip_zeros=False``, which keeps the length
+    static and returns NaN for the roots the leading zeros stand for (as jax's).
+
+    Example: ``fnp.roots(fnp.array([1., -3., 2.]))`` is ``[2.+0.j, 1.+0.j]``.
+    """
+    name = "fx.numpy.roots"
+    ensure_arraylike(name, p)
+    (p,) = promote_to_inexact(to_array(p, name), name=name)
+    aval = get_aval(p)
+    if aval.ndim == 0:
+        p = lax.reshape(p, (1,))
+    elif aval.ndim != 1:
+        raise ValueError(f"{name}: the coefficients must be rank 1, got shape {aval.shape}")
+    n, cdt = _length(p), dtypes.complex_dtype(get_aval(p).dtype)
+    if n < 2:
+        return lax.full((0,), 0, cdt)
+    is_zero = ufuncs.equal(p, 0)
+    leading = ufuncs.where(reductions.all(is_zero), n, reductions.argmin(is_zero))
+    if strip_zeros:
+        if isinstance(leading, Tracer):
+            raise TypeError(f"{name}: stripping leading zeros needs concrete coefficients; "
+                            "under jit pass strip_zeros=False")
+        return _companion_roots(lax.slice_in_dim(p, int(leading), n, 1, 0), cdt)
+    # Roll the leading zeros to the end (an all-zero p becomes ones: no LAPACK error), then
+    # mark as NaN the roots standing for them, the last ``leading`` after sorting the zero
+    # roots last.
+    p = ufuncs.where(leading == n, lax.full_like(p, 1), p)
+    r = _companion_roots(manipulation.roll(p, -leading), cdt)
+    key = lax.convert_element_type(ufuncs.equal(r, 0), dtypes.int32)
+    r = lax.sort((key, r), num_keys=1)[1]
+    k = get_aval(r).shape[0]
+    keep = ufuncs.less(lax.iota(dtypes.int32, k), k - leading)
+    return ufuncs.where(keep, r, lax.full_like(r, complex(np.nan, np.nan)))
+
+
+def _companion_roots(p, cdt):
+    n = _length(p)
+    if n < 2:
+        return lax.full((0,), 0, cdt)
+    dt = get_aval(p).dtype
+    below = ufuncs.where(lax.iota(dtypes.int32, n - 1)[:, None] - 1
+                         == lax.iota(dtypes.int32, n - 1)[None, :], 1, 0).astype(dt)
+    lead = lax.slice_in_dim(p, 0, 1, 1, 0)
+    first = ufuncs.negative(ufuncs.true_divide(lax.slice_in_dim(p, 1, n, 1, 0), lead))
+    companion = lax.concatenate([lax.reshape(first, (1, n - 1)),
+                                 lax.slice_in_dim(below, 1, n - 1, 1, 0)], 0)
+    return eigvals(companion)
 
 
 # --- least squares ----------------------------------------------------------------------------

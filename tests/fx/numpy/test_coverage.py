@@ -18,7 +18,6 @@ EXCLUDED = {
                             "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fnuz",
                             "float8_e5m2fnuz", "float8_e8m0fnu")},
     "object_": "fx has no arrays of Python objects",
-    "roots": "issue 14: the companion matrix's eigenvalues need fx.numpy.linalg.eigvals",
 }
 
 

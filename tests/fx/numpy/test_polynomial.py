@@ -1,7 +1,7 @@
 """Tests of fx/numpy/polynomial.py against jax.numpy (x64 mode in both): values, dtypes and
 shapes over a table of coefficient sets and options, derivatives against jax and finite
-differences, vmap against a loop, jit against eager, and the errors (including what needs
-eigenvalues, which fx lacks)."""
+differences, vmap against a loop, jit against eager, roots (eigenvalues of the companion
+matrix) and poly of a matrix, and the errors."""
 
 from __future__ import annotations
 
@@ -181,8 +181,6 @@ def test_polyfit_jit_matches_eager_in_float64():
 
 
 def test_errors():
-    with pytest.raises(NotImplementedError, match=r"fx\.numpy\.poly: .*eigenvalues"):
-        fnp.poly(to_fx(np.eye(2)))
     with pytest.raises(ValueError, match=r"fx\.numpy\.poly: input must be 1-d.*\(2, 3\)"):
         fnp.poly(to_fx(np.ones((2, 3))))
     with pytest.raises(ValueError, match=r"fx\.numpy\.polyfit: .*data points \(3\).*exceed"):
@@ -197,7 +195,31 @@ def test_errors():
         fnp.polyint(to_fx(P5), 2, k=to_fx(np.ones(3)))
     with pytest.raises(TypeError, match=r"fx\.numpy\.polymul: trim_leading_zeros.*concrete"):
         fx.jit(lambda a: fnp.polymul(a, a, trim_leading_zeros=True))(to_fx(P5))
-    assert not hasattr(fnp, "roots")  # needs eigenvalues (complex), not provided yet
+    with pytest.raises(TypeError, match=r"fx\.numpy\.roots: .*concrete.*strip_zeros=False"):
+        fx.jit(fnp.roots)(to_fx(P5))
+    with pytest.raises(ValueError, match=r"fx\.numpy\.roots: .*rank 1.*\(2, 2\)"):
+        fnp.roots(to_fx(np.ones((2, 2))))
+
+
+ROOTS = [np.array([1.0, -3.0, 2.0]), np.array([0.0, 0.0, 1.0, -6.0, 11.0, -6.0]),
+         np.array([2.0, 0.0, 0.0]), np.array([0.0, 0.0]), np.array([3.0]), np.array([1.0, 0, 1]),
+         np.array([1, 2, 3], np.int32), np.array([1.5, -0.5, 2.0, 1.0], np.float32)]
+
+
+@pytest.mark.parametrize("i", range(len(ROOTS)))
+def test_roots_as_jax(i):
+    p = ROOTS[i]
+    # The same LAPACK eigenvalue routine: the same roots in the same order.
+    assert_allclose(fnp.roots(to_fx(p)), jnp.roots(p), rtol=1e-6, atol=1e-6)
+    keep = fnp.roots(to_fx(p), strip_zeros=False)
+    assert_allclose(keep, jnp.roots(p, strip_zeros=False), rtol=1e-6, atol=1e-6)
+    assert_allclose(fx.jit(lambda q: fnp.roots(q, strip_zeros=False))(to_fx(p)), keep,
+                    rtol=1e-6, atol=1e-6)
+
+
+def test_poly_of_a_matrix_is_its_characteristic_polynomial_as_jax():
+    m = np.array([[1.0, 2.0, 0.5], [3.0, 4.0, -1.0], [0.0, 1.0, 2.0]])
+    assert_allclose(fnp.poly(to_fx(m)), jnp.poly(m), rtol=1e-10, atol=1e-10)
 
 
 # --- arguments: arrays and scalars, not lists (jax's ensure_arraylike) ------------------------
