@@ -421,7 +421,7 @@ def _eig_impl(x, *, compute_left_eigenvectors, compute_right_eigenvectors,
     return out
 
 
-def _solve(a, b):
+def solve_square(a, b):
     """``a^-1 b`` through ``lu`` and two triangular solves (differentiable, batchable)."""
     lu_m, _, perm = lu_p.bind(a)
     pb = mm(permutation_matrix(perm, get_aval(a).dtype), b)
@@ -440,7 +440,7 @@ def _eig_vec_jvp(w, v, da):
     gaps = add(eye_n, sub(bcast(expand_dims(w, (-2,)), shape), bcast(expand_dims(w, (-1,)),
                                                                       shape)))
     fmat = sub(div(full_like(gaps, 1), gaps), eye_n)
-    P = mm(_solve(v, da), v)
+    P = mm(solve_square(v, da), v)
     dw = _diagonal(P)
     U = mm(v, mul(fmat, P))
     k = argmax(abs(v), nd - 2, np.int32)
@@ -467,7 +467,7 @@ def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eige
     da = _as(da, get_aval(vr).dtype)
     if not (compute_left_eigenvectors or compute_right_eigenvectors):
         nd = get_aval(vr).ndim
-        return [w], [reduce_sum(mul(_solve(vr, da), T(vr)), (nd - 1,))]
+        return [w], [reduce_sum(mul(solve_square(vr, da), T(vr)), (nd - 1,))]
     dw, dvr = _eig_vec_jvp(w, vr, da)
     primal_out, tangent_out = [w], [dw]
     if compute_left_eigenvectors:
