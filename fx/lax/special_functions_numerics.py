@@ -258,7 +258,7 @@ def zeta(x, q):
         pole = (q <= 0) & (q == np.floor(q))
         out = np.where(pole & (x >= 1), np.inf, out)
         out = np.where((q < 0) & ~pole & (x != np.floor(x)), np.nan, out)
-        return out
+        return np.where((q == np.inf) & (x > 1), 0.0, out)
 
 
 # --- exponentially scaled Bessel functions ------------------------------------------------------

@@ -95,7 +95,8 @@ def dawsn(x):
         inv = 1.0 / (2.0 * xl * xl)
         asymptotic = _sum_series(np.ones_like(xl), lambda k: (2 * k - 1) * inv, 60) / (2 * xl)
         out = np.where(ax < 0.5, taylor, np.where(ax < 10, rybicki, asymptotic))
-        return np.where(np.isinf(x), 0.0 * np.sign(x), out)
+        out = np.where(np.isinf(x), 0.0 * np.sign(x), out)
+        return np.where(np.isnan(x), np.nan, out)
 
 
 def expn(n, x):
@@ -157,7 +158,8 @@ def expi(x):
         out = np.where(x > 40, large, small)
         out = np.where(x < 0, -expn(1.0, -x), out)
         out = np.where(x == 0, -np.inf, out)
-        return np.where(x == np.inf, np.inf, out)
+        out = np.where(x == np.inf, np.inf, out)
+        return np.where(np.isnan(x), np.nan, out)
 
 
 def _dilog_series(z):
@@ -181,7 +183,6 @@ def spence(x):
         top = -li_u - 0.5 * lx * lx
         out = np.where(x < 0.5, lo, np.where(x <= 1.5, mid, np.where(x <= 2, high, top)))
         out = np.where(x == 0, _PI2_6, out)
-        out = np.where(x == np.inf, -np.inf, out)
         return np.where(x < 0, np.nan, out)
 
 
