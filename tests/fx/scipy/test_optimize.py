@@ -69,11 +69,12 @@ def test_minimize_options_vmap_and_float32():
         jnp.asarray(x0))
     _check(got, want, "maxiter")
     assert int(got.status) == 1 and not bool(got.success)
-    starts = np.array([[-1.2, 1.0], [0.3, -0.4]])
-    batched = fx.vmap(lambda x: fso.minimize(make(fnp), x, method="BFGS").x)(
-        fnp.asarray(starts))
-    for row, s in zip(np.asarray(batched), starts):
-        assert_allclose(row, fso.minimize(make(fnp), fnp.asarray(s), method="BFGS").x,
+    bs = np.stack([B, -2 * B])  # batched over the quadratic's linear term
+    quad = quadratic(fnp)
+    batched = fx.vmap(lambda b: fso.minimize(quad, fnp.zeros(3), (A, b), method="BFGS").x)(
+        fnp.asarray(bs))
+    for row, b in zip(np.asarray(batched), bs):
+        assert_allclose(row, fso.minimize(quad, fnp.zeros(3), (A, b), method="BFGS").x,
                         rtol=1e-8, atol=1e-10)
     r32 = fso.minimize(quadratic(fnp), fnp.asarray(CASES["quadratic"][1], np.float32),
                        (A.astype(np.float32), B.astype(np.float32)), method="BFGS")
