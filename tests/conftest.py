@@ -92,20 +92,30 @@ _pipeline.observers.append(_record)
 
 
 def compile_cuda_kernels(kernels) -> tuple[bool, str]:
-    """nvcc -cubin for sm_90 over uniquely renamed kernels; (ok, report)."""
+    """nvcc -cubin for sm_90 over uniquely renamed kernels; (ok, report). The kernels are
+    split into one translation unit per core, compiled at the same time (one nvcc over
+    thousands of kernels takes minutes)."""
     renamed = [_renamed(k, f"fx_test_k{i}") for i, k in enumerate(kernels)]
+    parts = max(1, min(os.cpu_count() or 1, len(renamed) // 200))
     with tempfile.TemporaryDirectory() as tmp:
-        src = f"{tmp}/kernels.cu"
-        with open(src, "w") as f:
-            f.write(render_module(renamed, CUDA))
-        proc = subprocess.run(
-            ["nvcc", "-arch=sm_90", "-cubin", "--fmad=false", "-Xptxas", "-v", "-o",
-             f"{tmp}/k.cubin", src],
-            capture_output=True, text=True,
-        )
-    report = proc.stderr
-    if proc.returncode != 0:
-        return False, report[-6000:]
+        procs = []
+        for j in range(parts):
+            src = f"{tmp}/kernels{j}.cu"
+            with open(src, "w") as f:
+                f.write(render_module(renamed[j::parts], CUDA))
+            log = open(f"{tmp}/log{j}", "w+")  # (a file: a full pipe would stall nvcc)
+            procs.append((subprocess.Popen(
+                ["nvcc", "-arch=sm_90", "-cubin", "--fmad=false", "-Xptxas", "-v", "-o",
+                 f"{tmp}/k{j}.cubin", src], stdout=subprocess.DEVNULL, stderr=log), log))
+        results = []
+        for proc, log in procs:
+            rc = proc.wait()
+            log.seek(0)
+            results.append((log.read(), rc))
+            log.close()
+    report = "".join(err for err, _ in results)
+    if any(rc != 0 for _, rc in results):
+        return False, "".join(err for err, rc in results if rc != 0)[-6000:]
     spills, function = [], "?"
     for line in report.splitlines():
         if "Function properties for" in line:

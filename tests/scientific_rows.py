@@ -1,6 +1,6 @@
 """Rows (see jit_rows.py) for the scientific primitives: FFT, the linear-algebra
-decompositions and solves, the special functions. Run by tests/fx/test_jit_ops_scientific.py; test_jit_ops.py counts
-them when it checks that every fx.lax primitive has a row.
+decompositions and solves, the special functions. Run by tests/fx/test_jit_ops_scientific.py;
+test_jit_ops.py counts them when it checks that every fx.lax primitive has a row.
 
 Decompositions are not unique (signs of singular vectors, the order of complex eigenvalues),
 so their rows return what is: reconstructions, singular values, eigenvalues of symmetric

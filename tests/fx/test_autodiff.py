@@ -225,7 +225,8 @@ def test_grad_of_non_scalar_output_names_shape_and_remedy():
 
 @pytest.mark.parametrize("dtype", [np.int32, np.bool_])
 def test_grad_of_integer_input_names_argument_and_dtype(dtype):
-    with pytest.raises(TypeError, match=rf"floating-point (or complex )?inputs.*argument 0.*{np.dtype(dtype)}"):
+    with pytest.raises(TypeError, match=rf"floating-point (or complex )?inputs.*argument 0.*"
+                                        rf"{np.dtype(dtype)}"):
         fx.grad(lambda x: x)(np.zeros((), dtype))
     with pytest.raises(TypeError, match="argument 1 .* int32"):
         fx.grad(lambda x, p: x, argnums=1)(1.0, {"a": np.int32(1)})
