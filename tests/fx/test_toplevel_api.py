@@ -419,7 +419,6 @@ def test_debug_infs():
 # in jax. When fx gains one, the test fails until it is removed from this list.
 MISSING_FROM_FX = {
     # later issues
-    "scipy": "issue 14 (linear algebra, FFT, scipy)",
     "pmap": "issue 18, multi-process",
     "distributed": "issue 18, multi-process",
     "process_indices": "issue 18, multi-process",
