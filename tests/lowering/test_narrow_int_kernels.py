@@ -253,7 +253,8 @@ def test_narrow_int_kernels_compile_for_sm90_without_spills():
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (C++20)")
-@pytest.mark.parametrize("dt", ["int8", "uint16", "uint64"])  # signed, promoted, 64-bit
+@pytest.mark.parametrize("dt", ["int8"] + [pytest.param(d, marks=pytest.mark.slow)
+                                 for d in ("uint16", "uint64")])  # signed, promoted, 64-bit
 def test_cuda_elementwise_kernel_gives_eager_bits(dt):
     # The CUDA source run on the CPU: its integer spellings (promotion casts, shifts,
     # divisions) are the C dialect's shared ones, checked here through the CUDA renderer.
