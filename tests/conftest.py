@@ -5,6 +5,7 @@ examples, for long local runs) or dev.
 """
 
 import os
+import sys
 
 # Tests run two per core (pytest -n 2): one thread each for OpenMP kernels and BLAS avoids
 # oversubscribing the machine (set before NumPy and the kernels' OpenMP runtime load).
@@ -135,13 +136,34 @@ def compile_cuda_kernels(kernels) -> tuple[bool, str]:
     return True, report
 
 
-def compile_cuda_kernels_nvrtc(kernels) -> tuple[bool, str]:
-    """The same kernels through NVRTC with CuPy's options (what the CUDA runtime does)."""
-    from fx.runtime import nvrtc
+_NVRTC_CHUNK = (
+    "import sys; from fx.runtime import nvrtc\n"
+    "ok, log, _ = nvrtc.compile_source(open(sys.argv[1]).read())\n"
+    "sys.stderr.write(log[-6000:]); sys.exit(0 if ok else 1)\n")
 
+
+def compile_cuda_kernels_nvrtc(kernels) -> tuple[bool, str]:
+    """The same kernels through NVRTC with CuPy's options (what the CUDA runtime does), one
+    process per core over a share of them."""
     renamed = [_renamed(k, f"fx_test_k{i}") for i, k in enumerate(kernels)]
-    ok, log, _ = nvrtc.compile_source(render_module(renamed, CUDA))
-    return ok, log[-6000:]
+    parts = max(1, min(os.cpu_count() or 1, len(renamed) // 200))
+    with tempfile.TemporaryDirectory() as tmp:
+        procs = []
+        for j in range(parts):
+            src = f"{tmp}/kernels{j}.cu"
+            with open(src, "w") as f:
+                f.write(render_module(renamed[j::parts], CUDA))
+            log = open(f"{tmp}/log{j}", "w+")  # (a file: a full pipe would stall it)
+            procs.append((subprocess.Popen([sys.executable, "-c", _NVRTC_CHUNK, src],
+                                           stdout=subprocess.DEVNULL, stderr=log), log))
+        results = []
+        for proc, log in procs:
+            rc = proc.wait()
+            log.seek(0)
+            results.append((log.read(), rc))
+            log.close()
+    failed = [err for err, rc in results if rc != 0]
+    return not failed, "".join(failed or [err for err, _ in results])[-6000:]
 
 
 def pytest_configure(config):
