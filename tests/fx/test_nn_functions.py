@@ -117,7 +117,17 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=repr)
+# The heaviest attention variants run with -m slow (CI's time budget); plain, masked and
+# biased attention stay.
+_SLOW_CASES = {"attention-causal-mha", "attention-rank3", "attention-residual"}
+
+
+def _params(cases):
+    return [pytest.param(c, id=repr(c), marks=[pytest.mark.slow] if repr(c) in _SLOW_CASES
+                         else []) for c in cases]
+
+
+@pytest.mark.parametrize("case", _params(CASES))
 def test_eval_jvp_vjp(case):
     rng = np.random.default_rng(0)
     args = case.args(rng)
@@ -132,7 +142,7 @@ def test_check_grads(case):
     check_grads_f64(case, case.args(np.random.default_rng(1)))
 
 
-@pytest.mark.parametrize("case", CASES, ids=repr)
+@pytest.mark.parametrize("case", _params(CASES))
 def test_vmap(case):
     rng = np.random.default_rng(2)
     draws = [case.args(rng) for _ in range(3)]
@@ -204,7 +214,15 @@ def _make(module, name, args):
     return fn if args is None else fn(*args)
 
 
-@pytest.mark.parametrize("name, args", INITS, ids=[f"{n}{a or ''}" for n, a in INITS])
+# Each initializer test draws and compares many shapes (~20 s): three of the five families
+# with -m slow.
+_SLOW_INITS = {"normal", "truncated_normal", "glorot_uniform"}
+
+
+@pytest.mark.parametrize("name, args", [
+    pytest.param(n, a, id=f"{n}{a or ''}",
+                 marks=[pytest.mark.slow] if f"{n}{a or ''}" in _SLOW_INITS else [])
+    for n, a in INITS])
 def test_initializer_matches_jax(name, args):
     for seed in (0, 1, 42):
         for shape in ((3, 4), (5, 2, 3), (2, 3, 4, 5)):
