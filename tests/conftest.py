@@ -92,11 +92,10 @@ def _record(low):
 _pipeline.observers.append(_record)
 
 
-def compile_cuda_kernels(kernels) -> tuple[bool, str]:
-    """nvcc -cubin for sm_90 over uniquely renamed kernels; (ok, report). The kernels are
-    split into one translation unit per core, compiled at the same time (one nvcc over
-    thousands of kernels takes minutes)."""
-    renamed = [_renamed(k, f"fx_test_k{i}") for i, k in enumerate(kernels)]
+def _compile_in_parts(renamed, command) -> list[tuple[str, int]]:
+    """Render ``renamed`` kernels as one translation unit per core (one compiler over
+    thousands of kernels takes minutes) and compile them at the same time with
+    ``command(source_path, part)``; (stderr, return code) per part."""
     parts = max(1, min(os.cpu_count() or 1, len(renamed) // 200))
     with tempfile.TemporaryDirectory() as tmp:
         procs = []
@@ -104,16 +103,23 @@ def compile_cuda_kernels(kernels) -> tuple[bool, str]:
             src = f"{tmp}/kernels{j}.cu"
             with open(src, "w") as f:
                 f.write(render_module(renamed[j::parts], CUDA))
-            log = open(f"{tmp}/log{j}", "w+")  # (a file: a full pipe would stall nvcc)
-            procs.append((subprocess.Popen(
-                ["nvcc", "-arch=sm_90", "-cubin", "--fmad=false", "-Xptxas", "-v", "-o",
-                 f"{tmp}/k{j}.cubin", src], stdout=subprocess.DEVNULL, stderr=log), log))
+            log = open(f"{tmp}/log{j}", "w+")  # (a file: a full pipe would stall the compiler)
+            procs.append((subprocess.Popen(command(src, f"{tmp}/k{j}.cubin"),
+                                           stdout=subprocess.DEVNULL, stderr=log), log))
         results = []
         for proc, log in procs:
             rc = proc.wait()
             log.seek(0)
             results.append((log.read(), rc))
             log.close()
+    return results
+
+
+def compile_cuda_kernels(kernels) -> tuple[bool, str]:
+    """nvcc -cubin for sm_90 over uniquely renamed kernels; (ok, report)."""
+    renamed = [_renamed(k, f"fx_test_k{i}") for i, k in enumerate(kernels)]
+    results = _compile_in_parts(renamed, lambda src, out: [
+        "nvcc", "-arch=sm_90", "-cubin", "--fmad=false", "-Xptxas", "-v", "-o", out, src])
     report = "".join(err for err, _ in results)
     if any(rc != 0 for _, rc in results):
         return False, "".join(err for err, rc in results if rc != 0)[-6000:]
@@ -143,25 +149,10 @@ _NVRTC_CHUNK = (
 
 
 def compile_cuda_kernels_nvrtc(kernels) -> tuple[bool, str]:
-    """The same kernels through NVRTC with CuPy's options (what the CUDA runtime does), one
-    process per core over a share of them."""
+    """The same kernels through NVRTC with CuPy's options (what the CUDA runtime does)."""
     renamed = [_renamed(k, f"fx_test_k{i}") for i, k in enumerate(kernels)]
-    parts = max(1, min(os.cpu_count() or 1, len(renamed) // 200))
-    with tempfile.TemporaryDirectory() as tmp:
-        procs = []
-        for j in range(parts):
-            src = f"{tmp}/kernels{j}.cu"
-            with open(src, "w") as f:
-                f.write(render_module(renamed[j::parts], CUDA))
-            log = open(f"{tmp}/log{j}", "w+")  # (a file: a full pipe would stall it)
-            procs.append((subprocess.Popen([sys.executable, "-c", _NVRTC_CHUNK, src],
-                                           stdout=subprocess.DEVNULL, stderr=log), log))
-        results = []
-        for proc, log in procs:
-            rc = proc.wait()
-            log.seek(0)
-            results.append((log.read(), rc))
-            log.close()
+    results = _compile_in_parts(renamed,
+                                lambda src, out: [sys.executable, "-c", _NVRTC_CHUNK, src])
     failed = [err for err, rc in results if rc != 0]
     return not failed, "".join(failed or [err for err, _ in results])[-6000:]
 
