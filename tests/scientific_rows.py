@@ -73,6 +73,21 @@ def _eig_row(lax_):
     return f
 
 
+def _schur_householder_row(lax_):
+    L = lax_.linalg
+    geqrf = L.geqrf if lax_ is lax else jax._src.lax.linalg.geqrf
+
+    def f(a, c):
+        t, z = L.schur(a)
+        h, taus = L.hessenberg(a)
+        r, tq = geqrf(a)
+        q, _, p = L.qr(a, pivoting=True)
+        return (t, z, h, taus, r, tq, L.householder_product(r, tq), L.ormqr(r, tq, c),
+                L.ormqr(r, tq, lax_.transpose(c, (1, 0)), left=False, transpose=True), q, p)
+
+    return f
+
+
 def _linalg_args(rng, dt):
     return [(_spd(rng, 4, dt), _square(rng, 4, dt), rng.standard_normal((4, 2)).astype(dt))]
 
@@ -94,6 +109,11 @@ ROWS = [
         _linalg_args, FLOATS, slack=100.0, jax_tol=1e-4),
     Row("special-functions", _special_row(lax), _special_row(jax.lax),
         lambda rng, dt: [tuple(rng.uniform(0.5, 4.0, (6,)).astype(dt) for _ in range(3))],
+        FLOATS, jax_tol=1e-4),
+    # One LAPACK on both sides (jaxlib's CPU kernels call SciPy's), so the forms agree.
+    Row("schur-hessenberg-householder", _schur_householder_row(lax),
+        _schur_householder_row(jax.lax),
+        lambda rng, dt: [(_square(rng, 4, dt), rng.standard_normal((4, 2)).astype(dt))],
         FLOATS, jax_tol=1e-4),
     Row("eig-trace-and-determinant", _eig_row(lax), _eig_row(jax.lax),
         lambda rng, dt: [(_square(rng, 4, dt),)], FLOATS, jax_tol=1e-3),

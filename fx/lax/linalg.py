@@ -201,7 +201,7 @@ def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision,
     return [None, _operand_cotangent(ct, lhs, r_aval, rc, rb, lc, lb, lf_in_ct, precision)]
 
 
-transpose.deflinear(dot_general_p, _dot_general_transpose)
+transpose.deftranspose(dot_general_p, _dot_general_transpose)
 
 
 # --- batching -----------------------------------------------------------------------------------
@@ -292,6 +292,17 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None):
 
 # jax.lax.linalg's decompositions and solvers live in their own modules (they build on
 # dot_general, so they are imported after it); fx.lax.linalg is their public home, as jax's.
+from fx.lax.linalg_householder import (  # noqa: E402, F401
+    geqrf,
+    geqrf_p,
+    hessenberg,
+    hessenberg_p,
+    householder_product,
+    householder_product_p,
+    ormqr,
+    ormqr_p,
+)
+from fx.lax.linalg_schur import schur, schur_p  # noqa: E402, F401
 from fx.lax.linalg_solvers import (  # noqa: E402, F401
     cholesky,
     cholesky_p,

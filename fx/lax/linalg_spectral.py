@@ -28,7 +28,7 @@ from fx import dtypes
 from fx.avals import ShapedArray
 from fx.core import Primitive, get_aval
 from fx.interpreters import jvp
-from fx.lax.base import broadcast_in_dim, reduce_sum
+from fx.lax.base import broadcast_in_dim, full, reduce_sum
 from fx.lax.complex_parts import complex, conj, imag, real  # noqa: A004
 from fx.lax.convert import convert_element_type
 from fx.lax.elementwise import abs, add, div, eq, full_like, integer_pow, mul, neg, select, sub  # noqa: A004
@@ -48,7 +48,7 @@ from fx.lax.linalg_solvers import (
     tril,
 )
 from fx.lax.reductions import argmax
-from fx.lax.structural import broadcasted_iota, expand_dims
+from fx.lax.structural import broadcasted_iota, concatenate, expand_dims, slice_in_dim
 
 __all__ = ["EigImplementation", "EighImplementation", "SvdAlgorithm", "eig", "eigh", "qr",
            "svd"]
@@ -125,7 +125,7 @@ def _as(x, dtype):
 
 # --- qr ---------------------------------------------------------------------------------------
 
-qr_p = Primitive("qr", multiple_results=True)  # params: pivoting (False), full_matrices
+qr_p = Primitive("qr", multiple_results=True)  # params: pivoting, full_matrices; -> q, r, [p]
 
 
 @qr_p.def_abstract_eval
@@ -133,33 +133,88 @@ def _qr_abstract_eval(x, *, pivoting, full_matrices):
     check_matrix("qr", x)
     *batch, m, n = x.shape
     k = m if full_matrices else min(m, n)
-    return [ShapedArray((*batch, m, k), x.dtype), ShapedArray((*batch, k, n), x.dtype)]
+    out = [ShapedArray((*batch, m, k), x.dtype), ShapedArray((*batch, k, n), x.dtype)]
+    return out + [ShapedArray((*batch, n), np.dtype(np.int32))] if pivoting else out
 
 
 @qr_p.def_impl
 def _qr_impl(x, *, pivoting, full_matrices):
-    q, r = np.linalg.qr(_host(x), mode="complete" if full_matrices else "reduced")
-    return [q, r]
+    x = _host(x)
+    if not pivoting:
+        q, r = np.linalg.qr(x, mode="complete" if full_matrices else "reduced")
+        return [q, r]
+    # LAPACK's geqp3 (column pivoting), through SciPy, one matrix at a time.
+    import scipy.linalg
+
+    *batch, m, n = x.shape
+    flat = x.reshape((-1, m, n))
+    mode = "full" if full_matrices else "economic"
+    outs = [scipy.linalg.qr(a, mode=mode, pivoting=True, check_finite=False) for a in flat]
+    avals = _qr_abstract_eval(ShapedArray(x.shape, x.dtype), pivoting=True,
+                              full_matrices=full_matrices)
+    return [np.stack([o[i] for o in outs]).reshape(a.shape).astype(a.dtype)
+            if outs else np.zeros(a.shape, a.dtype) for i, a in enumerate(avals)]
 
 
-def _qr_jvp(primals, tangents, *, pivoting, full_matrices):
-    # See j-towns.github.io/papers/qr-derivative.pdf (jax's rule).
-    (x,), (dx,) = primals, tangents
-    q, r = qr_p.bind(x, pivoting=pivoting, full_matrices=False)
-    *_, m, n = get_aval(x).shape
-    if m < n or (full_matrices and m != n):
-        raise NotImplementedError("Unimplemented case of QR decomposition derivative")
+def _thin_qr_jvp(q, r, dx):
+    """The tangents of ``q`` and ``r`` for ``[..., m, n]`` factors with ``m >= n``; see
+    j-towns.github.io/papers/qr-derivative.pdf (jax's rule)."""
     dx_rinv = triangular_solve(r, dx)  # right side: dx r^-1
     qt_dx_rinv = mm(H(q), dx_rinv)
     low = tril(qt_dx_rinv, -1)
     do = sub(low, H(low))  # skew-Hermitian
-    if dtypes.is_complex(get_aval(x).dtype):
-        i_n = eye(get_aval(x).dtype, n, get_aval(x).shape[:-2])
+    if dtypes.is_complex(get_aval(q).dtype):
+        n = get_aval(r).shape[-1]
+        i_n = eye(get_aval(q).dtype, n, get_aval(q).shape[:-2])
         imag_part = sub(qt_dx_rinv, complex(real(qt_dx_rinv), full_like(real(qt_dx_rinv), 0)))
         do = add(do, mul(i_n, imag_part))
     dq = add(mm(q, sub(do, qt_dx_rinv)), dx_rinv)
     dr = mm(sub(qt_dx_rinv, do), r)
-    return [q, r], [dq, dr]
+    return dq, dr
+
+
+def _cols(x, lo, hi):
+    nd = get_aval(x).ndim
+    return slice_in_dim(x, lo, hi, axis=nd - 1)
+
+
+def _rows(x, lo, hi):
+    nd = get_aval(x).ndim
+    return slice_in_dim(x, lo, hi, axis=nd - 2)
+
+
+def _qr_jvp(primals, tangents, *, pivoting, full_matrices):
+    (x,), (dx,) = primals, tangents
+    outs = qr_p.bind(x, pivoting=pivoting, full_matrices=full_matrices)
+    q, r = outs[0], outs[1]
+    *batch, m, n = get_aval(x).shape
+    nd = len(batch) + 2
+    if pivoting:
+        # The tangent of x[..., p]: the columns of dx in the pivot order.
+        dx = T(mm(permutation_matrix(outs[2], get_aval(x).dtype), T(dx)))
+    if m < n:
+        # x = [x1 x2] with x1 square: x1 = q r1 is a square QR, and r2 = q^H x2.
+        dq, dr1 = _thin_qr_jvp(q, _cols(r, 0, m), _cols(dx, 0, m))
+        xp = x if not pivoting else T(mm(permutation_matrix(outs[2], get_aval(x).dtype), T(x)))
+        dr2 = add(mm(H(dq), _cols(xp, m, n)), mm(H(q), _cols(dx, m, n)))
+        dr = concatenate([dr1, dr2], nd - 1)
+    elif not full_matrices or m == n:
+        dq, dr = _thin_qr_jvp(q, r, dx)
+    else:
+        # Full factors of a tall x: the extra columns of q follow arxiv.org/pdf/2409.13374
+        # (eqs. 32-33), as jax.
+        q_mn, r_nn = _cols(q, 0, n), _rows(r, 0, n)
+        dq_mn, dr_nn = _thin_qr_jvp(q_mn, r_nn, dx)
+        q_nn, q_pn, q_mp = _rows(q_mn, 0, n), _rows(q_mn, n, m), _cols(q, n, m)
+        dq_nn, dq_pn = _rows(dq_mn, 0, n), _rows(dq_mn, n, m)
+        i_n = eye(get_aval(x).dtype, n, batch)
+        z_pn_h = solve_square(H(sub(q_nn, i_n)), H(q_pn))
+        z_pn = H(z_pn_h)
+        dq_mp = sub(mm(dq_mn, z_pn_h),
+                    mm(add(q_mn, mm(q_mp, z_pn)), H(sub(dq_pn, mm(z_pn, dq_nn)))))
+        dq = concatenate([dq_mn, dq_mp], nd - 1)
+        dr = concatenate([dr_nn, full((*batch, m - n, n), 0, get_aval(x).dtype)], nd - 2)
+    return outs, [dq, dr] + ([None] if pivoting else [])
 
 
 jvp.jvp_rules[qr_p] = _qr_jvp
@@ -167,22 +222,20 @@ batch_at_front(qr_p)
 
 
 def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None):
-    """QR decomposition ``x = q @ r``, as ``jax.lax.linalg.qr``.
+    """QR decomposition ``x = q @ r``, as ``jax.lax.linalg.qr``: ``(q, r)``, or ``(q, r, p)``
+    with ``pivoting`` (LAPACK's geqp3: ``x[..., p] = q @ r`` with ``|diag(r)|``
+    non-increasing; ``p`` int32).
 
     ``q`` is ``[..., m, m]`` unitary and ``r`` ``[..., m, n]`` upper triangular with
     ``full_matrices``; else ``[..., m, k]`` and ``[..., k, n]`` with ``k = min(m, n)``.
-    Column pivoting is not implemented.
 
     >>> import numpy as np
     >>> q, r = fx.lax.linalg.qr(np.array([[3., 1.], [4., 2.]]))
     >>> np.allclose(np.asarray(q @ r), [[3., 1.], [4., 2.]], atol=1e-6)
     True
     """
-    if pivoting:
-        raise NotImplementedError("fx.lax.linalg.qr: pivoting=True (LAPACK's geqp3) is not "
-                                  "implemented")
-    q, r = qr_p.bind(x, pivoting=False, full_matrices=bool(full_matrices))
-    return q, r
+    out = qr_p.bind(x, pivoting=bool(pivoting), full_matrices=bool(full_matrices))
+    return tuple(out)
 
 
 # --- eigh -------------------------------------------------------------------------------------

@@ -1,0 +1,266 @@
+"""Householder factorizations in LAPACK's packed form: the ``geqrf``, ``householder_product``,
+``ormqr`` and ``hessenberg`` primitives (``fx.lax.linalg.*``), with jax's signatures.
+
+A packed factorization keeps the elementary reflectors ``H_i = I - tau_i v_i v_i^H`` below
+the diagonal (``geqrf``) or below the first subdiagonal (``hessenberg``) of its first output,
+``v_i`` having a unit ``i``-th component that is not stored, and their scalars ``tau_i`` in
+the second. ``householder_product`` multiplies the reflectors out into the matrix they stand
+for; ``ormqr`` applies it to another matrix without forming it.
+
+Operands are batches of matrices, batch dimensions leading. The impls call LAPACK through
+SciPy (``geqrf``, ``orgqr``/``ungqr``, ``ormqr``/``unmqr``, ``gehrd``), one matrix at a time;
+a matrix LAPACK reports a failure for comes back as NaNs, as jax's. jax defines no
+derivatives for these primitives (differentiate ``qr``, ``eigh``… instead), so their jvp
+rules refuse with a clear error, as jax's missing rules do.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from fx import dtypes
+from fx.avals import ShapedArray
+from fx.core import Primitive
+from fx.interpreters import jvp
+from fx.lax.base import shape_error
+from fx.lax.linalg_solvers import batch_at_front, check_matrix
+
+__all__ = ["geqrf", "hessenberg", "householder_product", "ormqr", "lapack_per_matrix",
+           "refuse_jvp"]
+
+
+def _lapack(name: str, dtype: np.dtype):
+    """SciPy's LAPACK routine ``name`` (as 'geqrf', or 'orgqr' whose complex twin is 'ungqr')
+    for ``dtype``. SciPy is imported here, not at fx's import."""
+    from scipy.linalg import lapack
+
+    if dtypes.is_complex(dtype):
+        name = {"orgqr": "ungqr", "ormqr": "unmqr"}.get(name, name)
+    prefix = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
+              np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}[np.dtype(dtype)]
+    return getattr(lapack, prefix + name)
+
+
+def lapack_per_matrix(fn: Callable, operands: Sequence[np.ndarray], batch: tuple[int, ...],
+                      out_avals: Sequence[ShapedArray]) -> list[np.ndarray]:
+    """``fn(*matrices)`` for each batch element of ``operands`` (batch dimensions leading):
+    ``fn`` returns ``(outputs, ok)``; an element whose ``ok`` is false (LAPACK's ``info !=
+    0``) gets NaN outputs (floats) or zeros (ints), as jax's."""
+    size = math.prod(batch)
+    flat = [np.asarray(o).reshape((size, *np.shape(o)[len(batch):])) for o in operands]
+    outs = [np.empty((size, *a.shape[len(batch):]), a.dtype) for a in out_avals]
+    for i in range(size):
+        results, ok = fn(*(f[i] for f in flat))
+        for out, r in zip(outs, results):
+            if ok:
+                out[i] = r
+            else:
+                out[i] = np.nan if out.dtype.kind in "fc" else 0
+    return [o.reshape(a.shape) for o, a in zip(outs, out_avals)]
+
+
+def refuse_jvp(prim: Primitive, why: str) -> None:
+    """Register a jvp rule for ``prim`` that raises: jax has no derivative for it either."""
+
+    def rule(primals, tangents, **params):
+        raise NotImplementedError(f"Differentiation rule for '{prim.name}' not implemented "
+                                  f"(as in jax): {why}")
+
+    jvp.jvp_rules[prim] = rule
+
+
+# --- geqrf ------------------------------------------------------------------------------------
+
+geqrf_p = Primitive("geqrf", multiple_results=True)  # -> a (packed r and reflectors), taus
+
+
+@geqrf_p.def_abstract_eval
+def _geqrf_abstract_eval(a):
+    check_matrix("geqrf", a)
+    *batch, m, n = a.shape
+    return [a.strip_weak_type(), ShapedArray((*batch, min(m, n)), a.dtype)]
+
+
+@geqrf_p.def_impl
+def _geqrf_impl(a):
+    a = np.asarray(a)
+    routine = _lapack("geqrf", a.dtype)
+
+    def one(x):
+        qr, tau, _, info = routine(x)
+        return (qr, tau), info == 0
+
+    avals = _geqrf_abstract_eval(ShapedArray(a.shape, a.dtype))
+    return lapack_per_matrix(one, [a], a.shape[:-2], avals)
+
+
+refuse_jvp(geqrf_p, "differentiate fx.lax.linalg.qr instead")
+batch_at_front(geqrf_p)
+
+
+def geqrf(a):
+    """Householder QR in LAPACK's packed form: ``(a, taus)`` with ``r`` in the upper triangle
+    of ``a`` and the reflectors below it, as jax's internal ``geqrf``.
+
+    >>> import numpy as np
+    >>> a, taus = fx.lax.linalg.geqrf(np.array([[3., 1.], [4., 2.]]))
+    >>> a[0, 0], taus.shape
+    (Array(-5., dtype=float32), (2,))
+    """
+    return tuple(geqrf_p.bind(a))
+
+
+# --- householder_product ----------------------------------------------------------------------
+
+householder_product_p = Primitive("householder_product")
+
+
+@householder_product_p.def_abstract_eval
+def _householder_product_abstract_eval(a, taus):
+    check_matrix("householder_product", a)
+    *batch, m, n = a.shape
+    if m < n:
+        raise shape_error("householder_product", "needs at least as many rows as columns in "
+                          "its first argument", a, taus)
+    if taus.dtype != a.dtype or tuple(taus.shape[:-1]) != tuple(batch) or taus.ndim < 1:
+        raise shape_error("householder_product", "needs taus [..., k] of a's dtype and batch "
+                          "dimensions", a, taus)
+    if taus.shape[-1] > min(m, n):
+        raise shape_error("householder_product", "must not have more taus than the minimum of "
+                          "a's rows and columns", a, taus)
+    return a.strip_weak_type()
+
+
+@householder_product_p.def_impl
+def _householder_product_impl(a, taus):
+    a, taus = np.asarray(a), np.asarray(taus)
+    routine = _lapack("orgqr", a.dtype)
+
+    def one(x, t):
+        q, _, info = routine(x, t)
+        return (q,), info == 0
+
+    return lapack_per_matrix(one, [a, taus], a.shape[:-2],
+                             [ShapedArray(a.shape, a.dtype)])[0]
+
+
+refuse_jvp(householder_product_p, "differentiate fx.lax.linalg.qr instead")
+batch_at_front(householder_product_p)
+
+
+def householder_product(a, taus):
+    """The product of the elementary Householder reflectors packed in ``a`` ([..., m, n],
+    ``m >= n``) and ``taus`` ([..., k]): the first ``n`` columns of ``H_1 ... H_k``, as
+    ``jax.lax.linalg.householder_product``.
+
+    >>> import numpy as np
+    >>> x = np.array([[3., 1.], [4., 2.]])
+    >>> q = fx.lax.linalg.householder_product(*fx.lax.linalg.geqrf(x))
+    >>> np.allclose(np.asarray(q), np.linalg.qr(x)[0], atol=1e-6)
+    True
+    """
+    return householder_product_p.bind(a, taus)
+
+
+# --- ormqr ------------------------------------------------------------------------------------
+
+ormqr_p = Primitive("ormqr")  # params: left, transpose
+
+
+@ormqr_p.def_abstract_eval
+def _ormqr_abstract_eval(a, taus, c, *, left, transpose):
+    check_matrix("ormqr", a)
+    check_matrix("ormqr", c)
+    *batch, m, _ = a.shape
+    if not (a.dtype == taus.dtype == c.dtype):
+        raise shape_error("ormqr", "needs operands of one dtype", a, taus, c)
+    if tuple(taus.shape[:-1]) != tuple(batch) or tuple(c.shape[:-2]) != tuple(batch):
+        raise shape_error("ormqr", "needs equal batch dimensions", a, taus, c)
+    if (c.shape[-2] if left else c.shape[-1]) != m:
+        side = "rows" if left else "columns"
+        raise shape_error("ormqr", f"with left={left} expects c to have as many {side} as the "
+                          "Householder matrix a has rows", a, taus, c)
+    return c.strip_weak_type()
+
+
+@ormqr_p.def_impl
+def _ormqr_impl(a, taus, c, *, left, transpose):
+    a, taus, c = np.asarray(a), np.asarray(taus), np.asarray(c)
+    routine = _lapack("ormqr", a.dtype)
+    trans = ("C" if dtypes.is_complex(a.dtype) else "T") if transpose else "N"
+    k = taus.shape[-1]
+
+    def one(x, t, y):
+        # LAPACK reads k reflectors from the first k columns of an [m, k] array.
+        out, _, info = routine("L" if left else "R", trans, x[:, :k], t, y,
+                               max(1, *y.shape) * 64)
+        return (out,), info == 0
+
+    return lapack_per_matrix(one, [a, taus, c], a.shape[:-2],
+                             [ShapedArray(c.shape, c.dtype)])[0]
+
+
+refuse_jvp(ormqr_p, "differentiate fx.lax.linalg.qr and a matmul instead")
+batch_at_front(ormqr_p)
+
+
+def ormqr(a, taus, c, *, left: bool = True, transpose: bool = False):
+    """``Q @ c`` (``left``) or ``c @ Q``, with ``Q^H`` for ``transpose``, where ``Q`` is the
+    product of the reflectors packed in ``a`` and ``taus`` (from ``geqrf``), without forming
+    ``Q``; as ``jax.lax.linalg.ormqr``.
+
+    >>> import numpy as np
+    >>> x = np.array([[3., 1.], [4., 2.]])
+    >>> a, taus = fx.lax.linalg.geqrf(x)
+    >>> np.allclose(np.asarray(fx.lax.linalg.ormqr(a, taus, np.eye(2))), np.linalg.qr(x)[0])
+    True
+    """
+    return ormqr_p.bind(a, taus, c, left=bool(left), transpose=bool(transpose))
+
+
+# --- hessenberg -------------------------------------------------------------------------------
+
+hessenberg_p = Primitive("hessenberg", multiple_results=True)  # -> a (packed), taus [..., n-1]
+
+
+@hessenberg_p.def_abstract_eval
+def _hessenberg_abstract_eval(a):
+    check_matrix("hessenberg", a, square=True)
+    *batch, n, _ = a.shape
+    return [a.strip_weak_type(), ShapedArray((*batch, max(n - 1, 0)), a.dtype)]
+
+
+@hessenberg_p.def_impl
+def _hessenberg_impl(a):
+    a = np.asarray(a)
+    routine = _lapack("gehrd", a.dtype)
+    n = a.shape[-1]
+
+    def one(x):
+        if n == 0:
+            return (x, np.zeros(0, x.dtype)), True
+        h, tau, info = routine(x, lo=0, hi=n - 1)
+        return (h, tau[: n - 1]), info == 0
+
+    avals = _hessenberg_abstract_eval(ShapedArray(a.shape, a.dtype))
+    return lapack_per_matrix(one, [a], a.shape[:-2], avals)
+
+
+refuse_jvp(hessenberg_p, "the Hessenberg reduction is not unique to first order")
+batch_at_front(hessenberg_p)
+
+
+def hessenberg(a):
+    """Reduce square matrices to upper Hessenberg form, as ``jax.lax.linalg.hessenberg``:
+    ``[a, taus]`` with the Hessenberg matrix in the upper triangle and first subdiagonal of
+    ``a`` and the reflectors (``taus`` [..., n-1]) below.
+
+    >>> import numpy as np
+    >>> a, taus = fx.lax.linalg.hessenberg(np.arange(9.).reshape(3, 3))
+    >>> float(a[0, 0]), taus.shape
+    (0.0, (2,))
+    """
+    return hessenberg_p.bind(a)
