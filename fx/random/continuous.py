@@ -19,6 +19,7 @@ import numpy as np
 from fx import dtypes, lax
 from fx.array import Array
 from fx.core import get_aval
+from fx.random import _xla_math as xm
 from fx.random.distributions import _uniform, normal
 from fx.random.sampling import (
     _broadcast_to,
@@ -47,7 +48,7 @@ def _start(name: str, key, dtype):
 def _exponential(key, shape, dtype):
     u = _uniform("exponential", key, shape, dtype, 0.0, 1.0)
     # 1 - u moves log's argument to (0, 1].
-    return lax.neg(lax.log1p(lax.neg(u)))
+    return lax.neg(xm.log1p(lax.neg(u)))
 
 
 def exponential(key, shape: Shape = (), dtype=None) -> Array:
@@ -73,7 +74,7 @@ def laplace(key, shape: Shape = (), dtype=None) -> Array:
     shape = canonical_shape("laplace", shape)
     lo = -1.0 + float(dtypes.finfo(dtype).epsneg)
     u = _uniform("laplace", key, shape, dtype, lo, 1.0)
-    return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
+    return lax.mul(lax.sign(u), xm.log1p(lax.neg(lax.abs(u))))
 
 
 def logistic(key, shape: Shape = (), dtype=None) -> Array:
@@ -86,7 +87,7 @@ def logistic(key, shape: Shape = (), dtype=None) -> Array:
     key, dtype = _start("logistic", key, dtype)
     shape = canonical_shape("logistic", shape)
     x = _uniform("logistic", key, shape, dtype, float(dtypes.finfo(dtype).tiny), 1.0)
-    return lax.sub(lax.log(x), lax.log1p(lax.neg(x)))
+    return lax.sub(xm.log(x), xm.log1p(lax.neg(x)))
 
 
 def lognormal(key, sigma=_ONE_F32, shape: Shape | None = None, dtype=None) -> Array:
@@ -102,7 +103,7 @@ def lognormal(key, sigma=_ONE_F32, shape: Shape | None = None, dtype=None) -> Ar
     shape = shape_of(name, shape, value(name, "sigma", sigma))
     check_cast(name, dtype, sigma)
     sigma = _param(name, "sigma", sigma, dtype)
-    return lax.exp(lax.mul(normal(key, shape, dtype), _broadcast_to(sigma, shape)))
+    return xm.exp(lax.mul(normal(key, shape, dtype), _broadcast_to(sigma, shape)))
 
 
 def cauchy(key, shape: Shape = (), dtype=None) -> Array:
@@ -117,7 +118,7 @@ def cauchy(key, shape: Shape = (), dtype=None) -> Array:
     shape = canonical_shape("cauchy", shape)
     u = _uniform("cauchy", key, shape, dtype, float(dtypes.finfo(dtype).eps), 1.0)
     pi, half = lax.full_like(u, np.pi), lax.full_like(u, 0.5)
-    return lax.tan(lax.mul(pi, lax.sub(u, half)))
+    return xm.tan(lax.mul(pi, lax.sub(u, half)))
 
 
 def pareto(key, b, shape: Shape | None = None, dtype=None) -> Array:
@@ -133,7 +134,7 @@ def pareto(key, b, shape: Shape | None = None, dtype=None) -> Array:
     shape = shape_of(name, shape, value(name, "b", b))
     check_cast(name, dtype, b)
     b = _broadcast_to(_param(name, "b", b, dtype), shape)
-    return lax.exp(lax.div(_exponential(key, shape, dtype), b))
+    return xm.exp(lax.div(_exponential(key, shape, dtype), b))
 
 
 def weibull_min(key, scale, concentration, shape: Shape = (), dtype=None) -> Array:
@@ -154,7 +155,11 @@ def weibull_min(key, scale, concentration, shape: Shape = (), dtype=None) -> Arr
         inv = 1.0 / concentration
     else:
         inv = fnp.divide(1.0, value(name, "concentration", concentration))
-    return fnp.multiply(fnp.power(lax.neg(lax.log1p(lax.neg(u))), inv), scale)
+    base = lax.neg(xm.log1p(lax.neg(u)))
+    # jnp.power: NumPy promotion and broadcasting, then lax.pow (XLA's is libm's pow).
+    dt = fnp.result_type(base, inv)
+    b, e = fnp.broadcast_arrays(fnp.asarray(base, dt), fnp.asarray(inv, dt))
+    return fnp.multiply(xm.pow(b, e), scale)
 
 
 def _maxwell(key, shape, dtype):
@@ -216,7 +221,7 @@ def rayleigh(key, scale, shape: Shape | None = None, dtype=None) -> Array:
     check_cast(name, dtype, scale)
     u = _uniform(name, key, shape, dtype, 0.0, 1.0)
     scale = _broadcast_to(_param(name, "scale", scale, dtype), shape)
-    root = lax.sqrt(lax.mul(lax.log(u), lax.full_like(u, -2)))
+    root = lax.sqrt(lax.mul(xm.log(u), lax.full_like(u, -2)))
     return lax.mul(scale, root)
 
 

@@ -23,6 +23,7 @@ import numpy as np
 from fx import dtypes, lax
 from fx.array import Array
 from fx.core import get_aval
+from fx.random import _xla_math as xm
 from fx.random.distributions import _uniform
 from fx.random.sampling import _broadcast_to, _const, int_or_float_dtype, shape_of, value
 from fx.random.threefry import canonical_shape, check_key, split
@@ -96,8 +97,8 @@ def geometric(key, p, shape: Shape | None = None, dtype=None) -> Array:
     shape = shape_of(name, shape, p)
     u = _uniform(name, key, shape, get_aval(p).dtype, 0.0, 1.0)
     u = lax.select(lax.eq(u, _c(u, 0)), _c(u, 1), u)
-    log_q = _broadcast_to(lax.log1p(lax.neg(p)), shape)
-    g = lax.add(lax.floor(lax.div(lax.log(u), log_q)), _c(u, 1))
+    log_q = _broadcast_to(xm.log1p(lax.neg(p)), shape)
+    g = lax.add(lax.floor(lax.div(xm.log(u), log_q)), _c(u, 1))
     return lax.convert_element_type(g, dtype)
 
 
@@ -110,7 +111,7 @@ def _poisson_knuth(key, lam, shape, dtype, cap):
         rng, subkey = _keys(rng, 2)
         k = lax.select(lax.gt(log_prod, lax.neg(lam)), lax.add(k, _c(k, 1)), k)
         u = _uniform("poisson", subkey, shape, dtypes.float32, 0.0, 1.0)
-        return lax.add(i, _c(i, 1)), k, rng, lax.add(log_prod, lax.log(u))
+        return lax.add(i, _c(i, 1)), k, rng, lax.add(log_prod, xm.log(u))
 
     def cond(carry):
         i, _, _, log_prod = carry
@@ -125,7 +126,7 @@ def _poisson_knuth(key, lam, shape, dtype, cap):
 def _poisson_rejection(key, lam, shape, dtype, cap):
     # Hörmann, "The transformed rejection method for generating Poisson random variables".
     f32 = lambda v: _c(lam, v)  # noqa: E731
-    log_lam = lax.log(lam)
+    log_lam = xm.log(lam)
     b = lax.add(f32(0.931), lax.mul(f32(2.53), lax.sqrt(lam)))
     a = lax.add(f32(-0.059), lax.mul(f32(0.02483), b))
     inv_alpha = lax.add(f32(1.1239), lax.div(f32(1.1328), lax.sub(b, f32(3.4))))
@@ -139,7 +140,7 @@ def _poisson_rejection(key, lam, shape, dtype, cap):
         us = lax.sub(f32(0.5), lax.abs(u))
         k = lax.floor(lax.add(lax.add(lax.mul(lax.add(lax.div(lax.mul(f32(2), a), us), b), u),
                                       lam), f32(0.43)))
-        s = lax.log(lax.div(lax.mul(v, inv_alpha), lax.add(lax.div(a, lax.mul(us, us)), b)))
+        s = xm.log(lax.div(lax.mul(v, inv_alpha), lax.add(lax.div(a, lax.mul(us, us)), b)))
         t = lax.sub(lax.add(lax.neg(lam), lax.mul(k, log_lam)), lax.lgamma(lax.add(k, f32(1))))
         accept1 = lax.and_(lax.ge(us, f32(0.07)), lax.le(v, v_r))
         reject = lax.or_(lax.lt(k, f32(0)), lax.and_(lax.lt(us, f32(0.013)), lax.gt(v, us)))
@@ -210,7 +211,7 @@ def _stirling_approx_tail(k):
 
 
 def _binomial_inversion(key, count, prob, shape, cap):
-    log1mp = lax.log1p(lax.neg(prob))
+    log1mp = xm.log1p(lax.neg(prob))
     dt = get_aval(prob).dtype
 
     def body(carry):
@@ -219,7 +220,7 @@ def _binomial_inversion(key, count, prob, shape, cap):
         num_geom_out = lax.select(lax.le(geom_sum, count), lax.add(num_geom, _c(num_geom, 1)),
                                   num_geom)
         u = _uniform("binomial", subkey, shape, dt, 0.0, 1.0)
-        geom = lax.ceil(lax.div(lax.log(u), log1mp))
+        geom = lax.ceil(lax.div(xm.log(u), log1mp))
         return lax.add(i, _c(i, 1)), num_geom_out, lax.add(geom_sum, geom), key
 
     def cond(carry):
@@ -245,7 +246,7 @@ def _btrs(key, count, prob, shape, cap):
     alpha = lax.mul(lax.add(c_(2.83), lax.div(c_(5.1), b)), stddev)
     m = lax.floor(lax.mul(lax.add(count, one), prob))
     log_m = lax.mul(lax.add(m, c_(0.5)),
-                    lax.log(lax.div(lax.add(m, one),
+                    xm.log(lax.div(lax.add(m, one),
                                     lax.mul(r, lax.add(lax.sub(count, m), one)))))
 
     def body(carry):
@@ -258,12 +259,12 @@ def _btrs(key, count, prob, shape, cap):
         accept1 = lax.and_(lax.ge(us, c_(0.07)), lax.le(v, v_r))
         k = lax.floor(lax.add(lax.mul(lax.add(lax.div(lax.mul(c_(2), a), us), b), u), c))
         reject = lax.or_(lax.lt(k, c_(0)), lax.gt(k, count))
-        v = lax.log(lax.div(lax.mul(v, alpha), lax.add(lax.div(a, lax.mul(us, us)), b)))
+        v = xm.log(lax.div(lax.mul(v, alpha), lax.add(lax.div(a, lax.mul(us, us)), b)))
         nk1 = lax.add(lax.sub(count, k), one)
         ub = lax.add(log_m, lax.mul(lax.add(count, one),
-                                    lax.log(lax.div(lax.add(lax.sub(count, m), one), nk1))))
+                                    xm.log(lax.div(lax.add(lax.sub(count, m), one), nk1))))
         ub = lax.add(ub, lax.mul(lax.add(k, c_(0.5)),
-                                 lax.log(lax.div(lax.mul(r, nk1), lax.add(k, one)))))
+                                 xm.log(lax.div(lax.mul(r, nk1), lax.add(k, one)))))
         ub = lax.add(ub, _stirling_approx_tail(m))
         ub = lax.add(ub, _stirling_approx_tail(lax.sub(count, m)))
         ub = lax.sub(ub, _stirling_approx_tail(k))

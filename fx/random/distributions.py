@@ -21,6 +21,7 @@ from fx import dtypes, lax
 from fx.array import Array
 from fx.core import get_aval
 from fx.lax.convert import to_dtype
+from fx.random import _xla_math as xm
 from fx.random.threefry import (
     _as_value,
     bits32,
@@ -87,83 +88,6 @@ def _broadcast_to(x, shape: tuple[int, ...]):
     return lax.broadcast_in_dim(x, shape, dims)
 
 
-# --- fused multiply-add -------------------------------------------------------------------------
-# jax's samplers end in ``floats * (maxval - minval) + minval``, which XLA contracts into a fused
-# multiply-add for float32 and float64 (on CPU and GPU; 16-bit floats round after each op). To
-# give the same bits, fx computes that FMA exactly, with error-free transformations: TwoSum
-# (Knuth) and TwoProduct (Dekker), and rounding to odd (Boldo & Melquiond, "Emulation of FMA and
-# correctly rounded sums: proved algorithms using rounding to odd", IEEE TC 2008), which makes a
-# second rounding to nearest come out as if there had been only one. Generated code must not
-# contract these operations itself.
-
-
-def _two_sum(a, b):
-    """``(s, e)`` with ``s = fl(a + b)`` and ``s + e = a + b`` exactly."""
-    s = lax.add(a, b)
-    b_part = lax.sub(s, a)
-    a_part = lax.sub(s, b_part)
-    return s, lax.add(lax.sub(a, a_part), lax.sub(b, b_part))
-
-
-def _split(x):
-    """Veltkamp's split of a float64 into two halves of at most 26 significant bits."""
-    t = lax.mul(x, _const(2.0**27 + 1, dtypes.float64))
-    hi = lax.sub(t, lax.sub(t, x))
-    return hi, lax.sub(x, hi)
-
-
-def _two_product(a, b):
-    """``(p, e)`` with ``p = fl(a * b)`` and ``p + e = a * b`` exactly (float64, barring
-    overflow and underflow)."""
-    p = lax.mul(a, b)
-    (ah, al), (bh, bl) = _split(a), _split(b)
-    e = lax.add(lax.add(lax.sub(lax.mul(ah, bh), p), lax.mul(ah, bl)), lax.mul(al, bh))
-    return p, lax.add(e, lax.mul(al, bl))
-
-
-def _round_to_odd(s, e):
-    """``s + e`` (``s = fl(s + e)``) rounded to odd: ``s`` if exact or its last bit is odd,
-    else the float next to ``s`` on the side of ``e``."""
-    word = lax.bitcast_convert_type(s, dtypes.int64)
-    even = lax.eq(lax.and_(word, _const(1, dtypes.int64)), _const(0, dtypes.int64))
-    inexact = lax.and_(lax.ne(e, _const(0, dtypes.float64)), lax.is_finite(s))
-    toward = lax.select(lax.gt(e, _const(0, dtypes.float64)), lax.full_like(s, np.inf),
-                        lax.full_like(s, -np.inf))
-    return lax.select(lax.and_(inexact, even), lax.nextafter(s, toward), s)
-
-
-def _fma(a, b, c):
-    """``a * b + c`` rounded once, as XLA's contracted multiply-add. float16 follows XLA's CPU
-    fusion with excess precision: computed in float32 (the product is exact there) and rounded
-    to float16 once at the end; bfloat16 rounds the product and the sum separately, as XLA does
-    for it. Differentiates as ``a * b + c``."""
-    dtype, shape = get_aval(c).dtype, get_aval(c).shape
-    if dtype == dtypes.float16:
-        wide = [lax.convert_element_type(v, dtypes.float32) for v in (a, b, c)]
-        return lax.convert_element_type(lax.add(lax.mul(wide[0], wide[1]), wide[2]), dtype)
-    plain = lax.add(lax.mul(a, b), c)
-    if dtype not in (dtypes.float32, dtypes.float64):
-        return plain
-    if not shape:
-        # Scalars go through shape (1,): bitcast_convert_type's eager impl mis-shapes rank 0,
-        # and under vmap select_n cannot batch a scalar selector with constant scalar cases.
-        return lax.reshape(_fma(*(lax.reshape(v, (1,)) for v in (a, b, c))), ())
-    a, b, c = (lax.stop_gradient(v) for v in (a, b, c))
-    if dtype == dtypes.float32:
-        # The float64 product of two float32s is exact; only the sum needs care.
-        a, b, c = (to_dtype(v, dtypes.float64) for v in (a, b, c))
-        fused = lax.convert_element_type(_round_to_odd(*_two_sum(lax.mul(a, b), c)), dtype)
-    else:
-        hi, lo = _two_product(a, b)
-        head, tail = _two_sum(c, hi)
-        fused = lax.add(head, _round_to_odd(*_two_sum(tail, lo)))
-    # The two roundings are within an ulp or so of each other, so the correction is exact and
-    # ``plain + correction`` is ``fused``; equal values (infinities too) need none.
-    correction = lax.select(lax.eq(fused, plain), lax.full_like(plain, 0),
-                            lax.sub(fused, plain))
-    return lax.add(plain, lax.stop_gradient(correction))
-
-
 # --- uniform ------------------------------------------------------------------------------------
 
 
@@ -196,7 +120,7 @@ def _uniform(name: str, key, shape: tuple[int, ...], dtype: np.dtype, minval, ma
     floats = _unit_floats(name, key, shape, dtype)
     # jax's operations, in its order and dtype, so that every rounding is the same.
     lo, hi = _broadcast_to(minval, shape), _broadcast_to(maxval, shape)
-    return lax.max(lo, _fma(floats, lax.sub(hi, lo), lo))
+    return lax.max(lo, xm.fma(floats, lax.sub(hi, lo), lo))
 
 
 def uniform(key, shape: int | Sequence[int] = (), dtype=dtypes.float32, minval=0.0,
@@ -241,7 +165,7 @@ def normal(key, shape: int | Sequence[int] = (), dtype=dtypes.float32) -> Array:
     # The smallest float above -1, so that erf_inv never sees -1 (which would give -inf).
     lo = -1.0 + 2.0 ** -(dtypes.finfo(dtype).nmant + 1)
     u = _uniform("normal", key, shape, dtype, lo, 1.0)
-    return lax.mul(_sqrt2(dtype), lax.erf_inv(u))
+    return lax.mul(_sqrt2(dtype), xm.erf_inv(u))
 
 
 def truncated_normal(key, lower, upper, shape: int | Sequence[int] | None = None,
@@ -272,7 +196,7 @@ def truncated_normal(key, lower, upper, shape: int | Sequence[int] | None = None
     a = lax.erf(lax.div(lower, sqrt2))
     b = lax.erf(lax.div(upper, sqrt2))
     u = _uniform(name, key, shape, dtype, a, b)
-    out = lax.mul(sqrt2, lax.erf_inv(u))
+    out = lax.mul(sqrt2, xm.erf_inv(u))
     lo = lax.nextafter(lax.stop_gradient(lower), _const(np.inf, dtype))
     hi = lax.nextafter(lax.stop_gradient(upper), _const(-np.inf, dtype))
     return lax.min(lax.max(out, _broadcast_to(lo, shape)), _broadcast_to(hi, shape))
@@ -422,7 +346,7 @@ def gumbel(key, shape: int | Sequence[int] = (), dtype=dtypes.float32) -> Array:
 
 def _gumbel(name: str, key, shape, dtype):
     u = _uniform(name, key, shape, dtype, float(dtypes.finfo(dtype).tiny), 1.0)
-    return lax.neg(lax.log(lax.neg(lax.log(u))))
+    return lax.neg(xm.log(lax.neg(xm.log(u))))
 
 
 def categorical(key, logits, axis: int = -1, shape: int | Sequence[int] | None = None) -> Array:

@@ -31,6 +31,7 @@ from fx import dtypes, lax
 from fx.array import Array
 from fx.core import get_aval
 from fx.custom_derivatives import custom_jvp
+from fx.random import _xla_math as xm
 from fx.random.distributions import _uniform, normal
 from fx.random.sampling import (
     _broadcast_to,
@@ -70,8 +71,8 @@ def _gamma_one(key, alpha, log_space: bool):
         # Both tests are evaluated, as in jax (its lax.cond would not batch).
         return lax.and_(
             lax.ge(u, lax.sub(one, lax.mul(squeeze, lax.mul(x, x)))),
-            lax.ge(lax.log(u), lax.add(lax.mul(x, half),
-                                       lax.mul(d, lax.add(lax.sub(one, v), lax.log(v))))))
+            lax.ge(xm.log(u), lax.add(lax.mul(x, half),
+                                       lax.mul(d, lax.add(lax.sub(one, v), xm.log(v))))))
 
     def next_xv(state):
         key, _, _ = state
@@ -94,15 +95,15 @@ def _gamma_one(key, alpha, log_space: bool):
         log_samples = lax.neg(_exponential(subkey, (), dtype))
         log_boost = lax.select(lax.or_(boost_mask, lax.eq(log_samples, zero)), zero,
                                lax.mul(log_samples, lax.div(one, alpha_orig)))
-        return lax.add(lax.add(lax.log(d), lax.log(v)), log_boost)
+        return lax.add(lax.add(xm.log(d), xm.log(v)), log_boost)
     samples = lax.sub(one, _uniform("gamma", subkey, (), dtype, 0.0, 1.0))
-    boost = lax.select(boost_mask, one, lax.pow(samples, lax.div(one, alpha_orig)))
+    boost = lax.select(boost_mask, one, xm.pow(samples, lax.div(one, alpha_orig)))
     return lax.mul(lax.mul(d, v), boost)
 
 
 def _exponential(key, shape: tuple[int, ...], dtype):
     u = _uniform("exponential", key, shape, dtype, 0.0, 1.0)
-    return lax.neg(lax.log1p(lax.neg(u)))
+    return lax.neg(xm.log1p(lax.neg(u)))
 
 
 def _gamma_impl(key, a, log_space: bool):
@@ -136,7 +137,7 @@ def _gamma_grad(sample, a, log_space: bool):
     ``x`` that underflowed to 0 replaced by the smallest normal float."""
     if not log_space:
         return lax.random_gamma_grad(a, sample)
-    x = lax.exp(sample)
+    x = xm.exp(sample)
     tiny = lax.full_like(x, float(dtypes.finfo(get_aval(x).dtype).tiny))
     x = lax.select(lax.eq(x, lax.full_like(x, 0)), tiny, x)
     return lax.div(lax.random_gamma_grad(a, x), x)
@@ -206,7 +207,7 @@ def beta(key, a, b, shape: Shape | None = None, dtype=None) -> Array:
     log_a = _random_gamma(key_a, a, True)
     log_b = _random_gamma(key_b, b, True)
     log_max = lax.max(log_a, log_b)
-    ga, gb = lax.exp(lax.sub(log_a, log_max)), lax.exp(lax.sub(log_b, log_max))
+    ga, gb = xm.exp(lax.sub(log_a, log_max)), xm.exp(lax.sub(log_b, log_max))
     return lax.div(ga, lax.add(ga, gb))
 
 
@@ -237,7 +238,7 @@ def dirichlet(key, alpha, shape: Shape | None = None, dtype=None) -> Array:
     # jax.nn.softmax: exp(x - max) / sum, the max outside the derivative.
     axis = len(full) - 1
     top = lax.stop_gradient(lax.reduce_max(log_g, (axis,)))
-    e = lax.exp(lax.sub(log_g, lax.broadcast_in_dim(top, full, tuple(range(axis)))))
+    e = xm.exp(lax.sub(log_g, lax.broadcast_in_dim(top, full, tuple(range(axis)))))
     total = lax.reduce_sum(e, (axis,))
     return lax.div(e, lax.broadcast_in_dim(total, full, tuple(range(axis))))
 
@@ -245,7 +246,7 @@ def dirichlet(key, alpha, shape: Shape | None = None, dtype=None) -> Array:
 def _chisquare(name: str, key, df, shape, dtype):
     df = _broadcast_to(_param(name, "df", df, dtype), shape)
     half = lax.div(df, lax.full_like(df, 2))
-    return lax.mul(lax.exp(_random_gamma(key, half, True)), lax.full_like(df, 2))
+    return lax.mul(xm.exp(_random_gamma(key, half, True)), lax.full_like(df, 2))
 
 
 def chisquare(key, df, shape: Shape | None = None, dtype=None) -> Array:
@@ -319,7 +320,7 @@ def _power(x, y):
     """``x ** y`` for a Python number ``y``, as jnp.power: an int exponent is ``integer_pow``."""
     if isinstance(y, int) and not isinstance(y, bool):
         return lax.integer_pow(x, y)
-    return lax.pow(x, lax.full_like(x, y))
+    return xm.pow(x, lax.full_like(x, y))
 
 
 def _static_p(name: str, p) -> float:

@@ -17,6 +17,7 @@ import numpy as np
 from fx import dtypes, lax
 from fx.array import Array
 from fx.core import Tracer, get_aval
+from fx.random import _xla_math as xm
 from fx.random.distributions import _as_value, _gumbel, _uniform, randint
 from fx.random.threefry import bits32, canonical_shape, check_key, split_pair
 
@@ -161,7 +162,7 @@ def choice(key, a, shape: Sequence[int] = (), replace: bool = True, p=None,
                         lax.sub(Array(np.asarray(1, pdt)), u))
             ind = _count_below(cdf, r)
         else:
-            g = lax.add(_gumbel(name, key, (n_inputs,), pdt), lax.log(p))
+            g = lax.add(_gumbel(name, key, (n_inputs,), pdt), xm.log(p))
             ind = lax.reshape(lax.top_k(g, n_draws)[1], shape)
     if aval.ndim == 0:
         return ind

@@ -24,7 +24,7 @@ import fx
 import fx.random as fr
 from fx import lax
 from fx.interpreters.eval import eval_jaxpr
-from fx.random.distributions import _fma
+from fx.random._xla_math import fma as _fma
 from fx.test_util import shapes
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
