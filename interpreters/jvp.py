@@ -155,15 +155,15 @@ def defjvp(prim: Primitive, *jvp_fns: Callable | None) -> None:
     jvp_rules[prim] = rule
 
 
-def deflinear(prim: Primitive) -> None:
-    """Register the jvp of a primitive linear in all its arguments: apply it to the tangents."""
+def linear_jvp(prim: Primitive) -> JvpRule:
+    """The jvp rule of a primitive linear in all its arguments: apply it to the tangents.
+    (Registered together with the transpose by ``fx.interpreters.transpose.deflinear``.)"""
 
     def rule(primals, tangents, **params):
         ans = prim.bind(*primals, **params)
         return ans, prim.bind(*[instantiate(t) for t in tangents], **params)
 
-    jvp_rules[prim] = rule
-    linear_prims.add(prim)
+    return rule
 
 
 def deflinear_in(prim: Primitive, *linear_args: int) -> None:
@@ -182,12 +182,6 @@ def deflinear_in(prim: Primitive, *linear_args: int) -> None:
 
     jvp_rules[prim] = rule
     linear_prims.add(prim)
-
-
-# The interpreter-level primitives (see fx.lax.base): all linear.
-for _p in (base.add_any_p, base.broadcast_in_dim_p, base.reshape_p, base.transpose_p,
-           base.reduce_sum_p):
-    deflinear(_p)
 
 
 # --- jvp of whole jaxprs (for call-like primitives) ---------------------------------------------

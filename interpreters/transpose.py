@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from fx.array import Array
 from fx.avals import ShapedArray
 from fx.core import Primitive, current_trace, get_aval, new_trace
+from fx.interpreters import jvp
 from fx.interpreters.jvp import Zero
 from fx.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from fx.lax import base
@@ -187,12 +188,39 @@ def _match_aval(ct, aval: ShapedArray):
 # --- rule helpers -------------------------------------------------------------------------------
 
 
-def deflinear(prim: Primitive, transpose_fn: Callable) -> None:
-    """Register a transpose rule for a primitive linear in every argument.
+def deftranspose(prim: Primitive, rule: TransposeRule) -> None:
+    """Register ``rule(ct, *args, **params) -> [cotangent or None per argument]`` for a
+    primitive whose jvp is registered on its own (linear in some arguments only, like a
+    gather's operand, or with a jvp that handles symbolic zeros itself, like ``add``)."""
+    transpose_rules[prim] = rule
 
-    ``transpose_fn(ct, *args, **params)`` returns one cotangent per argument.
-    """
-    transpose_rules[prim] = transpose_fn
+
+def deflinear(prim: Primitive, rule: TransposeRule) -> None:
+    """Declare ``prim`` linear in every argument: its jvp applies it to the tangents and
+    ``rule`` is its transpose (jvp and transpose together, as jax's ``deflinear2``)."""
+    jvp.jvp_rules[prim] = jvp.linear_jvp(prim)
+    jvp.linear_prims.add(prim)
+    transpose_rules[prim] = rule
+
+
+def defbilinear(prim: Primitive, lhs_rule: Callable, rhs_rule: Callable) -> None:
+    """The transpose of a primitive linear in each of its two operands separately (``mul``,
+    ``dot_general``): ``lhs_rule(ct, x, y)`` is the cotangent of ``x`` when ``x`` is the
+    linear input (``y`` then a known value), ``rhs_rule`` likewise for ``y``. Both operands
+    linear at once is a product of linear values, which is not linear: a clear error."""
+
+    def rule(ct, x, y, **params):
+        if is_undefined(x) and is_undefined(y):
+            raise TypeError(
+                f"{prim.name}: both operands ({x.aval.str_short()} and {y.aval.str_short()}) "
+                "are linear inputs, and a product of two linear values is not linear; "
+                "transpose with respect to one of them and pass the other as a constant")
+        return [
+            unbroadcast(lhs_rule(ct, x, y, **params), x.aval) if is_undefined(x) else None,
+            unbroadcast(rhs_rule(ct, x, y, **params), y.aval) if is_undefined(y) else None,
+        ]
+
+    transpose_rules[prim] = rule
 
 
 def unbroadcast(ct, aval: ShapedArray):

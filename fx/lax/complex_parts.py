@@ -63,7 +63,6 @@ def _part(name: str, np_fn) -> Primitive:
     prim.def_abstract_eval(abstract_eval)
     prim.def_impl(lambda x: np.array(np_fn(x)))
     batching.vectorized_batcher(prim)
-    jvp.deflinear(prim)
     return prim
 
 
@@ -87,7 +86,6 @@ def _conj_impl(x, *, input_dtype):
 
 
 batching.vectorized_batcher(conj_p)
-jvp.deflinear(conj_p)
 
 # --- complex ------------------------------------------------------------------------------------
 
@@ -110,7 +108,6 @@ def _complex_impl(x, y):
 
 
 batching.broadcasting_batcher(complex_p)
-jvp.deflinear(complex_p)
 
 # --- transposes (for the pairing Re(u * v); see the module docstring) ---------------------------
 

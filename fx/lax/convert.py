@@ -87,7 +87,7 @@ def _convert_transpose(ct, x, *, new_dtype, weak_type):
     return [convert_element_type_p.bind(ct, new_dtype=x.aval.dtype, weak_type=x.aval.weak_type)]
 
 
-transpose.deflinear(convert_element_type_p, _convert_transpose)
+transpose.deftranspose(convert_element_type_p, _convert_transpose)
 
 
 # --- the fx.lax functions -------------------------------------------------------------------------

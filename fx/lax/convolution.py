@@ -366,7 +366,7 @@ def _conv_transpose(ct, lhs, rhs, *, preferred_element_type, **params):
     return [None, restore(_conv_transpose_rhs(ct, other, aval, **params))]
 
 
-transpose.deflinear(conv_general_dilated_p, _conv_transpose)
+transpose.deftranspose(conv_general_dilated_p, _conv_transpose)
 
 
 # --- batching -------------------------------------------------------------------------------------

@@ -481,12 +481,22 @@ def _binary_transpose(ct_x: Callable, ct_y: Callable):
     return rule
 
 
-transpose.deflinear(neg_p, lambda ct, x: [neg(ct)])
-transpose.deflinear(add_p, _binary_transpose(lambda ct, x, y: ct, lambda ct, x, y: ct))
-transpose.deflinear(sub_p, _binary_transpose(lambda ct, x, y: ct, lambda ct, x, y: neg(ct)))
-transpose.deflinear(mul_p, _binary_transpose(lambda ct, x, y: mul(ct, y),
-                                             lambda ct, x, y: mul(x, ct)))
-transpose.deflinear(div_p, _binary_transpose(lambda ct, x, y: div(ct, y), None))
+transpose.deftranspose(neg_p, lambda ct, x: [neg(ct)])
+transpose.deftranspose(add_p, _binary_transpose(lambda ct, x, y: ct, lambda ct, x, y: ct))
+transpose.deftranspose(sub_p, _binary_transpose(lambda ct, x, y: ct, lambda ct, x, y: neg(ct)))
+transpose.defbilinear(mul_p, lambda ct, x, y: mul(ct, y), lambda ct, x, y: mul(x, ct))
+
+
+def _div_transpose(ct, x, y):
+    if is_undefined(y):
+        raise TypeError(
+            f"div: x / y is linear in x only, but the divisor y ({y.aval.str_short()}) is a "
+            "linear input here; a function linear in the divisor cannot be transposed "
+            "(differentiate it with jvp or grad, which linearize first)")
+    return [unbroadcast(div(ct, y), x.aval)]
+
+
+transpose.deftranspose(div_p, _div_transpose)
 
 
 def _select_n_transpose(ct, which, *cases):
@@ -500,7 +510,7 @@ def _select_n_transpose(ct, which, *cases):
     ]
 
 
-transpose.deflinear(select_n_p, _select_n_transpose)
+transpose.deftranspose(select_n_p, _select_n_transpose)
 
 
 # === the fx.lax functions =======================================================================

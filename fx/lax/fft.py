@@ -30,7 +30,7 @@ from fx import dtypes
 from fx.array import Array
 from fx.avals import ShapedArray
 from fx.core import Primitive, get_aval
-from fx.interpreters import batching, jvp, transpose
+from fx.interpreters import batching, transpose
 from fx.lax.base import broadcast_in_dim
 from fx.lax.complex_parts import conj
 from fx.lax.convert import convert_element_type
@@ -124,7 +124,6 @@ batching.batch_rules[fft_p] = _fft_batch
 
 # --- jvp (linear) and transposes, as jax's -------------------------------------------------------
 
-jvp.deflinear(fft_p)
 
 
 def _half_spectrum_mask(t, n_bins: int, n: int, dtype) -> Array:

@@ -283,7 +283,7 @@ def _with_batch_column(indices, axes):
 
 
 jvp.jvp_rules[gather_p] = _gather_jvp
-transpose.deflinear(gather_p, _gather_transpose)
+transpose.deftranspose(gather_p, _gather_transpose)
 batching.batch_rules[gather_p] = _gather_batch
 
 
@@ -390,7 +390,7 @@ def _scatter_add_transpose(ct, operand, indices, updates, *, axes, mode):
     return [ct if is_undefined(operand) else None, None, ct_updates]
 
 
-transpose.deflinear(scatter_add_p, _scatter_add_transpose)
+transpose.deftranspose(scatter_add_p, _scatter_add_transpose)
 
 
 # scatter (set). Which update wins a repeated position is found by scattering update ids; the
@@ -476,7 +476,7 @@ def _scatter_mul_transpose(ct, operand, indices, updates, *, axes, mode):
 
 
 jvp.jvp_rules[scatter_mul_p] = _scatter_mul_jvp
-transpose.deflinear(scatter_mul_p, _scatter_mul_transpose)
+transpose.deftranspose(scatter_mul_p, _scatter_mul_transpose)
 
 
 # scatter_min / scatter_max: the tangent at a position is the mean of the tangents of every

@@ -16,7 +16,7 @@ from fx import dtypes, tree_util
 from fx.array import Array
 from fx.avals import ShapedArray
 from fx.core import Primitive
-from fx.interpreters import batching, jvp, transpose
+from fx.interpreters import batching, transpose
 from fx.interpreters.batching import moveaxis, not_mapped
 from fx.lax import base, reductions
 from fx.lax.dynamic_slicing import dynamic_index_in_dim
@@ -69,7 +69,6 @@ batching.batch_rules[psum_p] = _reduce_lanes(
     lambda x, n: x if x.dtype == dtypes.bool_ else mul(x, np.asarray(n, x.dtype)))
 batching.batch_rules[pmax_p] = _reduce_lanes(pmax_p, reductions.reduce_max, lambda x, n: x)
 batching.batch_rules[pmin_p] = _reduce_lanes(pmin_p, reductions.reduce_min, lambda x, n: x)
-jvp.deflinear(psum_p)
 # Every lane's output is the sum over lanes, so each input lane's cotangent is the sum of the
 # output cotangents over lanes.
 transpose.deflinear(psum_p, lambda ct, x, *, axis_name: [psum_p.bind(ct, axis_name=axis_name)])
@@ -97,7 +96,6 @@ def _all_gather_batch(axis, vals, dims, *, axis_name, axis_size):
 
 
 batching.batch_rules[all_gather_p] = _all_gather_batch
-jvp.deflinear(all_gather_p)
 
 
 def _all_gather_transpose(ct, x, *, axis_name, axis_size):

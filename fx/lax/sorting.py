@@ -372,7 +372,6 @@ def _scan_jvp(combine: Callable, description: str) -> Callable:
 
 
 cumsum_p = _cumulative("cumsum", np.add, complex_ok=True)
-jvp.deflinear(cumsum_p)
 transpose.deflinear(
     cumsum_p, lambda ct, x, *, axis, reverse: [cumsum_p.bind(ct, axis=axis, reverse=not reverse)]
 )

@@ -19,7 +19,7 @@ from fx import dtypes
 from fx.array import Array
 from fx.avals import ShapedArray
 from fx.core import Primitive, get_aval
-from fx.interpreters import batching, jvp, transpose
+from fx.interpreters import batching, transpose
 from fx.interpreters.batching import bdim_at_front, not_mapped
 from fx.interpreters.transpose import is_undefined
 from fx.lax.base import (
@@ -139,7 +139,6 @@ def _slice_batch(axis, vals, dims, *, start_indices, limit_indices, strides):
     return slice_p.bind(x, start_indices=start, limit_indices=limit, strides=st), d
 
 
-jvp.deflinear(slice_p)
 transpose.deflinear(slice_p, _slice_transpose)
 batching.batch_rules[slice_p] = _slice_batch
 
@@ -198,7 +197,6 @@ def _concatenate_batch(axis, vals, dims, *, dimension):
     return concatenate_p.bind(*moved, dimension=dimension + 1), 0
 
 
-jvp.deflinear(concatenate_p)
 transpose.deflinear(concatenate_p, _concatenate_transpose)
 batching.batch_rules[concatenate_p] = _concatenate_batch
 
@@ -285,7 +283,6 @@ def _pad_batch(axis, vals, dims, *, padding_config):
     return select_n(is_pad, padded, values), 0
 
 
-jvp.deflinear(pad_p)
 transpose.deflinear(pad_p, _pad_transpose)
 batching.batch_rules[pad_p] = _pad_batch
 
@@ -335,7 +332,6 @@ def _squeeze_batch(axis, vals, dims, *, dimensions):
     return squeeze_p.bind(x, dimensions=moved), d - sum(k < d for k in moved)
 
 
-jvp.deflinear(squeeze_p)
 transpose.deflinear(squeeze_p, lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)])
 batching.batch_rules[squeeze_p] = _squeeze_batch
 
@@ -408,6 +404,5 @@ def _rev_batch(axis, vals, dims, *, dimensions):
     return rev_p.bind(x, dimensions=tuple(k + (k >= d) for k in dimensions)), d
 
 
-jvp.deflinear(rev_p)
 transpose.deflinear(rev_p, lambda ct, x, *, dimensions: [rev_p.bind(ct, dimensions=dimensions)])
 batching.batch_rules[rev_p] = _rev_batch

@@ -331,8 +331,8 @@ def _binary_window_batch(prim: Primitive) -> Callable:
 # a derivative.
 jvp.deflinear_in(select_and_gather_add_p, 0)
 jvp.deflinear_in(select_and_scatter_add_p, 0)
-transpose.deflinear(select_and_gather_add_p, _gather_transpose)
-transpose.deflinear(select_and_scatter_add_p, _scatter_transpose)
+transpose.deftranspose(select_and_gather_add_p, _gather_transpose)
+transpose.deftranspose(select_and_scatter_add_p, _scatter_transpose)
 batching.batch_rules[select_and_gather_add_p] = _binary_window_batch(select_and_gather_add_p)
 batching.batch_rules[select_and_scatter_add_p] = _binary_window_batch(select_and_scatter_add_p)
 
@@ -349,7 +349,6 @@ def _chooser_jvp(select: str) -> Callable:
 
 jvp.defjvp(reduce_window_max_p, _chooser_jvp("max"))
 jvp.defjvp(reduce_window_min_p, _chooser_jvp("min"))
-jvp.deflinear(reduce_window_sum_p)
 
 
 def _reduce_window_sum_transpose(ct, x, *, window_dimensions, window_strides, padding,

@@ -143,6 +143,21 @@ def test_linear_transpose():
         fx.linear_transpose(lambda x: x, np.int32(1))
 
 
+
+def test_linear_transpose_of_bilinear_ops_names_the_nonlinear_operand():
+    y = np.float32(4.0)
+    close(fx.linear_transpose(lambda x: x / y, X)(X)[0], jax.linear_transpose(
+        lambda x: x / y, X)(X)[0])
+    close(fx.linear_transpose(lambda x: y * x, X)(X)[0], jax.linear_transpose(
+        lambda x: y * x, X)(X)[0])
+    with pytest.raises(TypeError, match=r"div: .*divisor y \(f32\[2,3\]\) is a linear input"):
+        fx.linear_transpose(lambda x: 1.0 / x, X)(X)
+    with pytest.raises(TypeError, match=r"mul: both operands .* are linear inputs"):
+        fx.linear_transpose(lambda x: x * x, X)(X)
+    # grad still differentiates both: it linearizes first
+    close(fx.grad(lambda x: (x * x / (x + 2.0)).sum())(X),
+          jax.grad(lambda x: (x * x / (x + 2.0)).sum())(X))
+
 def _clipped_log(custom_gradient, np_):
     @custom_gradient
     def f(x):
