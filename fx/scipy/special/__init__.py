@@ -20,6 +20,8 @@ from fx.scipy.special.error_functions import (
     log_ndtr,
     ndtr,
     ndtri,
+    owens_t,
+    wofz,
 )
 from fx.scipy.special.gamma_functions import (
     bernoulli,

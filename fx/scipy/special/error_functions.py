@@ -1,9 +1,12 @@
 """The error function family and the normal distribution's functions: erf, erfc, erfinv,
-erfcx, dawsn, ndtr, ndtri, log_ndtr and the Fresnel integrals, with jax's semantics.
+erfcx, dawsn, ndtr, ndtri, log_ndtr, the Fresnel integrals, the complex Faddeeva function
+wofz and Owen's T, with jax's semantics.
 
 erf/erfc/erfinv are ``fx.lax`` primitives; erfcx, dawsn, ndtri and fresnel are primitives of
 ``fx.scipy.special`` (``_primitives``); ndtr and log_ndtr are composites written as jax's
 (log_ndtr's asymptotic series of ``series_order`` terms below -20, or -10 in float32).
+wofz (Weideman's rational approximation) and owens_t (a 13-point quadrature) are composites
+under custom jvps with their exact derivatives, as jax's.
 """
 
 from __future__ import annotations
@@ -143,3 +146,122 @@ def _log_ndtr_jvp(series_order, primals, tangents):
 
 
 _log_ndtr.defjvp(_log_ndtr_jvp)
+
+
+# Weideman (1994), N = 32: w(z) = 2 p(Z) / (L - iz)^2 + 1 / (sqrt(pi) (L - iz)) with
+# Z = (L + iz) / (L - iz), for Im z >= 0. The coefficients of p, highest degree first.
+_WOFZ_L = 4.7568284600108841
+_WOFZ_P = (
+    -1.3034426067909105e-12, 3.7411838373738471e-12, 8.030427700497756e-12,
+    -2.1543593557490879e-11, -5.5442449963237932e-11, 1.165824698850374e-10,
+    4.1537441121999766e-10, -5.2310202114920615e-10, -3.2080151339721323e-09,
+    8.1248864216535907e-10, 2.3797556530014025e-08, 2.2930438438915445e-08,
+    -1.4813078929137642e-07, -4.1840763750512053e-07, 4.2558331397138446e-07,
+    4.4015317312832251e-06, 6.8210319443575151e-06, -2.1409619201999998e-05,
+    -0.00013075449254579421, -0.00024532980270038237, 0.00039259136070109705,
+    0.0045195411053493093, 0.019006155784845501, 0.057304403529837282,
+    0.14060716226893755, 0.29544451071508743, 0.54601397206393376, 0.9019254893648001,
+    1.3455441692345449, 1.8256696296324815, 2.2635372999002676, 2.5722534081245696,
+)
+_INV_SQRT_PI = float(1 / np.sqrt(np.pi))
+
+
+def _wofz_upper_half(z):
+    iz = lax.complex(-lax.imag(z), lax.real(z))
+    denom = _WOFZ_L - iz
+    big_z = (_WOFZ_L + iz) / denom
+    p = fnp.zeros_like(z) + _WOFZ_P[0]
+    for c in _WOFZ_P[1:]:
+        p = p * big_z + c
+    return 2 * p / (denom * denom) + _INV_SQRT_PI / denom
+
+
+@custom_jvp
+def _wofz(z):
+    # The lower half plane by the reflection w(z) = 2 exp(-z^2) - w(-z).
+    upper = lax.imag(z) >= 0
+    w = _wofz_upper_half(fnp.where(upper, z, -z))
+    return fnp.where(upper, w, 2 * fnp.exp(-z * z) - w)
+
+
+_wofz.defjvps(lambda t, ans, z: t * (-2 * z * ans + 2j * _INV_SQRT_PI))
+
+
+def wofz(z):
+    """The Faddeeva function w(z) = exp(-z^2) erfc(-iz), complex-valued (real input becomes
+    complex); w'(z) = -2 z w(z) + 2i / sqrt(pi).
+
+        >>> fnp.round(fx.scipy.special.wofz(fnp.array([0.0, 1.0 + 1.0j])), 4)
+        Array([1.    +0.j    , 0.3047+0.2082j], dtype=complex64)
+    """
+    (z,) = promote_inexact("wofz", z)
+    dt = get_aval(z).dtype
+    if not dtypes.is_complex(dt):
+        z = lax.convert_element_type(z, dtypes.complex_dtype(dt))
+    return _wofz(z)
+
+
+# Owen's T by a 13-point Gauss-type rule on T(h, a) = a sum_i w_i exp(-h^2 (1 + a^2 t_i) / 2)
+# / (1 + a^2 t_i) (the 1 / 2 pi and the substitution u^2 = a^2 t in the weights), for |a| <= 1;
+# Patefield and Tandy (2000), method T5. Larger |a| by T(h, a) = ndtr terms - T(ah, 1/a).
+_OWENS_T_NODES = np.array([
+    0.0035082039676451715, 0.031279042338030754, 0.085266826283219451, 0.16245071730812277,
+    0.25851196049125435, 0.36807553840697534, 0.48501092905604697, 0.60277514152618577,
+    0.71477884217753227, 0.81475510988760099, 0.89711029755948966, 0.95723808085944262,
+    0.99178832974629704,
+])
+_OWENS_T_WEIGHTS = np.array([
+    0.018831438115323503, 0.018567086243977649, 0.018042093461223386, 0.017263829606398753,
+    0.016243219975989857, 0.014994592034116705, 0.013535474469662088, 0.011886351605820165,
+    0.010070377242777432, 0.0081130545742299587, 0.0060419009528470239,
+    0.0038862217010742058, 0.0016793031084546090,
+])
+_SQRT_2 = float(np.sqrt(2.0))
+
+
+def _owens_t_rule(h, a):
+    dt = get_aval(h).dtype
+    r = (a * a)[..., None] * fnp.asarray(_OWENS_T_NODES, dt)
+    f = fnp.exp(-0.5 * (h * h)[..., None] * (1.0 + r)) / (1.0 + r)
+    return a * fnp.matmul(f, fnp.asarray(_OWENS_T_WEIGHTS, dt))
+
+
+@custom_jvp
+def _owens_t(h, a):
+    h, abs_a = fnp.abs(h), fnp.abs(a)
+    small = abs_a <= 1.0
+    ma = fnp.where(small, abs_a, 1.0 / abs_a)
+    mh = fnp.where(small, h, abs_a * h)
+    t = _owens_t_rule(mh, ma)
+    t = fnp.where(mh == 0.0, fnp.arctan(ma) / (2 * np.pi), t)
+    t = fnp.where(ma == 1.0, 0.125 * lax.erfc(-mh / _SQRT_2) * lax.erfc(mh / _SQRT_2), t)
+    # |a| > 1: T(h, a) = (Phi(h) + Phi(ah)) / 2 - Phi(h) Phi(ah) - [h < 0] / 2 - T(ah, 1/a),
+    # written with erf near the origin and erfc away from it.
+    c_h, c_ah = lax.erfc(h / _SQRT_2), lax.erfc(abs_a * h / _SQRT_2)
+    near = 0.25 - 0.25 * lax.erf(h / _SQRT_2) * lax.erf(abs_a * h / _SQRT_2) - t
+    far = 0.25 * (c_h + c_ah - c_h * c_ah) - t
+    t = fnp.where(abs_a > 1.0, fnp.where(abs_a * h <= 0.67, near, far), t)
+    t = lax.sign(a) * t
+    return fnp.where(fnp.isnan(a) | fnp.isnan(h), fnp.nan, t)
+
+
+def _owens_t_jvp(primals, tangents):
+    (h, a), (h_dot, a_dot) = primals, tangents
+    ans = _owens_t(h, a)
+    d_h = -fnp.exp(-0.5 * h * h) * lax.erf(a * h / _SQRT_2) / float(2 * np.sqrt(2 * np.pi))
+    d_a = fnp.exp(-0.5 * (a * a + 1.0) * h * h) / (2 * np.pi * (a * a + 1.0))
+    return ans, (d_h * h_dot + d_a * a_dot).astype(ans.dtype)
+
+
+_owens_t.defjvp(_owens_t_jvp)
+
+
+def owens_t(h, a):
+    """Owen's T function (1 / 2 pi) int_0^a exp(-h^2 (1 + x^2) / 2) / (1 + x^2) dx, by jax's
+    13-point quadrature (to ~1e-13 in float64 against scipy).
+
+        >>> fx.scipy.special.owens_t(fnp.array([0.0, 1.0]), fnp.array([1.0, 0.5]))
+        Array([0.125     , 0.04306469], dtype=float32)
+    """
+    h, a = promote_inexact("owens_t", h, a)
+    return _owens_t(h, a)

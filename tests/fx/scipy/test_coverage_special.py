@@ -12,9 +12,7 @@ EXCLUDED = {
     "bessel_jn": "not built yet: jax's backward-recurrence J_0..J_v (a scan over n_iter terms)",
     "hyp1f1": "not built yet: Kummer's series/asymptotic expansion and its a/b derivatives",
     "hyp2f1": "not built yet: Gauss's hypergeometric function with jax's transformations",
-    "owens_t": "not built yet: Owen's T (jax's Gauss-Legendre quadrature and its jvp)",
     "sph_harm_y": "not built yet: needs the associated Legendre recurrences (lpmn_values)",
-    "wofz": "not built yet: the complex Faddeeva function (Weideman's rational approximation)",
 }
 
 
