@@ -10,6 +10,7 @@ Each is a composite of primitives (``fx.lax``'s special functions, or the few of
 (betainc in a and b, expn in n, polygamma in n) raises or is treated as constant as in jax.
 """
 
+from fx.scipy.special.bessel import bessel_jn
 from fx.scipy.special.error_functions import (
     dawsn,
     erf,
@@ -67,12 +68,13 @@ from fx.scipy.special.integrals import (
     sici,
     spence,
 )
+from fx.scipy.special.spherical_harmonics import sph_harm_y
 
 __all__ = [
-    "bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "dawsn",
+    "bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "dawsn",
     "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expit", "expn",
-    "factorial", "fresnel", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0",
-    "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp",
-    "multigammaln", "ndtr", "ndtri", "poch", "polygamma", "rel_entr", "sici", "softmax",
-    "spence", "xlog1py", "xlogy", "zeta",
+    "factorial", "fresnel", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e",
+    "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp",
+    "multigammaln", "ndtr", "ndtri", "owens_t", "poch", "polygamma", "rel_entr", "sici", "softmax",
+    "spence", "sph_harm_y", "wofz", "xlog1py", "xlogy", "zeta",
 ]

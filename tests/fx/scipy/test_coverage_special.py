@@ -9,10 +9,8 @@ import jax.scipy.special as jss
 import fx.scipy.special as fss
 
 EXCLUDED = {
-    "bessel_jn": "not built yet: jax's backward-recurrence J_0..J_v (a scan over n_iter terms)",
     "hyp1f1": "not built yet: Kummer's series/asymptotic expansion and its a/b derivatives",
     "hyp2f1": "not built yet: Gauss's hypergeometric function with jax's transformations",
-    "sph_harm_y": "not built yet: needs the associated Legendre recurrences (lpmn_values)",
 }
 
 
