@@ -137,7 +137,7 @@ def device_array(host: np.ndarray) -> Array:
     """A copy of ``host`` on the default device: later writes to the NumPy array do not show
     through, and the copy can be donated."""
     dev = default_device()
-    buf = np.array(host, copy=True) if dev.platform == "cpu" else put_buffer(host, dev)
+    buf = np.array(host, copy=True) if dev.on_host else put_buffer(host, dev)
     return Array._wrap(buf, ShapedArray(buf.shape, buf.dtype))
 
 
@@ -199,20 +199,20 @@ def _common_device(prim: Primitive, args) -> Device:
 
 def _buffer_on(x, aval, device: Device):
     buf = as_buffer(x, aval)
-    if device.platform != "cpu" and isinstance(buf, np.ndarray):
+    if not device.on_host and isinstance(buf, np.ndarray):
         buf = put_buffer(buf, device)
     return buf
 
 
 def _wrap(buf, aval: ShapedArray, device: Device) -> Array:
-    if device.platform == "cpu":
+    if device.on_host:
         if type(buf) is not np.ndarray or buf.dtype != aval.dtype:
             buf = np.asarray(buf, dtype=aval.dtype)
     elif not hasattr(buf, "dtype") or buf.dtype != aval.dtype or not hasattr(buf, "shape"):
         buf = device.xp.asarray(buf, dtype=aval.dtype)
     if buf.shape != aval.shape:
         raise AssertionError(f"impl returned shape {buf.shape}, abstract eval says {aval}")
-    if device.platform != "cpu" and isinstance(buf, np.ndarray):
+    if not device.on_host and isinstance(buf, np.ndarray):
         buf = put_buffer(buf, device)
     if isinstance(buf, np.ndarray) and (buf.base is not None or not buf.flags.writeable):
         return Array(buf, aval.weak_type)  # a view into an operand: keep it read-only

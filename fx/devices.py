@@ -1,8 +1,9 @@
 """Devices and backends.
 
-A backend is ``"cpu"`` (NumPy buffers) or ``"cuda"`` (CuPy buffers). CuPy is optional: it is
-imported on first use, and ``"cuda"`` exists only when CuPy imports and finds a device. The
-default backend is CUDA when available, else CPU; ``FX_PLATFORM=cpu|cuda`` overrides it.
+A backend is ``"cpu"`` (NumPy buffers) or ``"cuda"`` (CuPy buffers); what each one's buffers
+are is its platform record (``fx.runtime.platforms``). CuPy is optional: it is imported on
+first use, and ``"cuda"`` exists only when CuPy imports and finds a device. The default
+backend is CUDA when available, else CPU; ``FX_PLATFORM=cpu|cuda`` overrides it.
 """
 
 from __future__ import annotations
@@ -13,53 +14,46 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fx.runtime import platforms
+from fx.runtime.platforms import cupy_module
+
+__all__ = ["CPU", "Device", "cupy_module", "default_backend", "default_device", "devices",
+           "device_of_buffer", "put_buffer", "to_host"]
+
 
 @dataclass(frozen=True)
 class Device:
-    platform: str  # "cpu" or "cuda"
+    platform: str  # a platform name: "cpu" or "cuda"
     id: int = 0
+
+    @property
+    def record(self) -> platforms.Platform:
+        return platforms.platform(self.platform)
+
+    @property
+    def on_host(self) -> bool:
+        """Whether this device's buffers are NumPy arrays in host memory."""
+        return self.record.host_memory
 
     @property
     def xp(self):
         """The array module holding this device's buffers (numpy or cupy)."""
-        return np if self.platform == "cpu" else cupy_module()
+        return self.record.array_module()
 
     def __repr__(self) -> str:
-        return f"{'CpuDevice' if self.platform == 'cpu' else 'CudaDevice'}(id={self.id})"
+        return f"{self.record.device_class}(id={self.id})"
 
 
-CPU = Device("cpu", 0)
-
-
-@functools.cache
-def cupy_module():
-    """CuPy if it imports and sees at least one GPU, else None."""
-    try:
-        import cupy
-    except Exception:
-        return None
-    try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            return None
-    except Exception:
-        return None
-    return cupy
+CPU = Device(platforms.HOST.name, 0)
 
 
 def devices(backend: str | None = None) -> list[Device]:
     """The devices of ``backend`` (default: the default backend)."""
-    backend = backend or default_backend()
-    if backend == "cpu":
-        return [CPU]
-    if backend == "cuda":
-        cp = cupy_module()
-        if cp is None:
-            raise RuntimeError(
-                "fx: backend 'cuda' requested but CuPy is not installed or sees no GPU; "
-                "install fx[cuda] on a machine with an NVIDIA GPU, or use backend='cpu'"
-            )
-        return [Device("cuda", i) for i in range(cp.cuda.runtime.getDeviceCount())]
-    raise ValueError(f"fx: unknown backend {backend!r}; expected 'cpu' or 'cuda'")
+    record = platforms.platform(backend or default_backend())
+    if not record.available():
+        raise RuntimeError(f"fx: backend {record.name!r} requested but it has no device "
+                           f"here; {record.missing}")
+    return [Device(record.name, i) for i in range(record.device_count())]
 
 
 def default_backend() -> str:
@@ -70,10 +64,11 @@ def default_backend() -> str:
 def _default_backend(env: str) -> str:
     env = env.strip().lower()
     if env:
-        if env not in ("cpu", "cuda"):
-            raise ValueError(f"FX_PLATFORM={env!r}: expected 'cpu' or 'cuda'")
+        if env not in platforms.PLATFORMS:
+            raise ValueError(f"FX_PLATFORM={env!r}: expected one of "
+                             f"{', '.join(repr(n) for n in platforms.PLATFORMS)}")
         return env
-    return "cuda" if cupy_module() is not None else "cpu"
+    return platforms.preferred().name
 
 
 def default_device() -> Device:
@@ -84,7 +79,7 @@ def device_of_buffer(buf) -> Device:
     if isinstance(buf, (np.ndarray, np.generic)):
         return CPU
     dev = getattr(buf, "device", None)
-    return Device("cuda", int(getattr(dev, "id", 0)))
+    return Device(platforms.CUDA.name, int(getattr(dev, "id", 0)))
 
 
 def to_host(buf) -> np.ndarray:
@@ -95,7 +90,7 @@ def to_host(buf) -> np.ndarray:
 
 def put_buffer(buf, device: Device):
     """``buf`` (numpy or cupy) copied to ``device`` if it is elsewhere."""
-    if device.platform == "cpu":
+    if device.on_host:
         return to_host(buf)
     cp = cupy_module()
     if isinstance(buf, np.ndarray) or device_of_buffer(buf) != device:

@@ -24,7 +24,6 @@ from fx.lax.control_flow.conditionals import cond_p
 from fx.lax.control_flow.loops import while_p
 from fx.lax.control_flow.scans import scan_p
 from fx.lowering.render import storage_type
-from fx.runtime import executable_for
 
 control_flow_prims = (scan_p, while_p, cond_p)
 _ALIGN = 64
@@ -58,12 +57,13 @@ def sub_jaxprs(eqn) -> list[ClosedJaxpr]:
     return list(p["branches"])
 
 
-def plan(eqn, tag: str, lower: Callable, backend: str, have_compiler: bool) -> LoopPlan:
-    """How to run control-flow equation ``eqn``; ``tag`` (a C identifier, unique within the
-    whole program: the enclosing program's name plus the group) names its generated code."""
+def plan(eqn, tag: str, lower: Callable, backend, have_compiler: bool) -> LoopPlan:
+    """How to run control-flow equation ``eqn`` on ``backend`` (a ``backends.Backend``);
+    ``tag`` (a C identifier, unique within the whole program: the enclosing program's name
+    plus the group) names its generated code."""
     subs = [lower(j, backend, f"{tag}_{i}", have_compiler=have_compiler)
             for i, j in enumerate(sub_jaxprs(eqn))]
-    all_c = backend == "cpu" and have_compiler and all(
+    all_c = backend.native_loops and have_compiler and all(
         not s.consts and all(rs.kind == "c" for rs in s.run_steps) for s in subs)
     if all_c:
         return _c_plan(eqn, tag, subs)
@@ -311,7 +311,7 @@ def _python_loop(eqn, subs) -> Callable:
         if not exes:
             with lock:
                 if not exes:
-                    exes.extend([executable_for(s) for s in subs])
+                    exes.extend([s.compile() for s in subs])
         return exes
 
     p = eqn.params

@@ -16,7 +16,7 @@ import numpy as np
 
 from fx import dtypes
 from fx.lax import linalg
-from fx.lowering import cuda_gemm, scalar_ops
+from fx.lowering import backends, cuda_gemm, scalar_ops
 from fx.lowering.control_flow import control_flow_prims
 from fx.lowering.cost import group_flops
 from fx.lowering.fusion import FusionGroup, GroupKind
@@ -27,7 +27,7 @@ ANY = None
 @dataclass(frozen=True)
 class OpImpl:
     name: str
-    backend: str
+    backend: str  # the backend whose library holds it, or "any" (see ``backends``)
     kind: GroupKind
     dtypes: frozenset | None  # dtypes computed natively (None: any)
     widen: dict  # dtype -> dtype it is computed in, with casts around the call
@@ -94,7 +94,7 @@ def _complex_unsupported(g: FusionGroup, eqn) -> bool:
             and eqn.primitive not in scalar_ops.complex_prims)
 
 
-for _backend in ("cpu", "cuda"):
+for _backend in backends.BACKENDS:  # every target renders the kernel IR
     register(OpImpl(f"{_backend}.fused_elementwise", _backend, GroupKind.ELEMENTWISE, ANY,
                     {}, True, lambda g: 500.0 + _elements(g),
                     "generated loop; half precision stored 16-bit, computed in float32",
@@ -162,12 +162,13 @@ def _group_dtype(g: FusionGroup) -> np.dtype:
     return main.outvars[0].aval.dtype if main.outvars else np.dtype(np.float32)
 
 
-def select(g: FusionGroup, backend: str, have_compiler: bool) -> Choice:
-    """The cheapest implementation of ``g`` available on ``backend``."""
+def select(g: FusionGroup, backend, have_compiler: bool) -> Choice:
+    """The cheapest implementation of ``g`` in ``backend``'s operator library (a
+    ``backends.Backend``)."""
     dt = _group_dtype(g)
     candidates = []
-    for impl in registry:
-        if impl.kind is not g.kind or impl.backend not in (backend, "any"):
+    for impl in backend.operators:
+        if impl.kind is not g.kind:
             continue
         if impl.needs_compiler and not have_compiler:
             continue

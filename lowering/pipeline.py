@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from fx.avals import ShapedArray
 from fx.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var, check_jaxpr
-from fx.lowering import control_flow, cuda_gemm
+from fx.lowering import backends, control_flow, cuda_gemm
 from fx.lowering import conv as _conv  # noqa: F401  (registers the convolution impls)
 from fx.lowering import kernel_ir as ir
 from fx.lowering import window_maps as _window_maps  # noqa: F401  (pooling index maps)
@@ -29,10 +29,9 @@ from fx.lowering.lower_convolutions import lower_convolutions
 from fx.lowering.memory import BufferSpec, MemoryPlan, plan_memory
 from fx.lowering.merge_reduced_axes import merge_reduced_axes
 from fx.lowering.op_info import Choice, host_only_prims, select
-from fx.lowering.render import CUDA, C, render_module, storage_type
+from fx.lowering.render import storage_type
 from fx.lowering.simplify_algebra import simplify_algebra
 from fx.lowering.text import lowered_as_text
-from fx.runtime import cc, executable_for
 
 PASSES = (lower_convolutions, merge_reduced_axes, simplify_algebra, fold_constants,
           eliminate_common_subexpressions, eliminate_dead_code)
@@ -40,7 +39,6 @@ PASSES = (lower_convolutions, merge_reduced_axes, simplify_algebra, fold_constan
 # Called with every Lowered program (tests use this to compile every generated kernel for CUDA;
 # debugging tools can dump programs).
 observers: list = []
-ALIGNMENT = {"cpu": 64, "cuda": 256}
 
 
 def optimize(jaxpr: Jaxpr, check: bool = False) -> Jaxpr:
@@ -125,7 +123,7 @@ class _Clock:
 @dataclass(eq=False)
 class Lowered:
     name: str
-    backend: str
+    backend: backends.Backend
     jaxpr: Jaxpr
     consts: list
     steps: list[Step]
@@ -146,7 +144,7 @@ class Lowered:
         return lowered_as_text(self)
 
     def compile(self):
-        return executable_for(self)
+        return self.backend.executor(self)
 
     def cost_analysis(self) -> dict:
         flops = sum(group_flops(s.group) for s in self.steps)
@@ -154,9 +152,10 @@ class Lowered:
         return {"flops": flops, "bytes accessed": moved, "kernels": len(self.steps)}
 
 
-def lower(closed: ClosedJaxpr, backend: str = "cpu", name: str = "f",
+def lower(closed: ClosedJaxpr, backend: str | backends.Backend = "cpu", name: str = "f",
           donated: tuple[bool, ...] = (), have_compiler: bool = True,
           check: bool | None = None) -> Lowered:
+    backend = backends.get(backend)
     if check is None:
         check = bool(os.environ.get("FX_CHECK_PASSES"))
     stats, clock = CompileStats(), _Clock()
@@ -188,12 +187,8 @@ def lower(closed: ClosedJaxpr, backend: str = "cpu", name: str = "f",
     low.kernels += [k for s in steps if s.loop is not None and s.loop.c_function
                     for k in s.loop.kernels]
     units, low.run_steps = _entry_points(steps, buffers)
-    if low.kernels and backend == "cpu":
-        low.source = _c_source(units)
-        stats.units = len(units)
-    elif low.kernels:
-        low.source = render_module(low.kernels, CUDA)
-        stats.units = 1
+    if low.kernels:
+        low.source, stats.units = backend.source(units, low.kernels)
     stats.render = clock.lap()
     stats.eqns, stats.groups, stats.kernels = len(jaxpr.eqns), len(groups), len(low.kernels)
     stats.fusion_graph_visits = fusion_stats["graph_visits"]
@@ -232,17 +227,6 @@ def _compile_work(kernels) -> int:
 def _named(kernel: ir.Kernel) -> ir.Kernel:
     return kernel.renamed("k") if hasattr(kernel, "renamed") else dataclasses.replace(
         kernel, name="k")
-
-
-def _c_source(units: list[tuple[list, str]]) -> cc.Source:
-    """The C translation units, sharing the prelude every one of them starts with."""
-    prelude = render_module([], C)[:-1]
-    bodies = []
-    for kernels, code in units:
-        text = render_module(kernels, C, code)
-        assert text.startswith(prelude)
-        bodies.append(text[len(prelude):])
-    return cc.Source(prelude, bodies)
 
 
 def _entry_points(steps: list[Step], buffers) -> tuple[list[tuple[list, str]], list[RunStep]]:
@@ -326,7 +310,7 @@ def _library_fn(st: Step):
     return eqns_step(st.group.eqns, st.outputs)
 
 
-def _steps(groups: list[FusionGroup], backend: str, have_compiler: bool, name: str
+def _steps(groups: list[FusionGroup], backend: backends.Backend, have_compiler: bool, name: str
            ) -> list[Step]:
     steps = []
     for g in groups:
@@ -357,7 +341,7 @@ def _steps(groups: list[FusionGroup], backend: str, have_compiler: bool, name: s
             steps.append(Step(g, choice, list(g.inputs), outs, loop=loop))
         else:
             placement = "device"
-            if backend == "cuda" and choice.impl.name.startswith("numpy.") and any(
+            if backend.host_steps_need_copies and choice.impl.name.startswith("numpy.") and any(
                     e.primitive in host_only_prims for e in g.eqns):
                 placement = "host"  # no GPU implementation: split the graph here
             steps.append(Step(g, choice, list(g.inputs), list(g.outputs), placement=placement))
@@ -372,7 +356,8 @@ def _unique(xs):
     return out
 
 
-def _plan(jaxpr: Jaxpr, steps: list[Step], n_consts: int, backend: str, donated):
+def _plan(jaxpr: Jaxpr, steps: list[Step], n_consts: int, backend: backends.Backend,
+          donated):
     buffers: dict[Var, Buffer] = {}
     slot = 0
 
@@ -407,7 +392,7 @@ def _plan(jaxpr: Jaxpr, steps: list[Step], n_consts: int, backend: str, donated)
                     if bi is not None and bi.kind == "temp" and bo.kind == "temp" and \
                             inp.aval.shape == out.aval.shape and inp.aval.dtype == out.aval.dtype:
                         pairs.append((str(bo.slot), str(bi.slot)))
-    plan = plan_memory(specs, ALIGNMENT[backend if backend in ALIGNMENT else "cpu"], pairs)
+    plan = plan_memory(specs, backend.alignment, pairs)
     for b in temps:
         b.offset = plan.offsets[str(b.slot)]
     _assign_donors(jaxpr, steps, buffers, n_consts, donated, first, last)

@@ -1,13 +1,3 @@
-"""Runtimes: executing lowered programs (CPU: generated C via ctypes plus NumPy library steps)."""
-
-from fx.runtime.cpu import CpuExecutable
-from fx.runtime.cuda import CudaExecutable
-
-
-def executable_for(lowered):
-    """An executable for a lowered program on its backend."""
-    if lowered.backend == "cpu":
-        return CpuExecutable(lowered)
-    if lowered.backend == "cuda":
-        return CudaExecutable(lowered)
-    raise ValueError(f"fx: unknown backend {lowered.backend!r}")
+"""Runtimes: executing lowered programs (CPU: generated C via ctypes plus NumPy library steps;
+CUDA: NVRTC-compiled kernels and library calls through CuPy). Each target's executor is named
+by its backend record (``fx.lowering.backends``); memory platforms are in ``platforms``."""

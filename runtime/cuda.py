@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fx.devices import cupy_module
+from fx.runtime.platforms import cupy_module
 from fx.runtime.pool import StatePool
 
 # NVRTC options; CuPy adds -ftz=true for float32 speed (denormals flush to zero on GPU, a

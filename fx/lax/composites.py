@@ -576,16 +576,15 @@ def composite(decomposition: Callable, name: str, version: int = 0) -> Callable:
     return wrapped
 
 
-_PLATFORMS = {"cpu": ("cpu",), "gpu": ("cuda", "gpu"), "cuda": ("cuda", "gpu")}
-
-
 def platform_dependent(*args, default: Callable | None = None, **per_platform: Callable):
     """Call the branch for the platform fx runs on (``cpu=``, ``cuda=``/``gpu=``, ...), or
     ``default`` where that platform has none; the choice is made when tracing, from
     ``fx.default_backend()``."""
     from fx.devices import default_backend
+    from fx.runtime import platforms
 
-    for key in _PLATFORMS.get(default_backend(), (default_backend(),)):
+    here = platforms.platform(default_backend())
+    for key in (here.name, *here.aliases):
         if per_platform.get(key) is not None:
             return per_platform[key](*args)
     if default is None:

@@ -1,0 +1,90 @@
+"""Compile targets: one :class:`Backend` record per target, registered here and nowhere else.
+
+A backend is everything lowering and the runtime need to know about a target: where its
+buffers live (its memory platform), the dialect its kernels are rendered in, the alignment
+of its arena, how a program's kernels become one compilable source, whether loop bodies of
+``while``/``scan``/``fori`` compile into the generated code, which executor runs the program,
+and its operator library (the implementations ``op_info`` registered for it). Code elsewhere
+asks the record; it never compares backend or platform names (a test reads the sources).
+
+Adding a target means a dialect (``render.Dialect``), an executor (``fx.runtime``) and one
+record below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fx.lowering import render
+from fx.lowering.render import Dialect, render_module
+from fx.runtime import cc, platforms
+from fx.runtime.cpu import CpuExecutable
+from fx.runtime.cuda import CudaExecutable
+from fx.runtime.platforms import Platform
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    platform: Platform
+    dialect: Dialect
+    alignment: int  # of every buffer in the arena, in bytes
+    # (translation units of C-called kernels, every kernel) -> (what the executor loads,
+    # how many translation units it holds).
+    source: Callable[[list, list], tuple[object, int]]
+    # Control-flow bodies whose steps are all kernels compile into loops in the generated
+    # code (on CPU: one C function per loop); elsewhere the loop runs on the host.
+    native_loops: bool
+    executor: Callable[[object], object]  # the lowered program -> a callable executable
+
+    @property
+    def operators(self) -> list:
+        """The implementations operator selection chooses from (see ``op_info``)."""
+        from fx.lowering import op_info
+
+        return [i for i in op_info.registry if i.backend in (self.name, "any")]
+
+    @property
+    def host_steps_need_copies(self) -> bool:
+        """NumPy-only steps run on the host with explicit copies around them."""
+        return not self.platform.host_memory
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _c_source(units: list[tuple[list, str]], kernels: list) -> tuple[cc.Source, int]:
+    """The C translation units, sharing the prelude every one of them starts with."""
+    prelude = render_module([], render.C)[:-1]
+    bodies = []
+    for unit_kernels, code in units:
+        text = render_module(unit_kernels, render.C, code)
+        assert text.startswith(prelude)
+        bodies.append(text[len(prelude):])
+    return cc.Source(prelude, bodies), len(bodies)
+
+
+def _cuda_source(units: list, kernels: list) -> tuple[str, int]:
+    """One CUDA module holding every kernel (NVRTC compiles it once per program)."""
+    return render_module(kernels, render.CUDA), 1
+
+
+CPU = Backend("cpu", platforms.CPU, render.C, alignment=64, source=_c_source,
+              native_loops=True, executor=CpuExecutable)
+CUDA = Backend("cuda", platforms.CUDA, render.CUDA, alignment=256, source=_cuda_source,
+               native_loops=False, executor=CudaExecutable)
+
+BACKENDS: dict[str, Backend] = {b.name: b for b in (CPU, CUDA)}
+
+
+def get(backend: str | Backend) -> Backend:
+    """The record for ``backend`` (a record passes through); a ValueError naming the known
+    backends otherwise."""
+    if isinstance(backend, Backend):
+        return backend
+    try:
+        return BACKENDS[backend]
+    except KeyError:
+        raise ValueError(f"fx: unknown backend {backend!r}; expected one of "
+                         f"{', '.join(repr(n) for n in BACKENDS)}") from None
