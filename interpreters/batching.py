@@ -157,6 +157,11 @@ def bdim_at_front(x, bdim: int | None, size: int):
     return matchaxis(size, bdim, 0, x)
 
 
+# Primitives batched as elementwise (by the two helpers below): the rule-coverage test asks
+# each for a kernel (scalar lowering) rule, so none silently runs as an unfused NumPy step.
+elementwise_prims: set[Primitive] = set()
+
+
 def broadcasting_batcher(prim: Primitive, keep_scalar: Callable[[int], bool] = lambda i: True
                          ) -> None:
     """Batching for elementwise primitives whose operands share a shape or are rank 0.
@@ -196,6 +201,7 @@ def broadcasting_batcher(prim: Primitive, keep_scalar: Callable[[int], bool] = l
         return prim.bind(*args, **params), bdim
 
     batch_rules[prim] = rule
+    elementwise_prims.add(prim)
 
 
 def vectorized_batcher(prim: Primitive) -> None:
@@ -205,6 +211,7 @@ def vectorized_batcher(prim: Primitive) -> None:
         return prim.bind(*vals, **params), dims[0]
 
     batch_rules[prim] = rule
+    elementwise_prims.add(prim)
 
 
 # --- the interpreter-level primitives (see fx.lax.base) -----------------------------------------
