@@ -14,18 +14,18 @@ settle at the bottom of the arena and the short-lived temporaries pack above the
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True)
 class BufferSpec:
     name: str
     nbytes: int
     first: int
     last: int
-    inplace_with: BufferSpec | None = None  # share this buffer's storage (set by the planner)
 
 
 @dataclass
@@ -43,7 +43,8 @@ def _align(n: int, alignment: int) -> int:
 
 def plan_memory(buffers: list[BufferSpec], alignment: int, inplace_pairs=()) -> MemoryPlan:
     """Assign arena offsets. ``inplace_pairs`` lists ``(output, input)`` buffer names where
-    the output may reuse the input's storage (same size, input dead after that step).
+    the output may reuse the input's storage (same size, input dead after that step). Pure:
+    the specs are not changed (a shared buffer's lifetime is the planner's own record).
 
     Placing a buffer looks at every placed buffer alive with it, in arrays (a deep network
     keeps hundreds of activations alive at once, and a loop over them per placement in Python
@@ -51,6 +52,7 @@ def plan_memory(buffers: list[BufferSpec], alignment: int, inplace_pairs=()) -> 
     by_name = {b.name: b for b in buffers}
     inplace: dict[str, str] = {}
     parent: dict[str, str] = {}  # in-place pairs share one root buffer (union-find)
+    last_of = {b.name: b.last for b in buffers}  # a root's lifetime grows with its sharers
 
     def root(name: str) -> str:
         while name in parent:
@@ -63,12 +65,13 @@ def plan_memory(buffers: list[BufferSpec], alignment: int, inplace_pairs=()) -> 
         o, i = by_name[root(out)], by_name[root(inp)]
         if o is i or _align(o.nbytes, alignment) != _align(i.nbytes, alignment):
             continue
-        if i.last != o.first:  # the input must die exactly where the output is born
+        if last_of[i.name] != o.first:  # the input must die exactly where the output is born
             continue
         inplace[out] = inp
-        i.last = max(i.last, o.last)
+        last_of[i.name] = max(last_of[i.name], last_of[o.name])
         parent[o.name] = i.name
-    roots = [b for b in buffers if b.name not in parent]
+    roots = [dataclasses.replace(b, last=last_of[b.name]) for b in buffers
+             if b.name not in parent]
     horizon = max((b.last for b in roots), default=0) + 1
 
     def long_lived(b):

@@ -425,22 +425,26 @@ def _is_flat_group(s: Step) -> bool:
 
 
 def _generate(steps: list[Step], buffers, plan: MemoryPlan, have_compiler: bool) -> list[Step]:
+    """The steps with their kernels built (new Step records; the inputs are unchanged)."""
+    out = []
     for t, s in enumerate(steps):
-        if s.choice.impl.name == "cuda.tiled_gemm":
-            s.kernel = cuda_gemm.gemm_kernel(s.group, f"k{t}", s.inputs, s.outputs)
-            continue
-        build = KERNEL_BUILDERS.get(s.group.kind)
-        if build is None or s.choice.impl.name.startswith("numpy.") or not s.outputs:
-            continue
-        k = build(s.group, f"k{t}", s.inputs, s.outputs)
-        slots = [buffers[v] for v in s.inputs + s.outputs]
-        offsets = [(b.offset, b.aval.nbytes) for b in slots if b.kind == "temp"]
-        donors = {id(b.donor) for b in slots if b.donor is not None}
-        aliased = _overlap(offsets) or any(id(b) in donors for b in slots)
-        if aliased:
-            k = ir.Kernel(k.name, k.params, k.body, k.work, restrict=False)
-        s.kernel = k
-    return steps
+        out.append(dataclasses.replace(s, kernel=_kernel(t, s, buffers)))
+    return out
+
+
+def _kernel(t: int, s: Step, buffers) -> ir.Kernel | None:
+    if s.choice.impl.name == "cuda.tiled_gemm":
+        return cuda_gemm.gemm_kernel(s.group, f"k{t}", s.inputs, s.outputs)
+    build = KERNEL_BUILDERS.get(s.group.kind)
+    if build is None or s.choice.impl.name.startswith("numpy.") or not s.outputs:
+        return s.kernel
+    k = build(s.group, f"k{t}", s.inputs, s.outputs)
+    slots = [buffers[v] for v in s.inputs + s.outputs]
+    offsets = [(b.offset, b.aval.nbytes) for b in slots if b.kind == "temp"]
+    donors = {id(b.donor) for b in slots if b.donor is not None}
+    if _overlap(offsets) or any(id(b) in donors for b in slots):
+        k = ir.Kernel(k.name, k.params, k.body, k.work, restrict=False)
+    return k
 
 
 def _overlap(ranges) -> bool:

@@ -55,7 +55,10 @@ def test_inplace_only_when_input_dies_at_the_consumer():
     c = BufferSpec("c", 1024, 1, 3)   # also born at step 1, but a is then taken
     d = BufferSpec("d", 1024, 0, 3)   # alive past step 1: cannot be reused
     e = BufferSpec("e", 1024, 1, 2)
-    plan = plan_memory([a, b, c, d, e], 64, [("b", "a"), ("c", "a"), ("e", "d")])
+    specs = [a, b, c, d, e]
+    before = [(x.name, x.nbytes, x.first, x.last) for x in specs]
+    plan = plan_memory(specs, 64, [("b", "a"), ("c", "a"), ("e", "d")])
+    assert [(x.name, x.nbytes, x.first, x.last) for x in specs] == before  # a pure planner
     assert plan.inplace == {"b": "a"}
     assert plan.offsets["b"] == plan.offsets["a"]
     _check_no_overlap([a, b, c, d, e], plan, 64)
