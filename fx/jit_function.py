@@ -29,7 +29,7 @@ from fx.debug import check_nans
 from fx.devices import default_backend
 from fx.interpreters.call import eval_call_impl, jit_p
 from fx.jaxpr import ClosedJaxpr, Jaxpr
-from fx.lowering.pipeline import Lowered as LoweredProgram
+from fx.lowering.pipeline import Program
 from fx.lowering.pipeline import lower as lower_program
 from fx.runtime import cc
 from fx.tracing import abstractify, argument_names, flatten_fun, trace_to_jaxpr
@@ -458,7 +458,7 @@ def _explain(old, new) -> str:
 class Lowered:
     """A traced and lowered program (``jit(f).lower(*args)``)."""
 
-    def __init__(self, program: LoweredProgram, entry: _Entry):
+    def __init__(self, program: Program, entry: _Entry):
         self._program = program
         self._entry = entry
 
@@ -470,14 +470,14 @@ class Lowered:
         return Compiled(self._program, self._program.compile(), self._entry)
 
     @property
-    def program(self) -> LoweredProgram:
+    def program(self) -> Program:
         return self._program
 
 
 class Compiled:
     """A compiled program (``jit(f).lower(*args).compile()``)."""
 
-    def __init__(self, program: LoweredProgram, executable, entry: _Entry):
+    def __init__(self, program: Program, executable, entry: _Entry):
         self._program = program
         self._exe = executable
         self._entry = entry

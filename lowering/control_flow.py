@@ -44,7 +44,7 @@ class LoopPlan:
     kernels: list = field(default_factory=list)  # the bodies' kernels, nested ones included
     python: Callable | None = None
     scratch: Var | None = None  # parent temporary holding the bodies' arenas and carries
-    subs: list = field(default_factory=list)  # the bodies' Lowered programs
+    subs: list = field(default_factory=list)  # the bodies' lowered Programs
     note: str = ""
 
 

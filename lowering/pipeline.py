@@ -1,5 +1,5 @@
 """The compiler pipeline, as data: jaxpr → optimized jaxpr → fusion groups → chosen
-implementations → memory plan → kernels. Each stage is a pure function and ``Lowered`` keeps
+implementations → memory plan → kernels. Each stage is a pure function and ``Program`` keeps
 every intermediate result for ``as_text()``.
 """
 
@@ -36,7 +36,7 @@ from fx.lowering.text import lowered_as_text
 PASSES = (lower_convolutions, merge_reduced_axes, simplify_algebra, fold_constants,
           eliminate_common_subexpressions, eliminate_dead_code)
 
-# Called with every Lowered program (tests use this to compile every generated kernel for CUDA;
+# Called with every lowered Program (tests use this to compile every generated kernel for CUDA;
 # debugging tools can dump programs).
 observers: list = []
 
@@ -89,7 +89,7 @@ class RunStep:
     kind: str  # "c" or "py"
     name: str
     fn: object = None  # fn(views) for "py" steps
-    steps: tuple[int, ...] = ()  # indices into Lowered.steps
+    steps: tuple[int, ...] = ()  # indices into Program.steps
 
 
 @dataclass
@@ -121,7 +121,11 @@ class _Clock:
 
 
 @dataclass(eq=False)
-class Lowered:
+class Program:
+    """A lowered program: the optimized jaxpr, its steps (each a fused group with the chosen
+    implementation and, where generated, its kernel), where every value lives (buffers and
+    the arena plan), and the source its backend's executor loads. ``as_text()`` shows it."""
+
     name: str
     backend: backends.Backend
     jaxpr: Jaxpr
@@ -154,7 +158,7 @@ class Lowered:
 
 def lower(closed: ClosedJaxpr, backend: str | backends.Backend = "cpu", name: str = "f",
           donated: tuple[bool, ...] = (), have_compiler: bool = True,
-          check: bool | None = None) -> Lowered:
+          check: bool | None = None) -> Program:
     backend = backends.get(backend)
     if check is None:
         check = bool(os.environ.get("FX_CHECK_PASSES"))
@@ -181,7 +185,7 @@ def lower(closed: ClosedJaxpr, backend: str | backends.Backend = "cpu", name: st
             out_sources.append(("literal", v.value))
         else:
             out_sources.append(("buffer", buffers[v]))
-    low = Lowered(name, backend, jaxpr, list(closed.consts), steps, buffers, plan, out_sources,
+    low = Program(name, backend, jaxpr, list(closed.consts), steps, buffers, plan, out_sources,
                   have_compiler=have_compiler)
     low.kernels = [s.kernel for s in steps if s.kernel is not None]
     low.kernels += [k for s in steps if s.loop is not None and s.loop.c_function
