@@ -69,16 +69,16 @@ def _gamma_one(key, alpha, log_space: bool):
     def cond(state):
         _, x, v, u = state
         # Both tests are evaluated, as in jax (its lax.cond would not batch).
+        # XLA fuses each multiply feeding an add or subtract into one fma.
         return lax.and_(
-            lax.ge(u, lax.sub(one, lax.mul(squeeze, lax.mul(x, x)))),
-            lax.ge(xm.log(u), lax.add(lax.mul(x, half),
-                                       lax.mul(d, lax.add(lax.sub(one, v), xm.log(v))))))
+            lax.ge(u, xm.fma(lax.neg(squeeze), lax.mul(x, x), one)),
+            lax.ge(xm.log(u), xm.fma(x, half, lax.mul(d, lax.add(lax.sub(one, v), xm.log(v))))))
 
     def next_xv(state):
         key, _, _ = state
         key, subkey = split_pair(key)
         x = normal(subkey, (), dtype)
-        return key, x, lax.add(one, lax.mul(x, c))
+        return key, x, xm.fma(x, c, one)
 
     def body(state):
         key = state[0]
