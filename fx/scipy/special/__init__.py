@@ -43,6 +43,7 @@ from fx.scipy.special.gamma_functions import (
     polygamma,
     zeta,
 )
+from fx.scipy.special.hypergeometric import hyp1f1, hyp2f1
 from fx.scipy.special.information import (
     boxcox,
     boxcox1p,
@@ -73,7 +74,8 @@ from fx.scipy.special.spherical_harmonics import sph_harm_y
 __all__ = [
     "bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "dawsn",
     "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expit", "expn",
-    "factorial", "fresnel", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "i0", "i0e",
+    "factorial", "fresnel", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "hyp1f1",
+    "hyp2f1", "i0", "i0e",
     "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp",
     "multigammaln", "ndtr", "ndtri", "owens_t", "poch", "polygamma", "rel_entr", "sici", "softmax",
     "spence", "sph_harm_y", "wofz", "xlog1py", "xlogy", "zeta",
