@@ -3,10 +3,11 @@
 
 Each takes a batch of matrices with the batch dimensions leading (``[..., m, n]``), as
 ``jax.lax.linalg``, and works on float32/float64/complex64/complex128. Impls run on the host
-with NumPy: ``numpy.linalg`` (LAPACK) where it has the factorization, else a vectorized loop
-over rows or columns that is batched over the leading dimensions (triangular substitution,
-partial-pivoting LU). Failures are values, not exceptions: a Cholesky of a matrix that is not
-positive definite is all NaN, a singular triangular solve gives inf/NaN, as in jax.
+(:mod:`fx.lax.linalg_host`): LAPACK through SciPy one matrix at a time, closed forms
+vectorized over the batch for many small matrices, or NumPy loops over rows or columns that
+are batched over the leading dimensions. Failures are values, not exceptions: a Cholesky of a
+matrix that is not positive definite is all NaN, a singular triangular solve gives inf/NaN,
+as in jax.
 
 Derivative rules are jax's (``jax/_src/lax/linalg.py``), written with ``fx.lax`` ops so they
 batch, compile and differentiate again. ``triangular_solve`` and ``tridiagonal_solve`` are
@@ -23,6 +24,7 @@ from fx.avals import ShapedArray
 from fx.core import Primitive, get_aval
 from fx.interpreters import batching, jvp, transpose
 from fx.interpreters.jvp import Zero, instantiate
+from fx.lax import linalg_host
 from fx.lax.base import broadcast_in_dim, shape_error
 from fx.lax.base import transpose as transpose_axes
 from fx.lax.convert import convert_element_type
@@ -121,10 +123,6 @@ def _host(x) -> np.ndarray:
     return np.asarray(x)
 
 
-def _swap(x: np.ndarray) -> np.ndarray:
-    return np.swapaxes(x, -1, -2)
-
-
 # --- cholesky ---------------------------------------------------------------------------------
 
 cholesky_p = Primitive("cholesky")  # reads the lower triangle; returns L with A = L L^H
@@ -138,18 +136,7 @@ def _cholesky_abstract_eval(x):
 
 @cholesky_p.def_impl
 def _cholesky_impl(x):
-    x = _host(x)
-    try:
-        return np.linalg.cholesky(x)
-    except np.linalg.LinAlgError:
-        flat = x.reshape((-1, *x.shape[-2:]))
-        out = np.full(flat.shape, np.nan, x.dtype)
-        for i, a in enumerate(flat):
-            try:
-                out[i] = np.linalg.cholesky(a)
-            except np.linalg.LinAlgError:
-                pass
-        return out.reshape(x.shape)
+    return linalg_host.cholesky(_host(x))
 
 
 def _cholesky_jvp(primals, tangents):
@@ -211,35 +198,9 @@ def _triangular_solve_abstract_eval(a, b, *, left_side, lower, transpose_a, conj
     return b.strip_weak_type()
 
 
-def _substitute(t: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarray:
-    """Solve ``t x = b`` for triangular ``t`` by forward or back substitution, row by row,
-    every batch matrix and right-hand side at once."""
-    m = t.shape[-1]
-    x = np.zeros(b.shape, b.dtype)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for i in range(m) if lower else range(m - 1, -1, -1):
-            done = slice(0, i) if lower else slice(i + 1, m)
-            acc = b[..., i, :] - (t[..., i:i + 1, done] @ x[..., done, :])[..., 0, :]
-            x[..., i, :] = acc / t[..., i, i, None]
-    return x
-
-
 @triangular_solve_p.def_impl
-def _triangular_solve_impl(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
-    a, b = _host(a), _host(b)
-    t = np.tril(a) if lower else np.triu(a)
-    if unit_diagonal:
-        idx = np.arange(t.shape[-1])
-        t[..., idx, idx] = 1
-    if conjugate_a:
-        t = np.conj(t)
-    if transpose_a:
-        t = _swap(t)
-    is_lower = lower != transpose_a
-    if left_side:
-        return _substitute(t, b, is_lower)
-    # x op(a) = b  <=>  op(a)^T x^T = b^T
-    return _swap(_substitute(_swap(t), np.ascontiguousarray(_swap(b)), not is_lower))
+def _triangular_solve_impl(a, b, **params):
+    return linalg_host.triangular_solve(_host(a), _host(b), **params)
 
 
 def _triangular_solve_jvp(primals, tangents, **params):
@@ -334,32 +295,9 @@ def _lu_abstract_eval(x):
             ShapedArray((*batch, m), np.int32)]
 
 
-def _magnitude(col: np.ndarray) -> np.ndarray:
-    # LAPACK's i?amax: |re| + |im| for complex, as getrf picks its pivots.
-    return np.abs(col.real) + np.abs(col.imag) if np.iscomplexobj(col) else np.abs(col)
-
-
 @lu_p.def_impl
 def _lu_impl(x):
-    x = _host(x)
-    *batch, m, n = x.shape
-    k = min(m, n)
-    a = np.array(x.reshape((-1, m, n)), copy=True)
-    nb = a.shape[0]
-    rows = np.arange(nb)
-    pivots = np.zeros((nb, k), np.int32)
-    perm = np.tile(np.arange(m, dtype=np.int32), (nb, 1))
-    for j in range(k):
-        p = j + np.argmax(_magnitude(a[:, j:, j]), axis=1)
-        pivots[:, j] = p
-        a[rows, j], a[rows, p] = a[rows, p], a[rows, j].copy()
-        perm[rows, j], perm[rows, p] = perm[rows, p], perm[rows, j].copy()
-        piv = a[:, j, j]
-        nonzero = piv != 0
-        scale = np.where(nonzero, piv, 1)[:, None]
-        a[:, j + 1:, j] = np.where(nonzero[:, None], a[:, j + 1:, j] / scale, a[:, j + 1:, j])
-        a[:, j + 1:, j + 1:] -= a[:, j + 1:, j:j + 1] * a[:, j:j + 1, j + 1:]
-    return [a.reshape(x.shape), pivots.reshape((*batch, k)), perm.reshape((*batch, m))]
+    return linalg_host.lu(_host(x))
 
 
 def permutation_matrix(permutation, dtype):
@@ -448,14 +386,7 @@ def _pivots_abstract_eval(pivots, *, permutation_size):
 
 @lu_pivots_to_permutation_p.def_impl
 def _pivots_impl(pivots, *, permutation_size):
-    pivots = _host(pivots)
-    flat = pivots.reshape((-1, pivots.shape[-1]))
-    perm = np.tile(np.arange(permutation_size, dtype=np.int32), (flat.shape[0], 1))
-    rows = np.arange(flat.shape[0])
-    for j in range(flat.shape[1]):
-        p = flat[:, j]
-        perm[rows, j], perm[rows, p] = perm[rows, p], perm[rows, j].copy()
-    return perm.reshape((*pivots.shape[:-1], permutation_size))
+    return linalg_host.pivots_to_permutation(_host(pivots), permutation_size)
 
 
 batch_at_front(lu_pivots_to_permutation_p)
