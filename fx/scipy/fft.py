@@ -5,7 +5,8 @@ Type 2 follows jax's algorithm (Makhoul 1980: an FFT of the even/odd-interleaved
 twiddled by ``exp(-i pi k / 2N)``), so values, dtypes (integers become floating, complex
 input is transformed part by part) and derivatives are jax's. Type 3, which jax refuses, is
 SciPy's: the type-2 inverse scaled, ``dct(x, 3) = 2N idct(x, 2)`` and ``idct(x, 3) =
-dct(x, 2) / 2N`` (unscaled with ``norm="ortho"``). ``norm`` is ``None``/``"backward"`` or
+dct(x, 2) / 2N`` (unscaled with ``norm="ortho"``). Types 1 and 4 raise NotImplementedError,
+as jax.scipy.fft (0.10) does for every type but 2. ``norm`` is ``None``/``"backward"`` or
 ``"ortho"``; ``n``/``s`` crop or zero-pad the transformed axes first.
 """
 
@@ -26,17 +27,22 @@ from fx.numpy._promote import canonical_axis, ensure_arraylike, promote_to_inexa
 __all__ = ["dct", "dctn", "idct", "idctn"]
 
 
-def _check(name: str, type: int, norm: str | None) -> None:  # noqa: A002
+def _transform(name: str, x, type: int, norm: str | None, body):  # noqa: A002
+    """The front shared by the four transforms: jax's argument checks (a ``type`` other than
+    2 or 3, as jax's other than 2, is a NotImplementedError), then ``body`` of ``x``, of each
+    part for complex input (the transforms are real)."""
+    ensure_arraylike(f"fx.scipy.fft.{name}", x)
     if type not in (2, 3):
-        raise NotImplementedError(f"fx.scipy.fft.{name}: only DCT types 2 and 3 are "
-                                  f"implemented, got type={type}")
+        raise NotImplementedError(
+            f"fx.scipy.fft.{name}: DCT type {type} is not implemented (jax.scipy.fft has only "
+            f"type 2, fx types 2 and 3); for type {type} use scipy.fft.{name} outside traced "
+            "code")
     if norm is not None and norm not in ("backward", "ortho"):
         raise ValueError(f"fx.scipy.fft.{name}: {norm=!r} is not implemented")
-
-
-def _split_complex(fn, x, **kw):
-    """Complex input: the transform of each part (the transforms are real)."""
-    return lax.complex(fn(lax.real(x), **kw), fn(lax.imag(x), **kw))
+    x = to_array(x, f"fx.scipy.fft.{name}")
+    if dtypes.is_complex(get_aval(x).dtype):
+        return lax.complex(body(lax.real(x)), body(lax.imag(x)))
+    return body(x)
 
 
 def _arange(n: int, dtype, ndim: int, axis: int):
@@ -116,8 +122,20 @@ def _idct2(x, axis: int, norm):
     return _deinterleave(lax.real(x), axis)
 
 
-def _scaled(out, factor: float):
-    return out if factor == 1 else out * factor
+def _along_axis(x, inverse: bool, type: int, n: int | None, axis: int, norm):  # noqa: A002
+    """The one-axis transform of a real ``x``: type 2 (``inverse``: its inverse), or type 3 as
+    the other direction's type 2, rescaled by 2N unless orthonormal (SciPy's convention)."""
+    name = "idct" if inverse else "dct"
+    axis = canonical_axis(axis, get_aval(x).ndim, f"fx.scipy.fft.{name}")
+    if n is not None:
+        x = _resize(x, {axis: operator.index(n)})
+    if type == 2:
+        return (_idct2 if inverse else _dct2)(x, axis, norm)
+    out = (_dct2 if inverse else _idct2)(x, axis, norm)
+    if norm == "ortho":
+        return out
+    size = get_aval(x).shape[axis]
+    return out * (1 / (2 * size)) if inverse else out * (2 * size)
 
 
 def dct(x, type: int = 2, n: int | None = None, axis: int = -1,  # noqa: A002
@@ -132,18 +150,8 @@ def dct(x, type: int = 2, n: int | None = None, axis: int = -1,  # noqa: A002
     >>> fx.numpy.round(fx.scipy.fft.dct(fx.numpy.array([1.0, 2.0, 3.0, 4.0])), 2)
     Array([20.  , -6.31,  0.  , -0.45], dtype=float32)
     """
-    ensure_arraylike("fx.scipy.fft.dct", x)
-    _check("dct", type, norm)
-    x = to_array(x, "fx.scipy.fft.dct")
-    if dtypes.is_complex(get_aval(x).dtype):
-        return _split_complex(dct, x, type=type, n=n, axis=axis, norm=norm)
-    axis = canonical_axis(axis, get_aval(x).ndim, "fx.scipy.fft.dct")
-    if n is not None:
-        x = _resize(x, {axis: operator.index(n)})
-    if type == 3:
-        size = get_aval(x).shape[axis]
-        return _scaled(_idct2(x, axis, norm), 1 if norm == "ortho" else 2 * size)
-    return _dct2(x, axis, norm)
+    return _transform("dct", x, type, norm,
+                      lambda v: _along_axis(v, False, type, n, axis, norm))
 
 
 def idct(x, type: int = 2, n: int | None = None, axis: int = -1,  # noqa: A002
@@ -154,18 +162,8 @@ def idct(x, type: int = 2, n: int | None = None, axis: int = -1,  # noqa: A002
     >>> fx.numpy.round(fx.scipy.fft.idct(fx.scipy.fft.dct(fx.numpy.array([1.0, 2.0, 3.0]))), 4)
     Array([1., 2., 3.], dtype=float32)
     """
-    ensure_arraylike("fx.scipy.fft.idct", x)
-    _check("idct", type, norm)
-    x = to_array(x, "fx.scipy.fft.idct")
-    if dtypes.is_complex(get_aval(x).dtype):
-        return _split_complex(idct, x, type=type, n=n, axis=axis, norm=norm)
-    axis = canonical_axis(axis, get_aval(x).ndim, "fx.scipy.fft.idct")
-    if n is not None:
-        x = _resize(x, {axis: operator.index(n)})
-    if type == 3:
-        size = get_aval(x).shape[axis]
-        return _scaled(_dct2(x, axis, norm), 1 if norm == "ortho" else 1 / (2 * size))
-    return _idct2(x, axis, norm)
+    return _transform("idct", x, type, norm,
+                      lambda v: _along_axis(v, True, type, n, axis, norm))
 
 
 def _nd_axes(name: str, x, s, axes) -> tuple[list[int] | None, tuple[int, ...]]:
@@ -203,6 +201,23 @@ def _dct2_2d(x, axes: tuple[int, int], norm):
     return out
 
 
+def _over_axes(x, inverse: bool, type: int, s, axes, norm):  # noqa: A002
+    """The transform of a real ``x`` over ``axes``: one axis after another, except the forward
+    type 2, which takes the axes two at a time through jax's two-dimensional kernel."""
+    s, axes = _nd_axes("idctn" if inverse else "dctn", x, s, axes)
+    if len(axes) == 1:
+        return _along_axis(x, inverse, type, s[0] if s is not None else None, axes[0], norm)
+    if s is not None:
+        x = _resize(x, dict(zip(axes, s)))
+    if type == 2 and not inverse:
+        for block in [axes[i:i + 2] for i in range(0, len(axes), 2)]:
+            x = _dct2_2d(x, block, norm) if len(block) == 2 else _dct2(x, block[0], norm)
+        return x
+    for axis in axes:
+        x = _along_axis(x, inverse, type, None, axis, norm)
+    return x
+
+
 def dctn(x, type: int = 2, s: Sequence[int] | None = None,  # noqa: A002
          axes: Sequence[int] | None = None, norm: str | None = None):
     """The multidimensional discrete cosine transform over ``axes`` (``scipy.fft.dctn``):
@@ -212,25 +227,8 @@ def dctn(x, type: int = 2, s: Sequence[int] | None = None,  # noqa: A002
     Array([[16.,  0.],
            [ 0.,  0.]], dtype=float32)
     """
-    ensure_arraylike("fx.scipy.fft.dctn", x)
-    _check("dctn", type, norm)
-    x = to_array(x, "fx.scipy.fft.dctn")
-    if dtypes.is_complex(get_aval(x).dtype):
-        return _split_complex(dctn, x, type=type, s=s, axes=axes, norm=norm)
-    s, axes = _nd_axes("dctn", x, s, axes)
-    if len(axes) == 1:
-        return dct(x, type, n=s[0] if s is not None else None, axis=axes[0], norm=norm)
-    if s is not None:
-        x = _resize(x, dict(zip(axes, s)))
-    if type == 3:
-        for axis in axes:
-            x = dct(x, 3, axis=axis, norm=norm)
-        return x
-    if len(axes) == 2:
-        return _dct2_2d(x, axes, norm)
-    for block in [axes[i:i + 2] for i in range(0, len(axes), 2)]:
-        x = dctn(x, axes=block, norm=norm)
-    return x
+    return _transform("dctn", x, type, norm,
+                      lambda v: _over_axes(v, False, type, s, axes, norm))
 
 
 def idctn(x, type: int = 2, s: Sequence[int] | None = None,  # noqa: A002
@@ -241,16 +239,5 @@ def idctn(x, type: int = 2, s: Sequence[int] | None = None,  # noqa: A002
     Array([[1., 1.],
            [1., 1.]], dtype=float32)
     """
-    ensure_arraylike("fx.scipy.fft.idctn", x)
-    _check("idctn", type, norm)
-    x = to_array(x, "fx.scipy.fft.idctn")
-    if dtypes.is_complex(get_aval(x).dtype):
-        return _split_complex(idctn, x, type=type, s=s, axes=axes, norm=norm)
-    s, axes = _nd_axes("idctn", x, s, axes)
-    if len(axes) == 1:
-        return idct(x, type, n=s[0] if s is not None else None, axis=axes[0], norm=norm)
-    if s is not None:
-        x = _resize(x, dict(zip(axes, s)))
-    for axis in axes:
-        x = idct(x, type, axis=axis, norm=norm)
-    return x
+    return _transform("idctn", x, type, norm,
+                      lambda v: _over_axes(v, True, type, s, axes, norm))

@@ -119,14 +119,24 @@ def test_vmap_matches_a_loop_and_jit_matches_eager():
 
 def test_errors():
     x = fnp.asarray(X)
-    with pytest.raises(NotImplementedError, match="types 2 and 3"):
-        F.dct(x, type=1)
     with pytest.raises(ValueError, match="norm='forward' is not implemented"):
         F.idctn(x, norm="forward")
     with pytest.raises(ValueError, match="at most x.ndim"):
         F.dctn(x, s=(1, 2, 3, 4))
     with pytest.raises(TypeError, match="requires ndarray or scalar"):
         F.dct([1.0, 2.0])
+
+
+@pytest.mark.parametrize("name", ["dct", "idct", "dctn", "idctn"])
+@pytest.mark.parametrize("typ", [1, 4])
+def test_types_jax_refuses_are_refused_the_same_way(name, typ):
+    """jax.scipy.fft (0.10) implements type 2 only and raises NotImplementedError for the
+    others; fx adds type 3 (SciPy's) and raises the same for types 1 and 4, naming the op."""
+    with pytest.raises(NotImplementedError):
+        getattr(jfft, name)(jnp.asarray(X), type=typ)
+    with pytest.raises(NotImplementedError, match=rf"fx.scipy.fft.{name}: DCT type {typ} is "
+                                                  "not implemented"):
+        getattr(F, name)(fnp.asarray(X), type=typ)
 
 
 def test_names_and_docstring_examples():
