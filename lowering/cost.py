@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from fx.core import Primitive
 from fx.jaxpr import JaxprEqn
+from fx.lax import linalg
 from fx.lowering.fusion import FusionGroup
 from fx.lowering.scalar_ops import Pattern, pattern_of
 
@@ -15,16 +16,19 @@ from fx.lowering.scalar_ops import Pattern, pattern_of
 flops_rules: dict[Primitive, Callable[[JaxprEqn], float]] = {}
 
 
+def _dot_general_flops(eqn: JaxprEqn) -> float:
+    (lc, _), _ = eqn.params["dimension_numbers"]
+    lhs = eqn.invars[0].aval.shape
+    return 2.0 * math.prod(lhs[i] for i in lc) * eqn.outvars[0].aval.size
+
+
+flops_rules[linalg.dot_general_p] = _dot_general_flops
+
+
 def eqn_flops(eqn: JaxprEqn) -> float:
     rule = flops_rules.get(eqn.primitive)
     if rule is not None:
         return rule(eqn)
-    name = eqn.primitive.name
-    if name == "dot_general":
-        (lc, _), (lb, _) = eqn.params["dimension_numbers"]
-        lhs = eqn.invars[0].aval.shape
-        k = math.prod(lhs[i] for i in lc)
-        return 2.0 * k * eqn.outvars[0].aval.size
     pat = pattern_of(eqn.primitive)
     if pat is Pattern.ELEMENTWISE:
         return float(eqn.outvars[0].aval.size)

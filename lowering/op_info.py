@@ -17,9 +17,11 @@ import numpy as np
 from fx import dtypes
 from fx.lax import linalg
 from fx.lowering import backends, cuda_gemm, scalar_ops
+from fx.lowering.codegen import KERNEL_BUILDERS
 from fx.lowering.control_flow import control_flow_prims
 from fx.lowering.cost import group_flops
 from fx.lowering.fusion import FusionGroup, GroupKind
+from fx.lowering.library import gemm_step
 
 ANY = None
 
@@ -38,6 +40,19 @@ class OpImpl:
     applies: Callable[[FusionGroup], bool] | None = None
     # For library impls: builds the step's ``fn(views)`` from the Step (see pipeline).
     library: Callable | None = None
+    # For generated impls: ``kernel(group, name, inputs, outputs)`` builds the step's kernel.
+    kernel: Callable | None = None
+    # A GEMM impl that computes the group's elementwise epilogue itself; the others write
+    # the product and the pipeline splits the epilogue into a kernel of its own.
+    fuses_epilogue: bool = False
+    # Its kernel reads each element before writing the same element, so an output may share
+    # a dying input's storage (when the group's index maps are flat, see pipeline).
+    in_place_safe: bool = False
+    # Runs the primitives' NumPy impls op by op: on a device backend a group holding a
+    # host-only primitive then runs on the host, with copies around it.
+    op_by_op: bool = False
+    # Lowers a control-flow equation: its bodies become programs of their own.
+    control_flow: bool = False
 
     def supports(self, dt) -> bool:
         return self.dtypes is None or dt in self.dtypes or dt in self.widen
@@ -98,19 +113,24 @@ for _backend in backends.BACKENDS:  # every target renders the kernel IR
     register(OpImpl(f"{_backend}.fused_elementwise", _backend, GroupKind.ELEMENTWISE, ANY,
                     {}, True, lambda g: 500.0 + _elements(g),
                     "generated loop; half precision stored 16-bit, computed in float32",
-                    applies=_generable))
+                    applies=_generable, kernel=KERNEL_BUILDERS[GroupKind.ELEMENTWISE],
+                    in_place_safe=True))
     register(OpImpl(f"{_backend}.fused_reduction", _backend, GroupKind.REDUCTION, ANY, {}, True,
                     lambda g: 500.0 + _touched(g), "generated row-reduction kernel",
-                    applies=_generable))
+                    applies=_generable, kernel=KERNEL_BUILDERS[GroupKind.REDUCTION]))
 def _is_dot(g: FusionGroup) -> bool:
     return g.anchor.primitive is linalg.dot_general_p
+
+
+def _gemm_library(step):
+    return gemm_step(step.group.anchor, step.choice.compute_dtype, step.group.prologue)
 
 
 register(OpImpl("cpu.blas_gemm", "cpu", GroupKind.GEMM,
                 frozenset([dtypes.float32, dtypes.float64]), dict(_HALF_TO_F32), False,
                 lambda g: 3000.0 + _flops(g) / 50.0,
                 "numpy/BLAS matmul into the planned buffer, then the fused epilogue in place",
-                applies=_is_dot))
+                applies=_is_dot, library=_gemm_library))
 # H200 FP32 (no TF32): cuBLAS ~50 TFLOP/s; the generated tile ~35; a launch ~5 us; an extra
 # epilogue pass reads and writes the product at ~4.8 TB/s.
 def _cublas_cost(g: FusionGroup) -> float:
@@ -122,27 +142,29 @@ register(OpImpl("cuda.cublas_gemm", "cuda", GroupKind.GEMM,
                 frozenset([dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64]), {},
                 False, _cublas_cost,
                 "cuBLAS through CuPy into the planned buffer, then the epilogue as a kernel",
-                applies=_is_dot))
+                applies=_is_dot, library=_gemm_library))
 register(OpImpl("cuda.tiled_gemm", "cuda", GroupKind.GEMM,
                 frozenset([dtypes.float16, dtypes.bfloat16, dtypes.float32]), {}, False,
                 lambda g: 5000.0 + _flops(g) / 35000.0,
                 "generated 128x128x8 tiled GEMM, float32 accumulation, epilogue fused in its "
-                "store", applies=cuda_gemm.applies))
+                "store", applies=cuda_gemm.applies, kernel=cuda_gemm.gemm_kernel,
+                fuses_epilogue=True))
 register(OpImpl("cpu.numpy_gemm", "cpu", GroupKind.GEMM, ANY, {}, False,
                 lambda g: 3000.0 + _flops(g) / 2.0, "numpy matmul for dtypes BLAS lacks",
-                applies=_is_dot))
+                applies=_is_dot, library=_gemm_library))
 def _is_control_flow(g: FusionGroup) -> bool:
     return len(g.eqns) == 1 and g.eqns[0].primitive in control_flow_prims
 
 
 register(OpImpl("compiled_control_flow", "any", GroupKind.OPAQUE, ANY, {}, False,
                 lambda g: 100.0, "each body lowered and compiled as a program of its own",
-                applies=_is_control_flow))
+                applies=_is_control_flow, control_flow=True))
 for _kind in GroupKind:
     register(OpImpl(f"numpy.{_kind.value}", "any", _kind, ANY, {}, False,
                     lambda g: 5000.0 * len(g.eqns) + 3.0 * _touched(g) * len(g.eqns)
                     + _flops(g) / 25.0,
-                    "the primitives' NumPy impls, op by op (no C compiler needed)"))
+                    "the primitives' NumPy impls, op by op (no C compiler needed)",
+                    op_by_op=True, fuses_epilogue=True))
 
 
 def _touched(g: FusionGroup) -> int:

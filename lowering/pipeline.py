@@ -13,18 +13,18 @@ from dataclasses import dataclass, field
 
 from fx.avals import ShapedArray
 from fx.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var, check_jaxpr
-from fx.lowering import backends, control_flow, cuda_gemm
+from fx.lowering import backends, control_flow
 from fx.lowering import conv as _conv  # noqa: F401  (registers the convolution impls)
 from fx.lowering import kernel_ir as ir
 from fx.lowering import window_maps as _window_maps  # noqa: F401  (pooling index maps)
-from fx.lowering.codegen import KERNEL_BUILDERS, is_flat
+from fx.lowering.codegen import is_flat
 from fx.lowering.cost import group_bytes, group_flops
 from fx.lowering.eliminate_common_subexpressions import eliminate_common_subexpressions
 from fx.lowering.eliminate_dead_code import eliminate_dead_code
 from fx.lowering.fold_constants import fold_constants
 from fx.lowering.fusion import FusionGroup, GroupKind, fuse
 from fx.lowering.inline_calls import inline_calls
-from fx.lowering.library import eqns_step, gemm_step, host_step
+from fx.lowering.library import eqns_step, host_step
 from fx.lowering.lower_convolutions import lower_convolutions
 from fx.lowering.memory import BufferSpec, MemoryPlan, plan_memory
 from fx.lowering.merge_reduced_axes import merge_reduced_axes
@@ -309,8 +309,6 @@ def _library_fn(st: Step):
         return host_step(eqns_step(st.group.eqns, st.outputs), st.inputs, st.outputs)
     if st.choice.impl.library is not None:
         return st.choice.impl.library(st)
-    if st.group.kind is GroupKind.GEMM and not st.choice.impl.name.startswith("numpy."):
-        return gemm_step(st.group.anchor, st.choice.compute_dtype, st.group.prologue)
     return eqns_step(st.group.eqns, st.outputs)
 
 
@@ -319,8 +317,7 @@ def _steps(groups: list[FusionGroup], backend: backends.Backend, have_compiler: 
     steps = []
     for g in groups:
         choice = select(g, backend, have_compiler)
-        if g.kind is GroupKind.GEMM and g.epilogue and choice.impl.name not in (
-                "numpy.gemm", "cuda.tiled_gemm"):
+        if g.kind is GroupKind.GEMM and g.epilogue and not choice.impl.fuses_epilogue:
             # The library call writes the product; the epilogue runs over it as a kernel.
             dot, epilogue = g.anchor, g.epilogue
             prod = dot.outvars[0]
@@ -336,7 +333,7 @@ def _steps(groups: list[FusionGroup], backend: backends.Backend, have_compiler: 
             steps.append(Step(head, choice, head.inputs, [prod]))
             steps.append(Step(tail, select(tail, backend, have_compiler), tail.inputs,
                               tail.outputs))
-        elif choice.impl.name == "compiled_control_flow":
+        elif choice.impl.control_flow:
             tag = re.sub(r"\W", "_", f"{name}_{g.id}")
             loop = control_flow.plan(g.eqns[0], tag, lower, backend, have_compiler)
             # Every result gets a buffer (the loop writes them all, read later or not).
@@ -345,7 +342,7 @@ def _steps(groups: list[FusionGroup], backend: backends.Backend, have_compiler: 
             steps.append(Step(g, choice, list(g.inputs), outs, loop=loop))
         else:
             placement = "device"
-            if backend.host_steps_need_copies and choice.impl.name.startswith("numpy.") and any(
+            if backend.host_steps_need_copies and choice.impl.op_by_op and any(
                     e.primitive in host_only_prims for e in g.eqns):
                 placement = "host"  # no GPU implementation: split the graph here
             steps.append(Step(g, choice, list(g.inputs), list(g.outputs), placement=placement))
@@ -389,7 +386,7 @@ def _plan(jaxpr: Jaxpr, steps: list[Step], n_consts: int, backend: backends.Back
     specs = [BufferSpec(str(b.slot), b.aval.nbytes, first[b.var], last[b.var]) for b in temps]
     pairs = []
     for s in steps:
-        if s.choice.impl.name.endswith("fused_elementwise") and _is_flat_group(s):
+        if s.choice.impl.in_place_safe and _is_flat_group(s):
             for out in s.outputs:
                 for inp in s.inputs:
                     bi, bo = buffers.get(inp), buffers[out]
@@ -418,7 +415,7 @@ def _assign_donors(jaxpr, steps, buffers, n_consts, donated, first, last) -> Non
                 continue
             read_last = last.get(v, -1)
             if read_last < t or (read_last == t and _is_flat_group(steps[t])
-                                 and steps[t].choice.impl.name.endswith("fused_elementwise")):
+                                 and steps[t].choice.impl.in_place_safe):
                 b.donor = buffers[v]
                 donors.remove(v)
                 break
@@ -437,12 +434,12 @@ def _generate(steps: list[Step], buffers, plan: MemoryPlan, have_compiler: bool)
 
 
 def _kernel(t: int, s: Step, buffers) -> ir.Kernel | None:
-    if s.choice.impl.name == "cuda.tiled_gemm":
-        return cuda_gemm.gemm_kernel(s.group, f"k{t}", s.inputs, s.outputs)
-    build = KERNEL_BUILDERS.get(s.group.kind)
-    if build is None or s.choice.impl.name.startswith("numpy.") or not s.outputs:
+    build = s.choice.impl.kernel
+    if build is None or not s.outputs:
         return s.kernel
     k = build(s.group, f"k{t}", s.inputs, s.outputs)
+    if not isinstance(k, ir.Kernel):  # a kernel with its source made whole (the CUDA GEMM)
+        return k
     slots = [buffers[v] for v in s.inputs + s.outputs]
     offsets = [(b.offset, b.aval.nbytes) for b in slots if b.kind == "temp"]
     donors = {id(b.donor) for b in slots if b.donor is not None}
