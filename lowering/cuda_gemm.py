@@ -46,20 +46,35 @@ def applies(g: FusionGroup) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class RawKernel:
-    """A kernel whose source is produced whole (not from loop IR), with its launch shape."""
+    """A kernel whose CUDA source a builder produces whole (not from loop IR), with its own
+    launch shape. The source is rendered from ``template`` and ``fields`` at render time, with
+    the kernel's name, so renaming never edits generated text."""
 
     name: str
     params: tuple[ir.Param, ...]
-    source: str
+    template: str  # str.format template; ``{name}`` is the kernel's name
+    fields: tuple[tuple[str, object], ...]  # the template's other values
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     work: int = 0
     restrict: bool = True
 
+    @property
+    def launch(self) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        return self.grid, self.block
+
+    @property
+    def source(self) -> str:
+        return self.template.format(name=self.name, **dict(self.fields))
+
     def renamed(self, name: str) -> RawKernel:
-        source = self.source.replace(f"{self.name}_epilogue", f"{name}_epilogue")
-        source = source.replace(f" {self.name}(", f" {name}(")
-        return dataclasses.replace(self, name=name, source=source)
+        return dataclasses.replace(self, name=name)
+
+    def render(self, renderer) -> str:
+        if renderer.d is not CUDA:
+            raise ValueError(f"{self.name}: a CUDA-only kernel cannot be rendered in the "
+                             f"{renderer.d.name} dialect")
+        return self.source
 
 
 def _load(ptr: str, dt) -> str:
@@ -99,22 +114,20 @@ def gemm_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[
                     for p in params)
     a_param = params[inputs.index(lhs)].name
     b_param = params[inputs.index(rhs)].name
-    epilogue = "\n".join(
-        [f"static __device__ __forceinline__ void {name}_epilogue(int64_t i0, int64_t i1, "
-         f"float acc, {sig}) {{"] + r.stmts(tuple(body), 1) + ["}"])
+    epilogue = "\n".join(r.stmts(tuple(body), 1))
     vec_a = a_sk == 1 and K % 4 == 0 and lhs.aval.dtype == dtypes.float32
     vec_b = b_sn == 1 and N % 4 == 0 and rhs.aval.dtype == dtypes.float32
     args = ", ".join(p.name for p in params)
     a_t, b_t = storage_type(lhs.aval.dtype), storage_type(rhs.aval.dtype)
-    source = _TEMPLATE.format(
-        name=name, sig=sig, epilogue=epilogue, args=args, M=M, N=N, K=K,
+    fields = dict(
+        sig=sig, epilogue=epilogue, args=args, M=M, N=N, K=K,
         a_sm=a_sm, a_sk=a_sk, b_sk=b_sk, b_sn=b_sn, A=a_param, B=b_param, a_t=a_t, b_t=b_t,
         load_a=_load(f"{a_param}[(int64_t)gm * {a_sm} + (int64_t)gk * {a_sk}]", lhs.aval.dtype),
         load_b=_load(f"{b_param}[(int64_t)gk * {b_sk} + (int64_t)gn * {b_sn}]", rhs.aval.dtype),
         vec_a=int(vec_a), vec_b=int(vec_b),
     )
     grid = ((N + TILE_N - 1) // TILE_N, (M + TILE_M - 1) // TILE_M, 1)
-    return RawKernel(name, params, epilogue + "\n" + source, grid, (THREADS, 1, 1),
+    return RawKernel(name, params, _TEMPLATE, tuple(fields.items()), grid, (THREADS, 1, 1),
                      work=M * N * K)
 
 
@@ -124,6 +137,9 @@ def gemm_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[
 # starting at (t%32)*4. Shared tiles are stored k-major so the compute loop reads contiguous
 # rows/columns.
 _TEMPLATE = r"""
+static __device__ __forceinline__ void {name}_epilogue(int64_t i0, int64_t i1, float acc, {sig}) {{
+{epilogue}
+}}
 extern "C" __global__ void __launch_bounds__(256) {name}({sig}) {{
   __shared__ float As[2][8][128 + 4];
   __shared__ float Bs[2][8][128 + 4];

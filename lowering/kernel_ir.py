@@ -11,6 +11,7 @@ kernel's parallel dimension: a C ``for`` under OpenMP, or the thread index on CU
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -136,11 +137,25 @@ class Param:
 
 @dataclass(frozen=True)
 class Kernel:
+    """A kernel as loop IR, rendered by any dialect. Every kernel kind (this one, and those
+    whose source a builder produces whole, like the CUDA GEMM) answers ``renamed``,
+    ``render`` and ``launch``, so no caller tells kinds apart."""
+
     name: str
     params: tuple[Param, ...]
     body: tuple[Stmt, ...]
     work: int = 0  # elements touched, for the launch/threading heuristics
     restrict: bool = True  # False when the memory plan made two parameters alias (in place)
+
+    # The launch shape is the runtime's to choose (from the parallel loop), not the kernel's.
+    launch = None
+
+    def renamed(self, name: str) -> Kernel:
+        return dataclasses.replace(self, name=name)
+
+    def render(self, renderer) -> str:
+        """Its source in ``renderer``'s dialect (``render.Renderer``)."""
+        return renderer.kernel(self)
 
 
 def depth(e: Expr) -> int:

@@ -229,8 +229,7 @@ def _compile_work(kernels) -> int:
 
 
 def _named(kernel: ir.Kernel) -> ir.Kernel:
-    return kernel.renamed("k") if hasattr(kernel, "renamed") else dataclasses.replace(
-        kernel, name="k")
+    return kernel.renamed("k")
 
 
 def _entry_points(steps: list[Step], buffers) -> tuple[list[tuple[list, str]], list[RunStep]]:

@@ -613,7 +613,7 @@ def render_module(kernels: list[ir.Kernel], dialect: Dialect, extra: str = "") -
     """One translation unit holding every kernel (plus ``extra``, e.g. C entry points)."""
     r = Renderer(dialect)
     parts = [dialect.file_prelude, PRELUDE]
-    parts += [k.source if hasattr(k, "source") else r.kernel(k) for k in kernels]
+    parts += [k.render(r) for k in kernels]
     if extra:
         parts.append(extra)
     return "\n\n".join(parts) + "\n"

@@ -130,8 +130,8 @@ class CudaExecutable:
                 for t in rs.steps:
                     step = low.steps[t]
                     k = step.kernel
-                    if hasattr(k, "grid"):  # a whole-source kernel with its own launch shape
-                        cfg = LaunchConfig(k.grid, k.block)
+                    if k.launch is not None:  # a whole-source kernel with its own shape
+                        cfg = LaunchConfig(*k.launch)
                     else:
                         cfg = launch_config(*kernel_iterations(k), sm_count=sm)
                     names = [p.name for p in k.params]

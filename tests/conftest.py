@@ -65,7 +65,6 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # the end compiles them with nvcc in one translation unit; a compile error or a register spill
 # in an elementwise/reduction kernel fails the run. Skipped (with a note) without nvcc.
 
-import dataclasses  # noqa: E402
 import pickle  # noqa: E402
 import re  # noqa: E402
 import shutil  # noqa: E402
@@ -80,13 +79,12 @@ _cuda_kernels: dict[str, object] = {}
 
 
 def _renamed(k, name):
-    return k.renamed(name) if hasattr(k, "renamed") else dataclasses.replace(k, name=name)
+    return k.renamed(name)
 
 
 def _record(low):
     for k in low.kernels:
-        text = k.renamed("k").source if hasattr(k, "renamed") else Renderer(CUDA).kernel(
-            dataclasses.replace(k, name="k"))
+        text = k.renamed("k").render(Renderer(CUDA))
         _cuda_kernels.setdefault(text, k)
 
 
@@ -137,7 +135,7 @@ def compile_cuda_kernels(kernels) -> tuple[bool, str]:
         m = re.match(r"fx_test_k(\d+):", spills[0])
         if m:
             k = renamed[int(m.group(1))]
-            source = k.source if hasattr(k, "source") else Renderer(CUDA).kernel(k)
+            source = k.render(Renderer(CUDA))
             report += "\nthe first such kernel:\n" + source
         return False, report
     return True, report

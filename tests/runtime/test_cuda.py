@@ -4,7 +4,6 @@ and nvcc); tests marked ``cuda`` run the compiled programs on a GPU when one is 
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 
 import numpy as np
@@ -109,8 +108,7 @@ def _cuda_kernels():
                      "cuda").kernels
     kernels += lower(fx.make_jaxpr(_mlp_layer)(fnp.ones((300, 200)), fnp.ones(200),
                                                fnp.ones((64, 300))), "cuda").kernels
-    return [k.renamed(f"k{i}") if hasattr(k, "renamed")
-            else dataclasses.replace(k, name=f"k{i}") for i, k in enumerate(kernels)]
+    return [k.renamed(f"k{i}") for i, k in enumerate(kernels)]
 
 
 @pytest.mark.skipif(not nvrtc.available(), reason="needs cuda-bindings and the NVRTC wheel")
