@@ -43,36 +43,40 @@ def expit(x):
     return lax.logistic(x)
 
 
+def _x_log(x, y, log):
+    """x * log(y), 0 where x == 0 unless y is NaN (scipy's convention)."""
+    return fnp.where((x != 0) | fnp.isnan(y), x * log(y), fnp.zeros_like(x))
+
+
+def _x_log_jvp(fn, log, log_arg):
+    """The jvp of ``fn(x, y) = x * log(y)``: finite at x == 0, d/dy = x / log_arg(y)."""
+
+    def rule(primals, tangents):
+        (x, y), (x_dot, y_dot) = primals, tangents
+        out = fn(x, y)
+        return out, (x_dot * log(y) + y_dot * x / log_arg(y)).astype(out.dtype)
+
+    return rule
+
+
 @custom_jvp
 def xlogy(x, y):
     """x * log(y), 0 where x == 0 (unless y is NaN), as scipy."""
     x, y = promote_inexact("xlogy", x, y)
-    return fnp.where((x != 0) | fnp.isnan(y), x * lax.log(y), fnp.zeros_like(x))
+    return _x_log(x, y, lax.log)
 
 
-def _xlogy_jvp(primals, tangents):
-    (x, y), (x_dot, y_dot) = primals, tangents
-    out = xlogy(x, y)
-    return out, (x_dot * fnp.log(y) + y_dot * x / y).astype(out.dtype)
-
-
-xlogy.defjvp(_xlogy_jvp)
+xlogy.defjvp(_x_log_jvp(xlogy, fnp.log, lambda y: y))
 
 
 @custom_jvp
 def xlog1py(x, y):
     """x * log1p(y), 0 where x == 0 (unless y is NaN), as scipy."""
     x, y = promote_inexact("xlog1py", x, y)
-    return fnp.where((x != 0) | fnp.isnan(y), x * lax.log1p(y), fnp.zeros_like(x))
+    return _x_log(x, y, lax.log1p)
 
 
-def _xlog1py_jvp(primals, tangents):
-    (x, y), (x_dot, y_dot) = primals, tangents
-    out = xlog1py(x, y)
-    return out, (x_dot * fnp.log1p(y) + y_dot * x / (1 + y)).astype(out.dtype)
-
-
-xlog1py.defjvp(_xlog1py_jvp)
+xlog1py.defjvp(_x_log_jvp(xlog1py, fnp.log1p, lambda y: 1 + y))
 
 
 @custom_jvp
@@ -108,19 +112,20 @@ def kl_div(p, q):
     return rel_entr(p, q) - p + q
 
 
+def _box_cox(log_x, lmbda):
+    """expm1(lmbda log_x) / lmbda, log_x at lmbda == 0."""
+    zero = lmbda == 0
+    safe = fnp.where(zero, 1.0, lmbda)
+    return fnp.where(zero, log_x, fnp.expm1(safe * log_x) / safe)
+
+
 def boxcox(x, lmbda):
     """The Box-Cox transform (x^lmbda - 1) / lmbda, log(x) at lmbda == 0."""
     x, lmbda = promote_inexact("boxcox", x, lmbda)
-    zero = lmbda == 0
-    safe = fnp.where(zero, 1.0, lmbda)
-    log_x = fnp.log(x)
-    return fnp.where(zero, log_x, fnp.expm1(safe * log_x) / safe)
+    return _box_cox(fnp.log(x), lmbda)
 
 
 def boxcox1p(x, lmbda):
     """boxcox(1 + x, lmbda), accurate for small x."""
     x, lmbda = promote_inexact("boxcox1p", x, lmbda)
-    zero = lmbda == 0
-    safe = fnp.where(zero, 1.0, lmbda)
-    log1p_x = fnp.log1p(x)
-    return fnp.where(zero, log1p_x, fnp.expm1(safe * log1p_x) / safe)
+    return _box_cox(fnp.log1p(x), lmbda)
