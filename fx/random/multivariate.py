@@ -117,7 +117,21 @@ def multivariate_normal(key, mean, cov, shape: Shape | None = None, dtype=None,
             w, v = fn(cov)
             factor = v * fnp.sqrt(w[..., None, :])
     z = normal(key, tuple(shape) + (n,), dtype)
-    return fnp.add(mean, fnp.einsum("...ij,...j->...i", factor, z))
+    return fnp.add(mean, _matvec(factor, z))
+
+
+def _matvec(factor, z):
+    """``einsum('...ij,...j->...i', factor, z)`` as XLA CPU's dot loop computes it: the first
+    product, then one fma per further term, in order."""
+    import fx.numpy as fnp
+    from fx.random import _xla_math as xm
+
+    terms = [fnp.broadcast_arrays(factor[..., :, j], z[..., None, j])
+             for j in range(get_aval(z).shape[-1])]
+    acc = fnp.multiply(*terms[0])
+    for f, x in terms[1:]:
+        acc = xm.fma(f, x, acc)
+    return acc
 
 
 def orthogonal(key, n: int, shape: Shape = (), dtype=None, m: int | None = None) -> Array:
