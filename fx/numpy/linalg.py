@@ -494,3 +494,4 @@ def _matrix_norm(red, x, ord, axes, keepdims):  # noqa: A002
 # modules; these names are fx.numpy.linalg's only (not in __all__, so not in fx.numpy).
 from fx.numpy.linalg_array_api import *  # noqa: E402, F403
 from fx.numpy.linalg_decompositions import *  # noqa: E402, F403
+from fx.numpy.linalg_determinants import *  # noqa: E402, F403

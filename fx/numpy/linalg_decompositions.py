@@ -1,14 +1,12 @@
 """``fx.numpy.linalg``'s decompositions and the functions built on them: cholesky, qr, svd,
-svdvals, eig, eigvals, eigh, eigvalsh, solve, inv, det, slogdet, lstsq, pinv, matrix_rank,
+svdvals, eig, eigvals, eigh, eigvalsh, solve, inv, lstsq, pinv, matrix_rank,
 matrix_power, cond, tensorinv, tensorsolve — jax.numpy.linalg's signatures and semantics.
 
 Each takes array-likes, promotes integers and bools to the default float (complex stays
 complex), and works on batches of matrices in the trailing two dimensions. They are written
 over the ``fx.lax.linalg`` primitives, so they differentiate, batch and compile as those do.
-``solve``/``inv``/``det``/``slogdet`` go through ``lu`` and triangular solves; ``pinv`` has
-jax's custom jvp; ``slogdet`` has jax's (``trace(solve(a, a_dot))``). Differences from jax:
-``det`` of a singular matrix has a NaN derivative (jax's cofactor-based rule stays finite),
-and ``qr(mode='raw')`` is not implemented.
+``solve``/``inv`` go through ``lu`` and triangular solves; ``pinv`` has jax's custom jvp.
+``det`` and ``slogdet`` live in ``linalg_determinants``.
 """
 
 from __future__ import annotations
@@ -27,8 +25,8 @@ from fx.lax.linalg_spectral import solve_square
 from fx.numpy._promote import ensure_arraylike, promote_to_inexact
 
 __all__ = ["EigResult", "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky",
-           "cond", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq", "matrix_power",
-           "matrix_rank", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensorinv",
+           "cond", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq", "matrix_power",
+           "matrix_rank", "pinv", "qr", "solve", "svd", "svdvals", "tensorinv",
            "tensorsolve"]
 
 
@@ -100,7 +98,8 @@ def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
 
 def qr(a, mode: str = "reduced"):
     """QR decomposition: ``QRResult(Q, R)`` with ``mode`` 'reduced' (or 'full'), 'complete'
-    (square ``Q``), or just ``R`` with 'r'.
+    (square ``Q``), just ``R`` with 'r', or with 'raw' LAPACK's packed Householder
+    reflectors ``(h, tau)`` (``h`` transposed, [..., n, m], as NumPy's).
 
     >>> q, r = fx.numpy.linalg.qr(fx.numpy.array([[3., 1.], [4., 2.]]))
     >>> fx.numpy.allclose(q @ r, fx.numpy.array([[3., 1.], [4., 2.]]), atol=1e-6)
@@ -108,8 +107,9 @@ def qr(a, mode: str = "reduced"):
     """
     (a,) = _inexact("qr", a)
     if mode == "raw":
-        raise NotImplementedError("fx.numpy.linalg.qr: mode='raw' (LAPACK's Householder "
-                                  "reflectors) is not implemented")
+        # LAPACK's packed reflectors, as NumPy returns them (transposed) and jax does.
+        h, taus = lax_linalg.geqrf(a)
+        return QRResult(_fnp().matrix_transpose(h), taus)
     if mode not in ("reduced", "r", "full", "complete"):
         raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
     q, r = lax_linalg.qr(a, full_matrices=mode == "complete")
@@ -246,89 +246,6 @@ def inv(a):
     _square("inv", a)
     shape = get_aval(a).shape
     return solve(a, fnp.broadcast_to(fnp.eye(shape[-1], dtype=get_aval(a).dtype), shape))
-
-
-def _slogdet_lu(a):
-    fnp = _fnp()
-    dtype = get_aval(a).dtype
-    lu, pivots, _ = lax_linalg.lu(a)
-    diag = fnp.diagonal(lu, axis1=-2, axis2=-1)
-    is_zero = fnp.any(diag == 0, axis=-1)
-    parity = fnp.count_nonzero(pivots != fnp.arange(get_aval(a).shape[-1], dtype=np.int32),
-                               axis=-1)
-    if dtypes.is_complex(dtype):
-        sign = fnp.prod(diag / fnp.abs(diag).astype(dtype), axis=-1)
-    else:
-        sign = fnp.ones((), dtype)
-        parity = parity + fnp.count_nonzero(diag < 0, axis=-1)
-    sign = fnp.where(is_zero, fnp.zeros((), dtype),
-                     sign * (-2 * (parity % 2) + 1).astype(dtype))
-    real = dtypes.real_dtype(dtype)
-    logdet = fnp.where(is_zero, fnp.full((), -np.inf, real),
-                       fnp.sum(fnp.log(fnp.abs(diag)), axis=-1))
-    return sign, logdet
-
-
-@custom_jvp
-def _slogdet(a):
-    return _slogdet_lu(a)
-
-
-@_slogdet.defjvp
-def _slogdet_jvp(primals, tangents):
-    fnp = _fnp()
-    (x,), (g,) = primals, tangents
-    sign, ans = _slogdet(x)
-    ans_dot = fnp.trace(solve_square(x, g), axis1=-2, axis2=-1)
-    if dtypes.is_complex(get_aval(x).dtype):
-        sign_dot = (ans_dot - fnp.real(ans_dot).astype(ans_dot.dtype)) * sign
-        ans_dot = fnp.real(ans_dot)
-    else:
-        sign_dot = fnp.zeros_like(sign)
-    return (sign, ans), (sign_dot, ans_dot)
-
-
-def slogdet(a, *, method: str | None = None):
-    """Sign (a unit complex number for complex ``a``) and ``log|det a|``, from an LU
-    factorization: ``SlogdetResult(sign, logabsdet)``.
-
-    >>> fx.numpy.linalg.slogdet(fx.numpy.array([[0., 2.], [3., 0.]])).sign
-    Array(-1., dtype=float32)
-    """
-    (a,) = _inexact("slogdet", a)
-    shape = get_aval(a).shape
-    if len(shape) < 2 or shape[-1] != shape[-2]:
-        raise ValueError(f"Argument to slogdet() must have shape [..., n, n], got {shape}")
-    if method not in (None, "lu"):
-        raise ValueError(f"Unknown slogdet method '{method}'. Supported methods are 'lu' "
-                         "(`None`) in fx (jax's 'qr' is not implemented).")
-    return SlogdetResult(*_slogdet(a))
-
-
-def det(a):
-    """The determinant of square matrices: explicit products for 2x2 and 3x3 (as jax), else
-    ``sign * exp(logabsdet)`` of ``slogdet``.
-
-    >>> fx.numpy.linalg.det(fx.numpy.array([[1., 2.], [3., 4.]]))
-    Array(-2., dtype=float32)
-    """
-    fnp = _fnp()
-    (a,) = _inexact("det", a)
-    shape = get_aval(a).shape
-    if len(shape) < 2 or shape[-1] != shape[-2]:
-        raise ValueError(f"Argument to _det() must have shape [..., n, n], got {shape}")
-    n = shape[-1]
-    if n == 2:
-        return a[..., 0, 0] * a[..., 1, 1] - a[..., 0, 1] * a[..., 1, 0]
-    if n == 3:
-        return (a[..., 0, 0] * a[..., 1, 1] * a[..., 2, 2]
-                + a[..., 0, 1] * a[..., 1, 2] * a[..., 2, 0]
-                + a[..., 0, 2] * a[..., 1, 0] * a[..., 2, 1]
-                - a[..., 0, 2] * a[..., 1, 1] * a[..., 2, 0]
-                - a[..., 0, 0] * a[..., 1, 2] * a[..., 2, 1]
-                - a[..., 0, 1] * a[..., 1, 0] * a[..., 2, 2])
-    sign, logdet = _slogdet(a)
-    return sign * fnp.exp(logdet).astype(get_aval(sign).dtype)
 
 
 # --- least squares, pseudo-inverse, rank, condition -------------------------------------------

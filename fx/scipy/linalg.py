@@ -4,7 +4,11 @@
 Factorizations return jax's layouts: ``cho_factor`` a ``(c, lower)`` pair, ``lu_factor`` an
 ``(lu, piv)`` pair with LAPACK's 0-based row swaps, ``lu`` ``(p, l, u)`` or ``(pl, u)`` with
 ``permute_l``. ``expm`` is scaling and squaring with the [13/13] Padé approximant and a fixed
-16 conditional squarings (so reverse mode works without a data-dependent loop), as jax's.
+16 conditional squarings (so reverse mode works without a data-dependent loop), as jax's;
+``expm_frechet`` is its jvp. The Schur-based functions (``schur``, ``rsf2csf``, ``sqrtm``,
+``funm``, ``hessenberg``, ``solve_sylvester``) live in ``linalg_schur`` and
+``eigh_tridiagonal`` in ``linalg_tridiagonal``; ``qr`` (with pivoting) and ``qr_multiply``
+go through ``fx.lax.linalg.qr``.
 Arguments jax accepts for SciPy compatibility only (``overwrite_*``, ``check_finite``) are
 accepted and ignored.
 """
@@ -16,10 +20,21 @@ import numpy as np
 from fx.core import get_aval
 from fx.lax import linalg as lax_linalg
 from fx.numpy import linalg as np_linalg
+from fx.scipy.linalg_schur import (  # noqa: E402, F401
+    funm,
+    hessenberg,
+    rsf2csf,
+    schur,
+    solve_sylvester,
+    sqrtm,
+)
+from fx.scipy.linalg_tridiagonal import eigh_tridiagonal  # noqa: F401
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "det", "eigh",
-           "expm", "hankel", "hilbert", "inv", "lu", "lu_factor", "lu_solve", "polar", "qr",
-           "solve", "solve_triangular", "svd", "toeplitz"]
+           "eigh_tridiagonal", "expm", "expm_frechet", "funm", "hankel", "hessenberg",
+           "hilbert", "inv", "lu", "lu_factor", "lu_solve", "polar", "qr", "qr_multiply",
+           "rsf2csf", "schur", "solve", "solve_sylvester", "solve_triangular", "sqrtm", "svd",
+           "toeplitz"]
 
 
 def _fnp():
@@ -181,16 +196,69 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, overwrite_a: boo
 
 def qr(a, overwrite_a: bool = False, lwork=None, mode: str = "full", pivoting: bool = False,
        check_finite: bool = True):
-    """QR with SciPy's modes: 'full' (square ``q``), 'r', 'economic'."""
-    if pivoting:
-        raise NotImplementedError("fx.scipy.linalg.qr: pivoting=True is not implemented")
-    np_mode = {"full": "complete", "r": "r", "economic": "reduced"}.get(mode)
-    if np_mode is None:
+    """QR with SciPy's modes: 'full' (square ``q``), 'r', 'economic' (as jax, not 'raw'):
+    ``(q, r)``, ``(r,)``; with ``pivoting`` (LAPACK's geqp3) also the column permutation
+    ``p`` (int32, ``a[..., p] == q @ r``): ``(q, r, p)``, ``(r, p)``.
+
+    >>> q, r, p = fx.scipy.linalg.qr(fx.numpy.array([[1., 3.], [0., 4.]]), pivoting=True)
+    >>> p
+    Array([1, 0], dtype=int32)
+    """
+    if mode in ("full", "r"):
+        full_matrices = True
+    elif mode == "economic":
+        full_matrices = False
+    else:
         raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
-    out = np_linalg.qr(a, np_mode)
+    (a,) = _inexact(a)
+    q, r, *p = lax_linalg.qr(a, pivoting=pivoting, full_matrices=full_matrices)
     if mode == "r":
-        return (out,)
-    return tuple(out)
+        return (r, *p)
+    return (q, r, *p)
+
+
+def qr_multiply(a, c, mode: str = "right", pivoting: bool = False, conjugate: bool = False,
+                overwrite_a: bool = False, overwrite_c: bool = False):
+    """The QR decomposition of ``a`` ([..., m, n], ``k = min(m, n)``) with ``q`` applied to
+    ``c``: ``(q @ c, r)`` for ``mode='left'`` (``c`` [..., k, p]) or ``(c @ q, r)`` for
+    ``'right'`` (``c`` [..., p, m]; a 1-D ``c`` is a row, or a column for 'left', and the
+    product is 1-D too); ``conj(q)`` with ``conjugate``; ``(.., r, p)`` with ``pivoting``.
+    ``r`` is the economic ``[..., k, n]`` factor. As jax's, batch dimensions broadcast;
+    unlike jax's (LAPACK's ormqr, which jax does not differentiate) it is differentiable.
+
+    >>> a = fx.numpy.array([[1., 1.], [1., 2.], [1., 3.], [1., 4.]])
+    >>> qtb, r = fx.scipy.linalg.qr_multiply(a, fx.numpy.array([2., 4., 5., 4.]))
+    >>> fx.scipy.linalg.solve_triangular(r, qtb)
+    Array([2. , 0.7], dtype=float32)
+    """
+    fnp = _fnp()
+    a, c = _inexact(a, c)
+    if mode not in ("right", "left"):
+        raise ValueError(f"mode must be 'right' or 'left', got {mode!r}")
+    onedim = get_aval(c).ndim == 1
+    if onedim:
+        c = c[:, None] if mode == "left" else c[None, :]
+    sa, sc = get_aval(a).shape, get_aval(c).shape
+    m, n = sa[-2:]
+    k = min(m, n)
+    if mode == "left" and sc[-2] != k:
+        raise ValueError(f"Array shapes are not compatible for Q @ c operation: a has shape "
+                         f"{tuple(sa)} so Q has {k} columns, but c has {sc[-2]} rows "
+                         f"(expected {k}).")
+    if mode == "right" and sc[-1] != m:
+        raise ValueError(f"Array shapes are not compatible for c @ Q operation: a has shape "
+                         f"{tuple(sa)} so Q has {m} rows, but c has {sc[-1]} columns "
+                         f"(expected {m}).")
+    batch = np.broadcast_shapes(sa[:-2], sc[:-2])
+    a = fnp.broadcast_to(a, (*batch, m, n))
+    c = fnp.broadcast_to(c, (*batch, *sc[-2:]))
+    q, r, *p = lax_linalg.qr(a, pivoting=pivoting, full_matrices=False)
+    if conjugate:
+        q = fnp.conj(q)
+    cq = fnp.matmul(q, c) if mode == "left" else fnp.matmul(c, q)
+    if onedim:
+        cq = fnp.ravel(cq)
+    return (cq, r, *p)
 
 
 def eigh(a, b=None, lower: bool = True, eigvals_only: bool = False, overwrite_a: bool = False,
@@ -243,6 +311,33 @@ def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16):  # noqa
     for i in range(max_squarings):
         R = fnp.where((i < s)[..., None, None], mm(R, R), R)
     return R
+
+
+def expm_frechet(A, E, *, method=None, compute_expm: bool = True):  # noqa: N803
+    """The Frechet derivative of ``expm`` at ``A`` in the direction ``E`` (the jvp of
+    ``expm``, as jax's): ``(expm(A), L(A, E))``, or ``L(A, E)`` without ``compute_expm``.
+    ``method`` is ignored.
+
+    >>> a = fx.numpy.array([[0., 1.], [0., 0.]])
+    >>> fx.scipy.linalg.expm_frechet(a, fx.numpy.eye(2), compute_expm=False)
+    Array([[1., 1.],
+           [0., 1.]], dtype=float32)
+    """
+    from fx import jvp
+
+    fnp = _fnp()
+    A, E = fnp.asarray(A), fnp.asarray(E)  # noqa: N806
+    sa, se = get_aval(A).shape, get_aval(E).shape
+    if len(sa) < 2 or sa[-2] != sa[-1]:
+        raise ValueError(f"expected A to be a (batched) square matrix, got A.shape={sa}")
+    if len(se) < 2 or se[-2] != se[-1]:
+        raise ValueError(f"expected E to be a (batched) square matrix, got E.shape={se}")
+    if sa != se:
+        raise ValueError(f"expected A and E to be the same shape, got A.shape={sa} "
+                         f"E.shape={se}")
+    A, E = _inexact(A, E)  # noqa: N806
+    expm_a, frechet = jvp(lambda x: expm(x, max_squarings=16), (A,), (E,))
+    return (expm_a, frechet) if compute_expm else frechet
 
 
 def polar(a, side: str = "right", *, method: str = "qdwh", eps=None, max_iterations=None):

@@ -16,6 +16,7 @@ import fx
 import fx.numpy as fnp
 import fx.numpy.linalg_array_api
 import fx.numpy.linalg_decompositions
+import fx.numpy.linalg_determinants
 
 FL, JL = fnp.linalg, jnp.linalg
 
@@ -226,6 +227,44 @@ def test_singular_det_and_slogdet():
     assert float(FL.cond(a)) > 1e15 or np.isinf(float(FL.cond(a)))
 
 
+def _low_rank(rng, n, rank):
+    return _mat(rng, (n, rank)) @ _mat(rng, (rank, n))
+
+
+def test_det_derivative_at_singular_matrices_matches_jax():
+    # jax's cofactor rule: the adjugate for rank n-1, zero below; finite either way.
+    rng = np.random.default_rng(7)
+    x = np.stack([_low_rank(rng, 4, 3), _low_rank(rng, 4, 2), _wellcond(rng, (4, 4))])
+    t = _mat(rng, x.shape)
+    want = jax.jit(lambda x, t: (jax.vmap(jax.grad(JL.det))(x), jax.jvp(JL.det, (x,), (t,))))(
+        x, t)
+    got = (fx.vmap(fx.grad(FL.det))(x), fx.jvp(FL.det, (x,), (t,)))
+    assert np.isfinite(np.asarray(got[0])).all()
+    assert_allclose(got, want, 1e-9, 1e-9)
+    adj = np.asarray(got[0])[0].T  # adj(a) a = det(a) I = 0 at rank n-1, and adj != 0
+    np.testing.assert_allclose(adj @ x[0], 0, atol=1e-9)
+    assert np.abs(adj).max() > 1e-3
+
+
+def test_slogdet_methods_and_qr_raw_match_jax():
+    rng = np.random.default_rng(8)
+    a4, a2, a1 = _mat(rng, (2, 4, 4)), _mat(rng, (3, 2, 2)), _mat(rng, (2, 1, 1))
+    tall, t4 = _mat(rng, (2, 5, 3)), _mat(rng, (2, 4, 4))
+
+    def f(L, a4, a2, a1, tall, t4):
+        slog = lambda a: tuple(L.slogdet(a, method="qr"))  # noqa: E731
+        return (slog(a4), tuple(L.slogdet(a2)), tuple(L.slogdet(a1)),
+                jax.jvp(slog, (a4,), (t4,)) if L is JL else fx.jvp(slog, (a4,), (t4,)),
+                tuple(L.qr(tall, mode="raw")), tuple(L.qr(tall.transpose(0, 2, 1), mode="raw")))
+
+    want = jax.jit(lambda *a: f(JL, *a))(a4, a2, a1, tall, t4)
+    assert_allclose(f(FL, a4, a2, a1, tall, t4), want, 1e-11, 1e-11)
+    with pytest.raises(NotImplementedError, match="complex"):
+        FL.slogdet(np.eye(3, dtype=np.complex128), method="qr")
+    with pytest.raises(ValueError, match="Unknown slogdet method"):
+        FL.slogdet(np.eye(3), method="svd")
+
+
 EXCLUDED: dict[str, str] = {}
 
 
@@ -244,4 +283,5 @@ def test_fx_numpy_top_level_names_are_unchanged():
 
 
 def test_docstring_examples():
-    assert run_doctests(fx.numpy.linalg_decompositions, fx.numpy.linalg_array_api) >= 25
+    assert run_doctests(fx.numpy.linalg_decompositions, fx.numpy.linalg_array_api,
+                        fx.numpy.linalg_determinants) >= 25

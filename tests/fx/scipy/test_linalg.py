@@ -122,15 +122,6 @@ def test_default_mode_dtypes():
 
 _NOT_BUILT = "not built yet (issue 14 leaves it for later)"
 EXCLUDED = {
-    "schur": _NOT_BUILT + ": needs LAPACK's gees (SciPy) or a QR iteration",
-    "rsf2csf": "as schur (converts a real Schur form)",
-    "sqrtm": "as schur: jax's sqrtm is Schur-based",
-    "funm": "as schur: jax's funm is Schur-Parlett",
-    "hessenberg": _NOT_BUILT + ": needs LAPACK's gehrd",
-    "eigh_tridiagonal": _NOT_BUILT + ": a bisection over Sturm sequences",
-    "expm_frechet": _NOT_BUILT + ": the Frechet derivative of expm (jvp of expm gives it)",
-    "qr_multiply": _NOT_BUILT + ": q @ c without forming q (use qr then matmul)",
-    "solve_sylvester": "as schur: Bartels-Stewart needs Schur forms",
     **{n: _NOT_BUILT + ": a special-matrix constructor" for n in (
         "companion", "convolution_matrix", "dft", "fiedler", "fiedler_companion", "hadamard",
         "helmert", "invhilbert", "invpascal", "leslie", "pascal")},
