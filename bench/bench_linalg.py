@@ -1,8 +1,10 @@
 """Linear algebra and FFT: fx.jit vs jax.jit vs NumPy/SciPy in one run, with ratios (above 1:
 fx is faster).
 
-Run: ``python bench/bench_linalg.py`` (``--quick``: fewer repetitions, no 1024 svd/eigh). The
-machine header (CPU model, ISA level, -march) is bench_cpu's. The rows are the issue's:
+Run: ``python bench/bench_linalg.py`` (``--quick``: fewer repetitions, no 1024 svd/eigh;
+``--one-thread``: OpenBLAS, OpenMP and XLA on one thread each, for a loaded machine, where two
+BLAS thread pools and XLA's spinning on two shared cores measure the scheduler). The machine
+header (CPU model, ISA level, -march) is bench_cpu's. The rows are the issue's:
 
 - ``cholesky``, ``solve`` (one right-hand side), ``eigh`` and ``svd`` (thin, with vectors) of
   one n x n matrix, n = 64, 256, 1024: LAPACK-bound for large n (fx and jax both call
@@ -21,6 +23,8 @@ float32 and float64 (jax and fx in 64-bit mode; float32 operands stay float32).
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 import numpy as np
 import scipy.linalg
@@ -95,7 +99,14 @@ def gp_grad_numpy(theta, x, y):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--one-thread", action="store_true")
     args = ap.parse_args()
+    if args.one_thread and os.environ.get("OPENBLAS_NUM_THREADS") != "1":
+        # Thread pools size themselves when their libraries load: start again with them set.
+        os.environ.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", XLA_FLAGS=(
+            os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false "
+            "intra_op_parallelism_threads=1").strip())
+        os.execv(sys.executable, [sys.executable, *sys.argv])
     hold_jax_to_march()
     import jax
     import jax.numpy as jnp
@@ -104,8 +115,10 @@ def main() -> None:
     jax.config.update("jax_enable_x64", True)
     fx.config.update("jax_enable_x64", True)
     print_machine()
-    print(f"SciPy {scipy.__version__}; times are medians after a warm-up call; "
-          "ratios above 1: fx is faster")
+    threads = {k: os.environ.get(k, "(unset)") for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    print(f"SciPy {scipy.__version__}; {threads}; load average "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; times are medians after a warm-up "
+          "call; ratios above 1: fx is faster")
     rng = np.random.default_rng(0)
     quick = args.quick
     header = (f"{'program':<44} | {'fx.jit':>12} | {'jax.jit':>12} | {'NumPy/SciPy':>12} | "
@@ -162,6 +175,7 @@ def main() -> None:
         f_jax = jax.jit(jax.grad(gp_nll(jnp, jsl.cho_factor, jsl.cho_solve)))
         ts = three(f_fx, f_jax, gp_grad_numpy, (theta, x, y), 3 if quick else 7)
         row(f"jit(grad) GP marginal likelihood n={n} {np.dtype(dt).name}", *ts)
+    print(f"\nload average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

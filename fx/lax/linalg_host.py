@@ -57,12 +57,12 @@ def _use_small(x: np.ndarray) -> bool:
     return x.shape[-2] == n and 0 < n <= SMALL_N and _batch(x) >= SMALL_BATCH
 
 
-def _use_loop(m: int, batch: int, cols: int) -> bool:
-    """Whether the batched NumPy loop over rows (``m`` steps over the whole batch) is cheaper
-    than one LAPACK call per matrix: ~20 us a NumPy step plus ~2 ns an element it touches,
-    against ~4 us a LAPACK call plus its flops at ~1 GFLOP/s."""
-    loop = m * (20e-6 + 2e-9 * batch * m * max(cols, 1))
-    lapack = batch * (4e-6 + 1e-9 * m * m * max(cols, m))
+def _use_loop(steps: int, batch: int, flops: float) -> bool:
+    """Whether a batched NumPy loop (``steps`` NumPy steps over the whole batch) is cheaper
+    than one LAPACK call per matrix of ``flops`` each: ~20 us a NumPy step plus ~2 ns a flop,
+    against ~4 us a LAPACK call plus ~0.1 ns a flop."""
+    loop = steps * 20e-6 + 2e-9 * batch * flops
+    lapack = batch * (4e-6 + 0.1e-9 * flops)
     return loop < lapack
 
 
@@ -120,7 +120,7 @@ def triangular_solve(a: np.ndarray, b: np.ndarray, *, left_side: bool, lower: bo
         return small_linalg_kernels.triangular_solve(
             a, b, left_side=left_side, lower=lower, transpose_a=transpose_a,
             unit_diagonal=unit_diagonal)
-    if _use_small(a) or trsm is None or _use_loop(m, batch, cols):
+    if _use_small(a) or trsm is None or _use_loop(m, batch, m * m * max(cols, 1)):
         return triangular_solve_numpy(a, b, left_side=left_side, lower=lower,
                                       transpose_a=transpose_a, conjugate_a=conjugate_a,
                                       unit_diagonal=unit_diagonal)
@@ -184,7 +184,7 @@ def lu(x: np.ndarray) -> list[np.ndarray]:
         return small_linalg.lu(x)
     getrf = _routine("lapack", "getrf", x.dtype)
     nb = _batch(x)
-    if getrf is None or 0 in x.shape or _use_loop(min(m, n), nb, max(m, n)):
+    if getrf is None or 0 in x.shape or _use_loop(min(m, n), nb, m * n * min(m, n)):
         return lu_numpy(x)
     k = min(m, n)
     out = np.empty(x.shape, x.dtype)
@@ -193,10 +193,25 @@ def lu(x: np.ndarray) -> list[np.ndarray]:
     for i, a in enumerate(x.reshape((-1, m, n))):
         # getrf factors in Fortran order: one transposed copy in, one out. A singular U is a
         # result (info > 0), not an error. SciPy's pivots are 0-based already.
-        factors, pivots[i], _ = getrf(np.asfortranarray(a), overwrite_a=1)
-        flat_out[i] = factors
+        f = np.empty((n, m), x.dtype).T
+        _copy(f, a)
+        factors, pivots[i], _ = getrf(f, overwrite_a=1)
+        _copy(flat_out[i], factors)
     return [out, pivots.reshape((*batch, k)),
             pivots_to_permutation(pivots, m).reshape((*batch, m))]
+
+
+def _copy(dst: np.ndarray, src: np.ndarray, tile: int = 64) -> None:
+    """``dst[...] = src`` for matrices of different memory orders, tile by tile (a transposing
+    copy of a 1024x1024 float64 matrix in one NumPy assignment walks memory with a 8 KiB
+    stride: 3x slower than 64x64 tiles that stay in cache)."""
+    m, n = dst.shape
+    if m * n < 128 * 128:
+        dst[...] = src
+        return
+    for i in range(0, m, tile):
+        for j in range(0, n, tile):
+            dst[i:i + tile, j:j + tile] = src[i:i + tile, j:j + tile]
 
 
 def magnitude(col: np.ndarray) -> np.ndarray:
@@ -229,6 +244,14 @@ def lu_numpy(x: np.ndarray) -> list[np.ndarray]:
 def pivots_to_permutation(pivots: np.ndarray, size: int) -> np.ndarray:
     """The permutations (int32, ``[..., size]``) that the row swaps ``pivots`` apply."""
     flat = pivots.reshape((-1, pivots.shape[-1]))
+    if flat.shape[0] <= 8:  # a few long permutations: swaps of Python ints, ~0.1 us each
+        perms = []
+        for row in flat.tolist():
+            perm = list(range(size))
+            for j, p in enumerate(row):
+                perm[j], perm[p] = perm[p], perm[j]
+            perms.append(perm)
+        return np.array(perms, np.int32).reshape((*pivots.shape[:-1], size))
     perm = np.tile(np.arange(size, dtype=np.int32), (flat.shape[0], 1))
     rows = np.arange(flat.shape[0])
     for j in range(flat.shape[1]):
