@@ -37,10 +37,9 @@ def _align(n: int) -> int:
 class LoopPlan:
     """How a control-flow step runs: C source (functions + body kernels) or a Python fn."""
 
-    c_function: str = ""  # the name of the C function taking the parent's pointer table
-    c_source: str = ""  # its source, with the parent's slots still symbolic (see bind_slots)
-    nested_sources: list = field(default_factory=list)  # loops inside the bodies (bound)
-    bound_source: str = ""  # c_source with the parent's slots filled in (set by the pipeline)
+    c_function: str = ""  # the C function ``fn(operands, outputs, scratch)`` (see ``call``)
+    c_source: str = ""  # its source
+    nested_sources: list = field(default_factory=list)  # the functions of loops in the bodies
     kernels: list = field(default_factory=list)  # the bodies' kernels, nested ones included
     python: Callable | None = None
     scratch: Var | None = None  # parent temporary holding the bodies' arenas and carries
@@ -86,8 +85,9 @@ def _renamed(low, prefix: str):
 def _body_calls(low, kernels: dict, table: str) -> list[str]:
     lines = []
     for s in low.steps:
-        if s.loop is not None:  # a nested loop: its function reads the body's own table
-            lines.append(f"    {s.loop.c_function}({table});")
+        if s.loop is not None:  # a nested loop: its operands are in the body's own table
+            lines.append("    " + call(s.loop, s.group.eqns[0],
+                                       lambda v: low.buffers[v].slot, table))
             continue
         k = kernels[id(s)]
         args = [f"({'' if p.is_output else 'const '}{storage_type(p.dtype)}*)"
@@ -120,19 +120,25 @@ def _c_plan(eqn, tag: str, subs) -> LoopPlan:
         calls.append(_body_calls(s, ks, f"b{i}"))
         for st in s.steps:
             if st.loop is not None:
-                nested += st.loop.nested_sources + [st.loop.bound_source]
+                nested += st.loop.nested_sources + [st.loop.c_source]
                 kernels += st.loop.kernels
-    lines = [f"void {fn}(void** p) {{", "  char* scratch = (char*)p[SCRATCH];"]
+    n_in = len(eqn.invars)
+    lines = [f"void {fn}(void* const* operands, void* const* fx_out, char* scratch) {{"]
     for i, s in enumerate(subs):
         n = max(len(s.buffers), 1)
         lines.append(f"  void* b{i}[{n}];")
         for b in s.buffers.values():
             if b.kind == "temp":
                 lines.append(f"  b{i}[{b.slot}] = scratch + {offsets[i] + b.offset};")
-    for j, v in enumerate(eqn.invars):  # literal operands live in the function itself
+    # The operands as the caller passed them, but a literal: it lives in the function itself.
+    lines.append(f"  void* fx_in[{n_in + 1}];")
+    for j, v in enumerate(eqn.invars):
         if isinstance(v, Literal):
             ct = storage_type(v.aval.dtype)
             lines.append(f"  static const {ct} fx_lit{j} = ({ct}){_c_literal(v.value)};")
+            lines.append(f"  fx_in[{j}] = (void*)&fx_lit{j};")
+        else:
+            lines.append(f"  fx_in[{j}] = operands[{j}];")
     builder = {scan_p: _scan_c, while_p: _while_c, cond_p: _cond_c}[eqn.primitive]
     lines += builder(eqn, subs, calls, carry_off)
     lines.append("}")
@@ -198,7 +204,7 @@ def _next_step_and_results(eqn, nk: int, carry_off) -> list[str]:
     carries copied to the outputs."""
     lines = [f"    cur[{j}] = {_carry_slot(carry_off, j)};" for j in range(nk)]
     lines.append("  }")
-    lines += [f"  memmove(p[P_OUT{j}], cur[{j}], {eqn.outvars[j].aval.nbytes});"
+    lines += [f"  memmove(fx_out[{j}], cur[{j}], {eqn.outvars[j].aval.nbytes});"
               for j in range(nk)]
     return lines
 
@@ -211,9 +217,9 @@ def _scan_c(eqn, subs, calls, carry_off) -> list[str]:
     lines = [f"  const void* cur[{max(nk, 1)}];"]
     for j in range(nc):  # loop constants
         if ins[j] is not None:
-            lines.append(f"  b0[{ins[j]}] = p[P_IN{j}];")
+            lines.append(f"  b0[{ins[j]}] = fx_in[{j}];")
     for j in range(nk):
-        lines.append(f"  cur[{j}] = p[P_IN{nc + j}];")
+        lines.append(f"  cur[{j}] = fx_in[{nc + j}];")
     lines.append(f"  for (int64_t k = 0; k < {length}; k++) {{")
     lines.append(f"    const int64_t i = {'(' + str(length) + ' - 1 - k)' if reverse else 'k'};")
     lines.append("    const int w = (int)(k & 1);")
@@ -225,11 +231,11 @@ def _scan_c(eqn, subs, calls, carry_off) -> list[str]:
         slot = ins[nc + nk + j]
         if slot is not None:
             step = x.aval.nbytes // length if length else 0
-            lines.append(f"    b0[{slot}] = (char*)p[P_IN{nc + nk + j}] + i * {step};")
+            lines.append(f"    b0[{slot}] = (char*)fx_in[{nc + nk + j}] + i * {step};")
     dests = [_carry_slot(carry_off, j) for j in range(nk)]
     for j, y in enumerate(eqn.outvars[nk:]):
         step = y.aval.nbytes // length if length else 0
-        dests.append(f"((char*)p[P_OUT{nk + j}] + i * {step})")
+        dests.append(f"((char*)fx_out[{nk + j}] + i * {step})")
     before, after = _outputs_into(body, "b0", dests)
     lines += before + calls[0] + after
     return lines + _next_step_and_results(eqn, nk, carry_off)
@@ -244,12 +250,12 @@ def _while_c(eqn, subs, calls, carry_off) -> list[str]:
     lines = [f"  const void* cur[{max(nk, 1)}];", "  uint8_t keep_going = 0;"]
     for j in range(ncc):
         if cins[j] is not None:
-            lines.append(f"  b0[{cins[j]}] = p[P_IN{j}];")
+            lines.append(f"  b0[{cins[j]}] = fx_in[{j}];")
     for j in range(nbc):
         if bins[j] is not None:
-            lines.append(f"  b1[{bins[j]}] = p[P_IN{ncc + j}];")
+            lines.append(f"  b1[{bins[j]}] = fx_in[{ncc + j}];")
     for j in range(nk):
-        lines.append(f"  cur[{j}] = p[P_IN{ncc + nbc + j}];")
+        lines.append(f"  cur[{j}] = fx_in[{ncc + nbc + j}];")
     lines.append("  for (int64_t k = 0;; k++) {")
     lines.append("    const int w = (int)(k & 1);")
     for j in range(nk):
@@ -271,14 +277,14 @@ def _cond_c(eqn, subs, calls, carry_off) -> list[str]:
     index = eqn.invars[0]
     ct = storage_type(index.aval.dtype)
     n = len(subs)
-    lines = [f"  int64_t sel = (int64_t)*(const {ct}*)p[P_IN0];",
+    lines = [f"  int64_t sel = (int64_t)*(const {ct}*)fx_in[0];",
              f"  sel = sel < 0 ? 0 : (sel > {n - 1} ? {n - 1} : sel);", "  switch (sel) {"]
     for i, s in enumerate(subs):
         lines.append(f"  case {i}: {{")
         for j, slot in enumerate(_inputs_of(s)):
             if slot is not None:
-                lines.append(f"    b{i}[{slot}] = p[P_IN{j + 1}];")
-        dests = [f"p[P_OUT{j}]" for j in range(len(eqn.outvars))]
+                lines.append(f"    b{i}[{slot}] = fx_in[{j + 1}];")
+        dests = [f"fx_out[{j}]" for j in range(len(eqn.outvars))]
         before, after = _outputs_into(s, f"b{i}", dests)
         lines += before + calls[i] + after
         lines.append("    break;")
@@ -287,17 +293,15 @@ def _cond_c(eqn, subs, calls, carry_off) -> list[str]:
     return lines
 
 
-def bind_slots(source: str, in_slots: list, out_slots: list[int], scratch: int) -> str:
-    """Fill in the parent's pointer-table slots (known only after memory planning); a literal
-    operand (slot None) is the function's own static copy."""
-    for j in reversed(range(len(in_slots))):
-        if in_slots[j] is None:
-            source = source.replace(f"p[P_IN{j}]", f"(void*)&fx_lit{j}")
-        else:
-            source = source.replace(f"P_IN{j}]", f"{in_slots[j]}]")
-    for j in reversed(range(len(out_slots))):
-        source = source.replace(f"P_OUT{j}]", f"{out_slots[j]}]")
-    return source.replace("SCRATCH]", f"{scratch}]")
+def call(loop: LoopPlan, eqn, slot_of: Callable, table: str) -> str:
+    """The C statement calling ``loop``'s function from code holding the pointer table
+    ``table``, where ``slot_of(v)`` is the slot of a value of ``eqn`` (a literal operand gets
+    a null pointer: the function has its own copy)."""
+    ins = [("0" if isinstance(v, Literal) else f"{table}[{slot_of(v)}]") for v in eqn.invars]
+    outs = [f"{table}[{slot_of(v)}]" for v in eqn.outvars]
+    return (f"{{ void* in_[] = {{{', '.join(ins + ['0'])}}}; "
+            f"void* out_[] = {{{', '.join(outs + ['0'])}}}; "
+            f"{loop.c_function}(in_, out_, (char*){table}[{slot_of(loop.scratch)}]); }}")
 
 
 # --- Python loops over compiled bodies ------------------------------------------------------------

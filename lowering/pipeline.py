@@ -249,7 +249,8 @@ def _entry_points(steps: list[Step], buffers) -> tuple[list[tuple[list, str]], l
             body = []
             for t in segment:
                 if steps[t].loop is not None:
-                    body.append(f"  {steps[t].loop.c_function}(p);")
+                    body.append("  " + control_flow.call(
+                        steps[t].loop, steps[t].group.eqns[0], lambda v: buffers[v].slot, "p"))
                     continue
                 k = steps[t].kernel
                 args = [f"({'' if p.is_output else 'const '}{storage_type(p.dtype)}*)"
@@ -291,12 +292,7 @@ def _entry_points(steps: list[Step], buffers) -> tuple[list[tuple[list, str]], l
             same[body] = st.kernel
             calls[t] = st.kernel.name
         else:
-            eqn = st.group.eqns[0]
-            st.loop.bound_source = control_flow.bind_slots(
-                st.loop.c_source, [buffers[v].slot if isinstance(v, Var) else None
-                                   for v in eqn.invars],
-                [buffers[v].slot for v in eqn.outvars], buffers[st.loop.scratch].slot)
-            loops += st.loop.nested_sources + [st.loop.bound_source]
+            loops += st.loop.nested_sources + [st.loop.c_source]
     close_unit()
     return units, run
 
