@@ -9,7 +9,8 @@ them (unit 2-norm, largest component real).
 
 The jvp rules are jax's (``jax/_src/lax/linalg.py``), written with ``fx.lax`` ops so they
 batch, jit and nest:
-- ``qr``: for ``m >= n`` and reduced (or square) factors only, as jax.
+- ``qr``: jax 0.10.2's, for tall, wide and square matrices, reduced and full factors, with
+  or without column pivoting (``pivoting=True``: LAPACK's geqp3 through SciPy).
 - ``eigh``: nondegenerate perturbation theory; eigenvector tangents are undefined (inf/NaN)
   where eigenvalues repeat, as in jax.
 - ``svd``: reduced factors (or square full ones); singular vector tangents are undefined

@@ -74,8 +74,10 @@ def _all(L, x, tall, c_left, c_right):
     return outs
 
 
-@pytest.mark.parametrize("dtype,x64", [(np.float64, True), (np.complex128, True),
-                                       (np.float32, False), (np.complex64, False)])
+@pytest.mark.parametrize("dtype,x64", [
+    (np.float64, True), (np.complex64, False),
+    *(pytest.param(d, x, marks=pytest.mark.slow)
+      for d, x in [(np.complex128, True), (np.float32, False)])])
 def test_values_against_jax(dtype, x64):
     rng = np.random.default_rng(0)
     x = _mat(rng, (2, 4, 4), dtype)
