@@ -83,7 +83,8 @@ def _schur_householder_row(lax_):
         r, tq = geqrf(a)
         q, _, p = L.qr(a, pivoting=True)
         return (t, z, h, taus, r, tq, L.householder_product(r, tq), L.ormqr(r, tq, c),
-                L.ormqr(r, tq, lax_.transpose(c, (1, 0)), left=False, transpose=True), q, p)
+                L.ormqr(r, tq, lax_.transpose(c, (1, 0)), left=False, transpose=True), q, p,
+                L.tridiagonal(lax_.add(a, lax_.transpose(a, (1, 0)))))
 
     return f
 

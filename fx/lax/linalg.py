@@ -301,6 +301,8 @@ from fx.lax.linalg_householder import (  # noqa: E402, F401
     householder_product_p,
     ormqr,
     ormqr_p,
+    tridiagonal,
+    tridiagonal_p,
 )
 from fx.lax.linalg_schur import schur, schur_p  # noqa: E402, F401
 from fx.lax.linalg_solvers import (  # noqa: E402, F401

@@ -1,14 +1,17 @@
 """Householder factorizations in LAPACK's packed form: the ``geqrf``, ``householder_product``,
-``ormqr`` and ``hessenberg`` primitives (``fx.lax.linalg.*``), with jax's signatures.
+``ormqr``, ``hessenberg`` and ``tridiagonal`` primitives (``fx.lax.linalg.*``), with jax's
+signatures.
 
 A packed factorization keeps the elementary reflectors ``H_i = I - tau_i v_i v_i^H`` below
-the diagonal (``geqrf``) or below the first subdiagonal (``hessenberg``) of its first output,
+the diagonal (``geqrf``) or below the first subdiagonal (``hessenberg``, ``tridiagonal``
+with ``lower``; above the first superdiagonal without) of its first output,
 ``v_i`` having a unit ``i``-th component that is not stored, and their scalars ``tau_i`` in
 the second. ``householder_product`` multiplies the reflectors out into the matrix they stand
 for; ``ormqr`` applies it to another matrix without forming it.
 
 Operands are batches of matrices, batch dimensions leading. The impls call LAPACK through
-SciPy (``geqrf``, ``orgqr``/``ungqr``, ``ormqr``/``unmqr``, ``gehrd``), one matrix at a time;
+SciPy (``geqrf``, ``orgqr``/``ungqr``, ``ormqr``/``unmqr``, ``gehrd``, ``sytrd``/``hetrd``),
+one matrix at a time;
 a matrix LAPACK reports a failure for comes back as NaNs, as jax's. jax defines no
 derivatives for these primitives (differentiate ``qr``, ``eigh``… instead), so their jvp
 rules refuse with a clear error, as jax's missing rules do.
@@ -28,8 +31,8 @@ from fx.interpreters import jvp
 from fx.lax.base import shape_error
 from fx.lax.linalg_solvers import batch_at_front, check_matrix
 
-__all__ = ["geqrf", "hessenberg", "householder_product", "ormqr", "lapack_per_matrix",
-           "refuse_jvp"]
+__all__ = ["geqrf", "hessenberg", "householder_product", "lapack_per_matrix", "ormqr",
+           "refuse_jvp", "tridiagonal"]
 
 
 def _lapack(name: str, dtype: np.dtype):
@@ -38,7 +41,7 @@ def _lapack(name: str, dtype: np.dtype):
     from scipy.linalg import lapack
 
     if dtypes.is_complex(dtype):
-        name = {"orgqr": "ungqr", "ormqr": "unmqr"}.get(name, name)
+        name = {"orgqr": "ungqr", "ormqr": "unmqr", "sytrd": "hetrd"}.get(name, name)
     prefix = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
               np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}[np.dtype(dtype)]
     return getattr(lapack, prefix + name)
@@ -264,3 +267,51 @@ def hessenberg(a):
     (0.0, (2,))
     """
     return hessenberg_p.bind(a)
+
+
+# --- tridiagonal ------------------------------------------------------------------------------
+
+# params: lower; -> a (packed), d [..., n] (real), e [..., n-1] (real), taus [..., n-1]
+tridiagonal_p = Primitive("tridiagonal", multiple_results=True)
+
+
+@tridiagonal_p.def_abstract_eval
+def _tridiagonal_abstract_eval(a, *, lower):
+    check_matrix("tridiagonal", a, square=True)
+    *batch, n, _ = a.shape
+    if n == 0:
+        raise shape_error("tridiagonal", "needs a nonempty square matrix", a)
+    real = dtypes.real_dtype(a.dtype)
+    return [a.strip_weak_type(), ShapedArray((*batch, n), real),
+            ShapedArray((*batch, n - 1), real), ShapedArray((*batch, n - 1), a.dtype)]
+
+
+@tridiagonal_p.def_impl
+def _tridiagonal_impl(a, *, lower):
+    a = np.asarray(a)
+    routine = _lapack("sytrd", a.dtype)
+
+    def one(x):
+        c, d, e, tau, info = routine(x, lower=int(lower))
+        return (c, d, e, tau), info == 0
+
+    avals = _tridiagonal_abstract_eval(ShapedArray(a.shape, a.dtype), lower=lower)
+    return lapack_per_matrix(one, [a], a.shape[:-2], avals)
+
+
+refuse_jvp(tridiagonal_p, "differentiate fx.lax.linalg.eigh instead")
+batch_at_front(tridiagonal_p)
+
+
+def tridiagonal(a, *, lower: bool = True):
+    """Reduce symmetric (Hermitian) matrices to tridiagonal form ``q^H a q``, reading the
+    ``lower`` (or upper) triangle, as ``jax.lax.linalg.tridiagonal``: ``[a, d, e, taus]``
+    with the diagonal ``d``, off-diagonal ``e`` (both real) and the reflectors packed in
+    ``a`` and ``taus``.
+
+    >>> import numpy as np
+    >>> a, d, e, taus = fx.lax.linalg.tridiagonal(np.array([[2., 1.], [1., 3.]]))
+    >>> d, e
+    (Array([2., 3.], dtype=float32), Array([1.], dtype=float32))
+    """
+    return tridiagonal_p.bind(a, lower=bool(lower))

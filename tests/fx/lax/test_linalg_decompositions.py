@@ -405,12 +405,9 @@ def test_docstring_examples():
     assert run_doctests(fx.lax.linalg_solvers, fx.lax.linalg_spectral) >= 8
 
 
-_NOT_BUILT = "not built yet (issue 14 leaves it for later): needs LAPACK's {} from SciPy"
 LAX_LINALG_EXCLUDED = {
     "cholesky_update": "rank-one Cholesky update: not built yet (recompute cholesky)",
     "cholesky_update_p": "as cholesky_update",
-    "tridiagonal": _NOT_BUILT.format("sytrd"),
-    "tridiagonal_p": "as tridiagonal, the function",
     "qdwh": "the TPU polar decomposition by QR iterations: fx has svd-based polar (scipy)",
     "symmetric_product": "alpha a a^T + beta c (a BLAS syrk): not built yet, use matmul",
     "symmetric_product_p": "as symmetric_product",

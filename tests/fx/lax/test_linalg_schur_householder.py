@@ -1,5 +1,5 @@
 """fx.lax.linalg's Schur decomposition and packed Householder factorizations (schur,
-hessenberg, geqrf, householder_product, ormqr) against jax.lax.linalg.
+hessenberg, tridiagonal, geqrf, householder_product, ormqr) against jax.lax.linalg.
 
 fx and jax call the same LAPACK routines (jaxlib's CPU kernels call SciPy's LAPACK), so the
 outputs are compared directly; each is also checked for what defines it whatever the
@@ -62,11 +62,18 @@ def _reconstruction_checks(x, tol):
     a, taus = (np.asarray(o) for o in fl.hessenberg(x))
     np.testing.assert_allclose(np.tril(a, -2) != 0, np.tril(np.ones_like(a), -2) != 0)
     assert taus.shape == (*x.shape[:-2], n - 1)
+    _, d, e, _ = (np.asarray(o) for o in fl.tridiagonal((x + _H(x)) / 2))
+    full = d[..., :, None] * eye
+    for i in range(n - 1):
+        full[..., i, i + 1] = full[..., i + 1, i] = e[..., i]
+    np.testing.assert_allclose(np.linalg.eigvalsh(full), np.linalg.eigvalsh((x + _H(x)) / 2),
+                               atol=tol * 10)
 
 
 def _all(L, x, tall, c_left, c_right):
     a, taus = L.geqrf(tall) if L is fl else jax._src.lax.linalg.geqrf(tall)
     outs = [L.schur(x), L.schur(x, compute_schur_vectors=False), L.hessenberg(x),
+            L.tridiagonal(x), L.tridiagonal(x, lower=False),
             L.householder_product(a, taus), L.householder_product(a[..., :, :2], taus[..., :1])]
     for left, c in ((True, c_left), (False, c_right)):
         for transpose in (False, True):
@@ -109,7 +116,8 @@ def test_vmap_against_loop_and_jit_against_eager():
         t, q = fl.schur(x)
         a, taus = fl.hessenberg(x)
         h, tau2 = fl.geqrf(x)
-        return t, q, a, taus, fl.householder_product(h, tau2), fl.ormqr(h, tau2, x)
+        return (t, q, a, taus, fl.householder_product(h, tau2), fl.ormqr(h, tau2, x),
+                fl.tridiagonal(x))
 
     got = fx.vmap(f)(xs)
     loop = [f(x) for x in xs]
@@ -123,7 +131,8 @@ def test_vmap_against_loop_and_jit_against_eager():
 def test_derivatives_are_refused_and_errors_are_clear():
     x = np.eye(3) + 0.1
     for fn in (lambda a: fl.schur(a)[0], lambda a: fl.hessenberg(a)[0],
-               lambda a: fl.geqrf(a)[0], lambda a: fl.householder_product(a, a[:, 0])):
+               lambda a: fl.geqrf(a)[0], lambda a: fl.householder_product(a, a[:, 0]),
+               lambda a: fl.tridiagonal(a)[1]):
         with pytest.raises(NotImplementedError, match="Differentiation rule for"):
             fx.jvp(fn, (x,), (x,))
     with pytest.raises(TypeError, match="square"):
