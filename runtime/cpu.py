@@ -14,7 +14,7 @@ import ctypes
 import numpy as np
 
 from fx.runtime import cc
-from fx.runtime.pool import StatePool
+from fx.runtime.executor import Executable
 
 
 def _address(a: np.ndarray) -> int:
@@ -54,48 +54,22 @@ class _CallState:
         self.table = (ctypes.c_void_p * exe.n_slots)()
         self.table_ptr = ctypes.cast(self.table, ctypes.c_void_p)
         self.views = dict(exe.const_views)
-        for slot, var, offset in exe.temps:
-            view = self.arena[offset:offset + var.aval.nbytes].view(var.aval.dtype)
-            view = view.reshape(var.aval.shape)
-            self.views[var] = view
-            self.table[slot] = _address(view) if view.size else None
-        for slot, address in exe.const_slots:
-            self.table[slot] = address
+        for t in exe.temps:
+            view = self.arena[t.offset:t.offset + t.aval.nbytes].view(t.aval.dtype)
+            view = view.reshape(t.aval.shape)
+            self.views[t.var] = view
+            self.table[t.slot] = _address(view) if view.size else None
+        for slot, arr in exe.const_slots:
+            self.table[slot] = _address(arr)
 
 
-class CpuExecutable:
+class CpuExecutable(Executable):
     """A compiled program. Immutable once built: every call checks a :class:`_CallState` out
     of a pool, so one executable can be called from many threads at once. The C entry points
     are called through ``ctypes.CDLL``, which releases the GIL while they run."""
 
-    def __init__(self, low):
-        self.name = low.name
+    def load(self, low) -> None:
         self.lib = cc.build(low.source) if low.source else None
-        buffers = sorted(low.buffers.values(), key=lambda b: b.slot)
-        self.n_slots = max(len(buffers), 1)
-        self.arena_bytes = low.plan.arena_bytes
-        n_consts = len(low.consts)
-        self.temps: list[tuple[int, object, int]] = []  # (slot, var, arena offset)
-        self.const_views: dict = {}
-        self.const_slots: list[tuple[int, int]] = []  # (slot, address)
-        self.inputs: list[tuple[int, object, np.dtype, int]] = []  # (slot, var, dtype, arg)
-        self.outputs: list[tuple[int, object, int]] = []  # (slot, var, donor arg or -1)
-        for b in buffers:
-            if b.kind == "temp":
-                self.temps.append((b.slot, b.var, b.offset))
-            elif b.kind == "const":
-                arr = np.ascontiguousarray(np.asarray(low.consts[b.position]), b.aval.dtype)
-                self.const_views[b.var] = arr
-                self.const_slots.append((b.slot, _address(arr)))
-            elif b.kind == "input":
-                self.inputs.append((b.slot, b.var, b.aval.dtype, b.position - n_consts))
-            else:
-                donor = b.donor.position - n_consts if b.donor is not None else -1
-                self.outputs.append((b.slot, b.var, donor))
-        self.out_sources = [
-            ("literal", src[1]) if src[0] == "literal" else ("buffer", src[1].var)
-            for src in low.out_sources
-        ]
         self.calls = []
         for rs in low.run_steps:
             if rs.kind == "c":
@@ -106,19 +80,17 @@ class CpuExecutable:
             else:
                 self.calls.append((False, rs.fn))
         self.needs_views = any(not is_c for is_c, _ in self.calls)
-        self.states: StatePool[_CallState] = StatePool(lambda: _CallState(self))
+        # Plain tuples for the per-call loops (attribute reads cost a small call's dispatch).
+        self._args = [(a.slot, a.var, a.aval.dtype, a.position) for a in self.inputs]
+        self._outs = [(o.slot, o.var, o.position) for o in self.outputs]
 
-    def __call__(self, args: list) -> list[np.ndarray]:
-        state = self.states.acquire()
-        try:
-            return self._run(state, args)
-        finally:
-            self.states.release(state)
+    def new_state(self) -> _CallState:
+        return _CallState(self)
 
-    def _run(self, state: _CallState, args: list) -> list[np.ndarray]:
+    def run(self, state: _CallState, args: list) -> list[np.ndarray]:
         table = state.table
         views = dict(state.views) if self.needs_views else None
-        for slot, var, dtype, pos in self.inputs:
+        for slot, var, dtype, pos in self._args:
             a = args[pos]
             if type(a) is not np.ndarray or a.dtype != dtype or not a.flags.c_contiguous:
                 a = np.asarray(a, dtype=dtype, order="C")  # (keeps 0-d arrays 0-d)
@@ -127,7 +99,7 @@ class CpuExecutable:
             if views is not None:
                 views[var] = a
         produced = {}
-        for slot, var, donor in self.outputs:
+        for slot, var, donor in self._outs:
             out = _reusable(args[donor]) if donor >= 0 else None
             if out is None:
                 out = np.empty(var.aval.shape, var.aval.dtype)
@@ -152,9 +124,9 @@ class CpuExecutable:
         return results
 
     def _input_value(self, var, args):
-        for _, v, _, pos in self.inputs:
-            if v is var:
-                return args[pos]
+        for a_slot in self.inputs:
+            if a_slot.var is var:
+                return args[a_slot.position]
         return self.const_views[var]
 
 

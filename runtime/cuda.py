@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fx.runtime.executor import Executable
 from fx.runtime.platforms import cupy_module
-from fx.runtime.pool import StatePool
 
 # NVRTC options; CuPy adds -ftz=true for float32 speed (denormals flush to zero on GPU, a
 # documented difference from NumPy on CPU). No contraction of a*b+c into FMAs behind our back:
@@ -88,13 +88,13 @@ class _CudaState:
     def __init__(self, exe: CudaExecutable):
         self.arena = exe.cp.empty(max(exe.arena_bytes, 1), dtype=exe.cp.uint8)
         self.views = dict(exe.const_views)
-        for var, offset in exe.temps:
-            view = self.arena[offset:offset + var.aval.nbytes].view(var.aval.dtype)
-            self.views[var] = view.reshape(var.aval.shape)
+        for t in exe.temps:
+            view = self.arena[t.offset:t.offset + t.aval.nbytes].view(t.aval.dtype)
+            self.views[t.var] = view.reshape(t.aval.shape)
         self.ready = None
 
 
-class CudaExecutable:
+class CudaExecutable(Executable):
     """A compiled program on the GPU. Immutable once built: each call checks a
     :class:`_CudaState` out of a pool and launches on the calling thread's current stream, so
     one executable can be called from many threads (and streams) at once."""
@@ -107,23 +107,15 @@ class CudaExecutable:
                 "backend='cpu'"
             )
         self.cp = cp
-        self.name = low.name
+        super().__init__(low)
+
+    def device_constant(self, host: np.ndarray):
+        return self.cp.asarray(host)
+
+    def load(self, low) -> None:
+        cp = self.cp
         self.module = cp.RawModule(code=low.source, options=NVRTC_OPTIONS) if low.source else None
         sm = cp.cuda.Device().attributes.get("MultiProcessorCount", 132)
-        self.arena_bytes = low.plan.arena_bytes
-        n_consts = len(low.consts)
-        self.temps: list = []  # (var, arena offset)
-        self.const_views: dict = {}
-        self.inputs, self.outputs = [], []
-        for b in sorted(low.buffers.values(), key=lambda b: b.slot):
-            if b.kind == "temp":
-                self.temps.append((b.var, b.offset))
-            elif b.kind == "const":
-                self.const_views[b.var] = cp.asarray(np.asarray(low.consts[b.position]))
-            elif b.kind == "input":
-                self.inputs.append((b.var, b.aval.dtype, b.position - n_consts))
-            else:
-                self.outputs.append(b.var)
         self.calls = []
         for rs in low.run_steps:
             if rs.kind == "c":
@@ -140,15 +132,13 @@ class CudaExecutable:
                                        list(zip(names, variables)), k.params))
             else:
                 self.calls.append(("py", rs.fn, None, None, None))
-        self.out_sources = [
-            ("literal", src[1]) if src[0] == "literal" else ("buffer", src[1].var)
-            for src in low.out_sources
-        ]
-        self.states: StatePool[_CudaState] = StatePool(lambda: _CudaState(self))
         self.use_graph = os.environ.get("FX_CUDA_GRAPHS") == "1" and all(
             c[0] == "kernel" for c in self.calls)
         self._graph = None  # (graph, stream, static buffers, views), captured on first use
         self._graph_lock = threading.Lock()
+
+    def new_state(self) -> _CudaState:
+        return _CudaState(self)
 
     def _launch(self, views) -> None:
         for kind, fn, cfg, binding, params in self.calls:
@@ -161,32 +151,33 @@ class CudaExecutable:
     def _arguments(self, args: list) -> dict:
         cp = self.cp
         views = {}
-        for var, dtype, pos in self.inputs:
-            a = args[pos]
+        for a_slot in self.inputs:
+            a, dtype = args[a_slot.position], a_slot.aval.dtype
             if not isinstance(a, cp.ndarray):
                 a = cp.asarray(np.asarray(a))  # explicit: jit's inserted host-to-device copy
             if a.dtype != dtype or not a.flags.c_contiguous:
                 a = cp.ascontiguousarray(a, dtype=dtype)
-            views[var] = a
+            views[a_slot.var] = a
         return views
 
     def __call__(self, args: list) -> list:
-        cp = self.cp
         if self.use_graph:
             return self._replay(self._arguments(args))
+        return super().__call__(args)
+
+    def run(self, state: _CudaState, args: list) -> list:
+        cp = self.cp
         stream = cp.cuda.get_current_stream()
-        state = self.states.acquire()
         try:
             if state.ready is not None:
                 stream.wait_event(state.ready)  # the arena's previous user, maybe another stream
             views = dict(state.views)
             views.update(self._arguments(args))
-            for var in self.outputs:
-                views[var] = cp.empty(var.aval.shape, var.aval.dtype)
+            for o in self.outputs:
+                views[o.var] = cp.empty(o.aval.shape, o.aval.dtype)
             self._launch(views)
         finally:
             state.ready = stream.record()  # also after a failed launch: some may be queued
-            self.states.release(state)
         return self._results(views)
 
     def _results(self, views) -> list:
@@ -201,10 +192,9 @@ class CudaExecutable:
         cp = self.cp
         with self._graph_lock:
             if self._graph is None:
-                static = {var: cp.empty(var.aval.shape, var.aval.dtype)
-                          for var, _, _ in self.inputs}
-                static.update({var: cp.empty(var.aval.shape, var.aval.dtype)
-                               for var in self.outputs})
+                static = {a.var: cp.empty(a.aval.shape, a.aval.dtype) for a in self.inputs}
+                static.update({o.var: cp.empty(o.aval.shape, o.aval.dtype)
+                               for o in self.outputs})
                 stream = cp.cuda.Stream(non_blocking=True)
                 views = dict(_CudaState(self).views, **static)
                 with stream:
@@ -214,8 +204,8 @@ class CudaExecutable:
                 self._graph = (graph, stream, static, views)
             graph, stream, static, views = self._graph
             cp.cuda.get_current_stream().synchronize()  # the arguments are ready
-            for var, _, _ in self.inputs:
-                cp.copyto(static[var], args[var])
+            for a in self.inputs:
+                cp.copyto(static[a.var], args[a.var])
             with stream:
                 graph.launch(stream)
             stream.synchronize()

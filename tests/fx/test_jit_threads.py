@@ -275,14 +275,14 @@ def test_concurrent_calls_use_separate_states_and_reuse_them():
     exe = compiled._exe
     gate = threading.Barrier(THREADS)
     seen = []
-    run = exe._run
+    run = exe.run
 
     def gated_run(state, args):  # every call waits inside the executable for the others
         seen.append(state)
         gate.wait()
         return run(state, args)
 
-    exe._run = gated_run
+    exe.run = gated_run
     try:
         run_threads(lambda t: compiled(x))
         assert len({id(s) for s in seen}) == THREADS  # four calls at once, four arenas
@@ -292,4 +292,4 @@ def test_concurrent_calls_use_separate_states_and_reuse_them():
         assert exe.states.created == THREADS
         assert len({id(s.arena) for s in seen}) == THREADS
     finally:
-        del exe._run
+        del exe.run
