@@ -67,7 +67,7 @@ def _check_values(fn, ref, args, x64, rtol):
         np.testing.assert_allclose(np.asarray(got, np.float64)[fits], want[fits], rtol=rtol)
 
 
-@pytest.mark.parametrize("x64, rtol", [(True, 1e-12), (False, 2e-4)])
+@pytest.mark.parametrize("x64, rtol", [(True, 1e-12), (False, 1e-5)])
 def test_hyp1f1_values_match_jax_and_scipy(x64, rtol):
     _check_values(fss.hyp1f1, sps.hyp1f1, HYP1F1_ARGS, x64, rtol)
     if x64:  # and jax's own (float32 with -m slow: each mode compiles jax's loops anew)
@@ -75,7 +75,7 @@ def test_hyp1f1_values_match_jax_and_scipy(x64, rtol):
         np.testing.assert_allclose(got, np.asarray(jss.hyp1f1(*HYP1F1_ARGS)), rtol=1e-13)
 
 
-@pytest.mark.parametrize("x64, rtol", [(True, 1e-12), (False, 2e-4)])
+@pytest.mark.parametrize("x64, rtol", [(True, 1e-12), (False, 1e-5)])
 def test_hyp2f1_values_match_scipy(x64, rtol):
     _check_values(fss.hyp2f1, sps.hyp2f1, HYP2F1_ARGS, x64, rtol)
 
