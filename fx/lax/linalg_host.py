@@ -66,11 +66,16 @@ def _use_loop(steps: int, batch: int, flops: float) -> bool:
     return loop < lapack
 
 
+def _nan_factor(n: int, dtype) -> np.ndarray:
+    return np.tril(np.full((n, n), np.nan, dtype))
+
+
 # --- cholesky ---------------------------------------------------------------------------------
 
 
 def cholesky(x: np.ndarray) -> np.ndarray:
-    """The lower Cholesky factor (zeros above the diagonal) of each matrix's lower triangle."""
+    """The lower Cholesky factor (zeros above the diagonal) of each matrix's lower triangle;
+    NaN on and below the diagonal where it is not positive definite."""
     x = np.asarray(x)
     if _use_small(x):
         if small_linalg_kernels.available(x):
@@ -85,7 +90,7 @@ def cholesky(x: np.ndarray) -> np.ndarray:
         # upper factor U (U^H U = conj(a)) is L^T, written in place as L in C order.
         _, info = potrf(a.T, lower=0, clean=1, overwrite_a=1)
         if info != 0:
-            a[...] = np.nan
+            a[...] = _nan_factor(a.shape[-1], a.dtype)
     return out
 
 
@@ -94,7 +99,7 @@ def cholesky_numpy(x: np.ndarray) -> np.ndarray:
         return np.linalg.cholesky(x)
     except np.linalg.LinAlgError:
         flat = x.reshape((-1, *x.shape[-2:]))
-        out = np.full(flat.shape, np.nan, x.dtype)
+        out = np.tril(np.full(flat.shape, np.nan, x.dtype))
         for i, a in enumerate(flat):
             try:
                 out[i] = np.linalg.cholesky(a)

@@ -125,7 +125,11 @@ def _host(x) -> np.ndarray:
 
 # --- cholesky ---------------------------------------------------------------------------------
 
-cholesky_p = Primitive("cholesky")  # reads the lower triangle; returns L with A = L L^H
+# Reads the lower triangle; returns L with A = L L^H and zeros above the diagonal (every impl
+# in linalg_host writes them), NaNs on and below it where A is not positive definite. The
+# tril after it stays: without it jit(grad) of a Cholesky hits a KeyError in the pipeline's
+# kernel generation (pipeline._kernel, a step input without a buffer).
+cholesky_p = Primitive("cholesky")
 
 
 @cholesky_p.def_abstract_eval

@@ -10,7 +10,8 @@ vectors instead of 100,000 LAPACK calls or a loop of strided batched slices.
 The arithmetic is the general paths', operation for operation (the same products, sums and
 divisions in the same order), so that on finite input the LU factors match the NumPy loop's
 bit for bit; the pivot on a tie is the first largest magnitude, as LAPACK's ``i?amax``.
-Failures are values: a matrix that is not positive definite gets an all-NaN Cholesky factor.
+Failures are values: a matrix that is not positive definite gets a Cholesky factor that is
+NaN on and below the diagonal.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ def _magnitude(v: np.ndarray) -> np.ndarray:
 
 
 def cholesky(x: np.ndarray) -> np.ndarray:
-    """Lower Cholesky factors (zeros above) of the lower triangles of ``x``; NaN matrices
-    where a pivot is not positive (or is NaN), as LAPACK's ``potrf`` failing."""
+    """Lower Cholesky factors (zeros above) of the lower triangles of ``x``; NaN on and below
+    the diagonal where a pivot is not positive (or is NaN), as LAPACK's ``potrf`` failing."""
     n = x.shape[-1]
     a = _entries(x)
     zero = np.zeros_like(a[0][0])
@@ -61,7 +62,10 @@ def cholesky(x: np.ndarray) -> np.ndarray:
                     v = v - L[i][k] * (np.conj(L[j][k]) if complex_ else L[j][k])
                 L[i][j] = v / d
     out = _assemble(L, x.shape, x.dtype)
-    out[bad.reshape(x.shape[:-2])] = np.nan
+    rows, cols = np.tril_indices(n)
+    failed = out[bad.reshape(x.shape[:-2])]
+    failed[..., rows, cols] = np.nan  # NaN where the factor lives, zeros above, as potrf
+    out[bad.reshape(x.shape[:-2])] = failed
     return out
 
 

@@ -78,7 +78,9 @@ void fx_small_cholesky_##S(const T* restrict x, T* restrict out, long nb, int n)
         L[i * n + j] = v / d;                                                                 \
       }                                                                                       \
     }                                                                                         \
-    for (int i = 0; i < n * n; i++) out[b * n * n + i] = bad ? (T)NAN : L[i];                 \
+    for (int i = 0; i < n; i++)                                                               \
+      for (int j = 0; j < n; j++)                                                             \
+        out[b * n * n + i * n + j] = bad && j <= i ? (T)NAN : L[i * n + j];                   \
   }                                                                                           \
 }                                                                                             \
                                                                                               \

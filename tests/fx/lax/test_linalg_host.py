@@ -62,7 +62,9 @@ def test_lapack_cholesky_not_positive_definite_is_nan():
     x = _spd(rng, (3, 20, 20), np.float64)
     x[1] = -x[1]
     got = host.cholesky(x)
-    assert np.isnan(got[1]).all() and np.isfinite(got[[0, 2]]).all()
+    rows, cols = np.tril_indices(20)
+    assert np.isnan(got[1, rows, cols]).all() and np.isfinite(got[[0, 2]]).all()
+    assert np.all(np.triu(got, 1) == 0)  # the primitive's invariant: no tril pass after it
 
 
 @pytest.mark.parametrize("dtype", ALL)
@@ -158,6 +160,7 @@ def test_small_cholesky_close_to_lapack_and_nan_on_failure(dtype, n):
     np.testing.assert_array_equal(np.isnan(np.tril(got)), np.isnan(np.tril(want)))
     rows, cols = np.tril_indices(n)
     assert np.isnan(got[3:5, rows, cols]).all()
+    assert np.all(np.triu(got, 1) == 0)  # the primitive's invariant, failures included
     assert_allclose(np.nan_to_num(np.tril(got)), np.nan_to_num(np.tril(want)), rtol=_tol(dtype),
                     atol=_tol(dtype))
     if np.dtype(dtype).kind == "f" and small_linalg_kernels.available(x):
