@@ -462,9 +462,10 @@ class Lowered:
         self._program = program
         self._entry = entry
 
-    def as_text(self) -> str:
-        """The optimized IR with fusion groups, chosen kernels and buffer placement."""
-        return self._program.as_text()
+    def as_text(self, stage: str | None = None) -> str:
+        """The optimized IR with fusion groups, chosen kernels and buffer placement; or one
+        stage alone: ``"jaxpr"``, ``"groups"``, ``"selection"``, ``"plan"``, ``"source"``."""
+        return self._program.as_text(stage)
 
     def compile(self) -> Compiled:
         return Compiled(self._program, self._program.compile(), self._entry)
@@ -503,8 +504,8 @@ class Compiled:
     def kernel_sources(self) -> str:
         return self._program.source
 
-    def as_text(self) -> str:
-        return self._program.as_text()
+    def as_text(self, stage: str | None = None) -> str:
+        return self._program.as_text(stage)
 
 
 def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (),

@@ -144,8 +144,9 @@ class Program:
     def in_avals(self) -> list[ShapedArray]:
         return [v.aval for v in self.jaxpr.invars]
 
-    def as_text(self) -> str:
-        return lowered_as_text(self)
+    def as_text(self, stage: str | None = None) -> str:
+        """The program, or one stage of it (see ``fx.lowering.text``)."""
+        return lowered_as_text(self, stage)
 
     def compile(self):
         return self.backend.executor(self)

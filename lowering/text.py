@@ -5,6 +5,11 @@ Shows the optimized jaxpr, then the schedule: one line per step with its fusion 
 its lowered text), the implementation operator selection chose (and why), and where each
 buffer lives (argument, output, constant, or an arena offset; in-place reuse marked), then the
 memory summary.
+
+``as_text(stage)`` shows one stage of the pipeline alone, as Triton's stages: ``"jaxpr"`` (the
+optimized jaxpr), ``"groups"`` (the fusion groups), ``"selection"`` (each group's chosen
+implementation and why), ``"plan"`` (the schedule with every buffer's place and the memory
+summary) and ``"source"`` (the kernels in the backend's dialect).
 """
 
 from __future__ import annotations
@@ -28,8 +33,32 @@ def _scopes(group) -> str:
     return f"  # {', '.join(names)}" if names else ""
 
 
-def lowered_as_text(low) -> str:
+STAGES = ("jaxpr", "groups", "selection", "plan", "source")
+
+
+def lowered_as_text(low, stage: str | None = None) -> str:
+    if stage is not None and stage not in STAGES:
+        raise ValueError(f"as_text: unknown stage {stage!r}; the stages are "
+                         f"{', '.join(repr(s) for s in STAGES)} (or None for all but source)")
+    if stage == "source":
+        return str(low.source) if low.source else "// no generated kernels"
     namer = _Namer()
+    if stage == "jaxpr":
+        return pp_jaxpr(low.jaxpr, 0, namer)
+    if stage in ("groups", "selection"):
+        lines = []
+        for t, s in enumerate(low.steps):
+            lines.append(f"step {t:<3} {s.group.label()}{_scopes(s.group)}")
+            if stage == "selection":
+                k = f" -> {s.kernel.name}" if s.kernel is not None else ""
+                lines.append(f"    impl: {s.choice.impl.name}{k} ({s.choice.reason})")
+        return "\n".join(lines)
+    if stage == "plan":
+        pp_jaxpr(low.jaxpr, 2, namer)  # (names the values as the full text does)
+    return _full_text(low, namer, with_jaxpr=stage is None)
+
+
+def _full_text(low, namer, with_jaxpr: bool) -> str:
     jaxpr_text = pp_jaxpr(low.jaxpr, 2, namer)
     plan = low.plan
     n_kernels = sum(1 for s in low.steps if s.kernel is not None)
@@ -41,6 +70,8 @@ def lowered_as_text(low) -> str:
         "  " + jaxpr_text,
         "# schedule:",
     ]
+    if not with_jaxpr:
+        del lines[1:3]
     inplace_of = {int(k): int(v) for k, v in plan.inplace.items()}
     by_slot = {b.slot: b for b in low.buffers.values()}
 

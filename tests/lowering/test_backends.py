@@ -82,3 +82,19 @@ def test_a_lowered_program_carries_its_record():
         assert f"for {name}:" in low.as_text()
         assert low.plan.offsets, "the program should have temporaries"
         assert all(off % low.backend.alignment == 0 for off in low.plan.offsets.values())
+
+
+def test_as_text_shows_each_stage_alone():
+    x = np.ones((8, 8), np.float32)
+    low = fx.jit(lambda x: fx.numpy.tanh(x @ x).sum(axis=0)).lower(x)
+    full = low.as_text()
+    jaxpr, groups = low.as_text("jaxpr"), low.as_text("groups")
+    selection, plan, source = low.as_text("selection"), low.as_text("plan"), low.as_text("source")
+    assert "dot_general" in jaxpr and "step" not in jaxpr
+    assert groups.count("step ") == full.count("  step ") and "impl:" not in groups
+    assert selection.count("impl: ") == groups.count("step ") and "cost" in selection
+    assert "arena+" in plan or "# memory" in plan
+    assert "optimized jaxpr" not in plan and "# memory" in plan
+    assert "void" in source and "fx_seg" in source
+    with pytest.raises(ValueError, match=r"unknown stage 'ptx'; the stages are 'jaxpr'"):
+        low.as_text("ptx")
