@@ -8,16 +8,23 @@ and give the same bits eagerly (NumPy) and under ``fx.jit`` (C kernels are built
 
 What XLA CPU (jaxlib 0.10.2) emits, read off its optimized LLVM IR and object code:
 
-* float32 ``log``, ``log1p``, ``exp``, ``expm1`` and both float types' ``exp``/``expm1`` and
-  ``erf_inv`` are inline polynomials (Cephes-style for float32 ``log``/``exp``; ``log1p`` a
-  rational function below ``|x| < sqrt(2) - 1``; ``expm1`` through ``tanh(x / 2)``; ``erf_inv``
-  Giles' approximation, two branches in float32, three in float64). The LLVM backend fuses a
-  multiply whose only use is an add or subtract into one ``fma`` (x86 with FMA), so each such
-  pair here is ``fma`` (exact: see ``fma``), every other operation rounds on its own.
-* float64 ``log`` (and the ``log`` inside float64 ``log1p``/``erf_inv``), ``tan`` and ``pow`` of
-  both types are calls into the process's libm (glibc's ``log``, ``tan``, ``tanf``, ``pow``,
-  ``powf``). fx's compiled kernels call the same functions, so these go through a small
-  ``fx.jit``-compiled function (``_libm``), also when called eagerly.
+* float32 ``log``, ``log1p``, ``exp``, ``expm1``, ``erf`` and both float types' ``exp``/
+  ``expm1`` and ``erf_inv`` are inline polynomials (Cephes-style for float32 ``log``/``exp``;
+  ``log1p`` a rational function below ``|x| < sqrt(2) - 1``; ``expm1`` through ``tanh(x/2)``;
+  ``erf_inv`` Giles' approximation, two branches in float32, three in float64). The LLVM
+  backend fuses a multiply whose only use is an add or subtract into one ``fma`` (x86 with
+  FMA), so each such pair here is ``fma`` (exact: see ``fma``); every other operation rounds
+  on its own.
+* float64 ``log`` (and the ``log`` inside float64 ``log1p``/``erf_inv``) and ``erf``, and
+  ``tan`` and ``pow`` of both types are calls into the process's libm (glibc's ``log``,
+  ``erf``, ``tan``, ``tanf``, ``pow``, ``powf``). fx's compiled kernels call the same
+  functions, so these go through a small ``fx.jit``-compiled function (``_libm``), also when
+  called eagerly.
+* XLA's CPU threads run with denormals-are-zero and flush-to-zero set: subnormal inputs and
+  results are zeros here too (``flush_denormals``).
+
+The match is to jaxlib's XLA on x86-64 with FMA (AVX2/AVX-512) and the process's glibc: on a
+CPU without FMA XLA would not fuse, and another libm gives other ``log``/``tan``/``pow`` bits.
 
 Derivatives are those of the true functions (``custom_jvp``), computed by the fx.lax
 primitives' own jvp rules, as jax differentiates its primitives.
@@ -319,6 +326,17 @@ def _erf_inv_f32(x):
     return _erf_inv_end(x, p)
 
 
+def _erf_f32(x):
+    """XLA's float32 erf: ``x P(x**2) / Q(x**2)`` (explicit fmas), +-1 from ``|x| >= 3.83``."""
+    x2 = lax.mul(x, x)
+    num = lax.mul(x, _fma_h2(x2, _fma_k(x2, _b(0x39702D51), _b(0x3B5F5DA2)),
+                             [0x3D50B6EB, 0x3E3DA740, 0x3F906EBA]))
+    den = _fma_h2(x2, _fma_k(x2, _b(0xB3FD3906), _b(0x37C588DF)),
+                  [0x3A856D28, 0x3C6687D4, 0x3DE34C21, 0x3EFEB44A, 1.0])
+    one = _sel(lax.lt(x, _k(x, 0)), _k(x, -1.0), _k(x, 1.0))
+    return _sel(lax.ge(lax.abs(x), _k(x, _b(0x407547CB))), one, lax.div(num, den))
+
+
 def _erf_inv_end(x, p):
     inf = lax.mul(x, _k(x, np.inf))
     return _sel(lax.eq(lax.abs(x), _k(x, 1.0)), inf, lax.mul(p, x))
@@ -466,6 +484,7 @@ exp = _unary("exp", _exp_f32_parts, _exp_f64)
 expm1 = _unary("expm1", lambda x: _expm1_tail(x, _exp_f32_parts(x), 0x40FFF644, True),
                lambda x: _expm1_tail(x, _exp_f64(x), 0x4031B6D58F246197, False), True)
 erf_inv = _unary("erf_inv", _erf_inv_f32, _erf_inv_f64)
+erf = _unary("erf", _erf_f32, lambda x: _libm("erf")(x))
 tan = _unary("tan", lambda x: _libm("tan")(x), lambda x: _libm("tan")(x), True)
 
 

@@ -133,8 +133,12 @@ def pareto(key, b, shape: Shape | None = None, dtype=None) -> Array:
     key, dtype = _start(name, key, dtype)
     shape = shape_of(name, shape, value(name, "b", b))
     check_cast(name, dtype, b)
-    b = _broadcast_to(_param(name, "b", b, dtype), shape)
-    return xm.exp(lax.div(_exponential(key, shape, dtype), b))
+    b = _param(name, "b", b, dtype)
+    e = _exponential(key, shape, dtype)
+    if get_aval(b).shape == shape:
+        return xm.exp(lax.div(e, b))
+    # XLA divides by a broadcast value as a multiplication by the broadcast reciprocal.
+    return xm.exp(lax.mul(e, _broadcast_to(lax.div(lax.full_like(b, 1), b), shape)))
 
 
 def weibull_min(key, scale, concentration, shape: Shape = (), dtype=None) -> Array:

@@ -193,8 +193,10 @@ def truncated_normal(key, lower, upper, shape: int | Sequence[int] | None = None
         shape = canonical_shape(name, shape)
         _check_shape(name, shape, *bounds)
     sqrt2 = _sqrt2(dtype)
-    a = lax.erf(lax.div(lower, sqrt2))
-    b = lax.erf(lax.div(upper, sqrt2))
+    # XLA divides by the constant sqrt(2) as a multiplication by its reciprocal (rounded).
+    inv_sqrt2 = _const(np.asarray(1, dtype) / np.asarray(np.sqrt(2.0), dtype), dtype)
+    a = xm.erf(lax.mul(lower, inv_sqrt2))
+    b = xm.erf(lax.mul(upper, inv_sqrt2))
     u = _uniform(name, key, shape, dtype, a, b)
     out = lax.mul(sqrt2, xm.erf_inv(u))
     lo = lax.nextafter(lax.stop_gradient(lower), _const(np.inf, dtype))
