@@ -321,9 +321,9 @@ def _steps(groups: list[FusionGroup], backend: backends.Backend, have_compiler: 
             local = head.produced()
             head.inputs = _unique([v for e in head.eqns for v in e.invars
                                    if isinstance(v, Var) and v not in local])
-            tail = FusionGroup(GroupKind.ELEMENTWISE, epilogue, g.id)
+            tail = FusionGroup(GroupKind.ELEMENTWISE, _with_prologue_reads(g, epilogue), g.id)
             local = tail.produced()
-            tail.inputs = _unique([v for e in epilogue for v in e.invars
+            tail.inputs = _unique([v for e in tail.eqns for v in e.invars
                                    if isinstance(v, Var) and v not in local])
             tail.outputs = list(g.outputs)
             steps.append(Step(head, choice, head.inputs, [prod]))
@@ -343,6 +343,24 @@ def _steps(groups: list[FusionGroup], backend: backends.Backend, have_compiler: 
                 placement = "host"  # no GPU implementation: split the graph here
             steps.append(Step(g, choice, list(g.inputs), list(g.outputs), placement=placement))
     return steps
+
+
+def _with_prologue_reads(g: FusionGroup, epilogue: list) -> list:
+    """The epilogue plus the prologue equations computing what it reads of them (or what the
+    group returns of them): the library call writes only the product, so the epilogue's
+    kernel recomputes those operand values (views and broadcasts) itself."""
+    prologue = g.prologue
+    made = {v: e for e in prologue for v in e.outvars}
+    wanted = [v for e in epilogue for v in e.invars if isinstance(v, Var) and v in made]
+    wanted += [v for v in g.outputs if v in made]
+    keep: set[int] = set()
+    while wanted:
+        e = made[wanted.pop()]
+        if id(e) not in keep:
+            keep.add(id(e))
+            wanted.extend(v for v in e.invars if isinstance(v, Var) and v in made)
+    keep.update(id(e) for e in epilogue)
+    return [e for e in g.eqns if id(e) in keep]
 
 
 def _unique(xs):

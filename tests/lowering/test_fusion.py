@@ -172,3 +172,18 @@ def test_a_gather_and_the_producer_of_its_operand_stay_apart_through_a_common_co
     low = lower(fx.make_jaxpr(f)(x))
     scatter = low.steps[_group_of(low, "select_and_scatter_add")].group
     assert not any(e.primitive.name == "max" for e in scatter.eqns), scatter.label()
+
+
+def test_a_split_gemm_epilogue_recomputes_the_prologue_values_it_reads():
+    # The broadcast ones are a matmul operand (the GEMM group's prologue) and read again by
+    # the epilogue; BLAS writes only the product, so the epilogue's kernel must compute them
+    # itself (it used to read a value no step wrote: a KeyError while generating kernels).
+    def f(x):
+        ones = lax.broadcast_in_dim(1.0, (4, 4), ())
+        return (x @ ones) / (ones + fnp.eye(4, dtype=np.float32))
+
+    x = np.arange(16, dtype=np.float32).reshape(4, 4)
+    low = lower(fx.make_jaxpr(f)(x))
+    gemm = [s for s in low.steps if s.group.kind is GroupKind.GEMM]
+    assert gemm and all(s.choice.impl.name == "cpu.blas_gemm" for s in gemm)
+    np.testing.assert_array_equal(np.asarray(fx.jit(f)(x)), np.asarray(f(x)))
