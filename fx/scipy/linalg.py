@@ -7,7 +7,8 @@ Factorizations return jax's layouts: ``cho_factor`` a ``(c, lower)`` pair, ``lu_
 16 conditional squarings (so reverse mode works without a data-dependent loop), as jax's;
 ``expm_frechet`` is its jvp. The Schur-based functions (``schur``, ``rsf2csf``, ``sqrtm``,
 ``funm``, ``hessenberg``, ``solve_sylvester``) live in ``linalg_schur`` and
-``eigh_tridiagonal`` in ``linalg_tridiagonal``; ``qr`` (with pivoting) and ``qr_multiply``
+``eigh_tridiagonal`` in ``linalg_tridiagonal``, the special-matrix constructors (``pascal``,
+``companion``, ``dft``…) in ``linalg_special_matrices``; ``qr`` (with pivoting) and ``qr_multiply``
 go through ``fx.lax.linalg.qr``.
 Arguments jax accepts for SciPy compatibility only (``overwrite_*``, ``check_finite``) are
 accepted and ignored.
@@ -28,13 +29,27 @@ from fx.scipy.linalg_schur import (  # noqa: E402, F401
     solve_sylvester,
     sqrtm,
 )
+from fx.scipy.linalg_special_matrices import (  # noqa: F401
+    companion,
+    convolution_matrix,
+    dft,
+    fiedler,
+    fiedler_companion,
+    hadamard,
+    helmert,
+    invhilbert,
+    invpascal,
+    leslie,
+    pascal,
+)
 from fx.scipy.linalg_tridiagonal import eigh_tridiagonal  # noqa: F401
 
-__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "det", "eigh",
-           "eigh_tridiagonal", "expm", "expm_frechet", "funm", "hankel", "hessenberg",
-           "hilbert", "inv", "lu", "lu_factor", "lu_solve", "polar", "qr", "qr_multiply",
-           "rsf2csf", "schur", "solve", "solve_sylvester", "solve_triangular", "sqrtm", "svd",
-           "toeplitz"]
+__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion",
+           "convolution_matrix", "det", "dft", "eigh", "eigh_tridiagonal", "expm",
+           "expm_frechet", "fiedler", "fiedler_companion", "funm", "hadamard", "hankel",
+           "helmert", "hessenberg", "hilbert", "inv", "invhilbert", "invpascal", "leslie", "lu",
+           "lu_factor", "lu_solve", "pascal", "polar", "qr", "qr_multiply", "rsf2csf", "schur",
+           "solve", "solve_sylvester", "solve_triangular", "sqrtm", "svd", "toeplitz"]
 
 
 def _fnp():

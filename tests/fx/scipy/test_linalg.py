@@ -8,11 +8,19 @@ import jax.scipy.linalg as jsl
 import numpy as np
 import pytest
 from harness import OpCase as HarnessCase
-from harness import assert_allclose, check_eval, check_grads_f64, check_jvp, run_doctests
+from harness import (
+    assert_allclose,
+    check_eval,
+    check_grads_f64,
+    check_jvp,
+    run_doctests,
+    same_mode,
+)
 
 import fx
 import fx.numpy as fnp
 import fx.scipy.linalg as fsl
+import fx.scipy.linalg_special_matrices
 
 
 def _mat(rng, shape, dtype=np.float64):
@@ -120,12 +128,67 @@ def test_default_mode_dtypes():
                 == [np.asarray(w).dtype for w in jax.tree_util.tree_leaves(want)]), name
 
 
-_NOT_BUILT = "not built yet (issue 14 leaves it for later)"
-EXCLUDED = {
-    **{n: _NOT_BUILT + ": a special-matrix constructor" for n in (
-        "companion", "convolution_matrix", "dft", "fiedler", "fiedler_companion", "hadamard",
-        "helmert", "invhilbert", "invpascal", "leslie", "pascal")},
-}
+def _constructors(L, f, s, c, v):
+    """Every special-matrix constructor, one jax program (op by op each costs a compile)."""
+    i = np.array([3, 1, 4, 1])
+    return [L.leslie(f, s), L.leslie(np.array([1, 2, 3]), np.array([4, 5])), L.companion(f),
+            L.companion(i), L.fiedler(i), L.fiedler_companion(c),
+            L.fiedler_companion(np.array([2.0])), L.fiedler_companion(np.array([2.0, 3.0])),
+            L.convolution_matrix(f, 3), L.convolution_matrix(v, 6, "same"),
+            L.convolution_matrix(v, 2, "valid"), L.helmert(5), L.helmert(4, True),
+            L.hadamard(8), L.hadamard(4, np.float32), L.dft(5), L.dft(4, "sqrtn"),
+            L.dft(3, "n", dtype=np.complex64)]
+
+
+def _binomial_matrices(L):
+    return [L.pascal(6), L.pascal(5, "lower"), L.invpascal(6), L.invpascal(5, "upper"),
+            L.invhilbert(6)]
+
+
+def _constructor_args():
+    rng = np.random.default_rng(4)
+    return [rng.standard_normal((2, 4)), rng.standard_normal((2, 3)),
+            rng.standard_normal((2, 7)), rng.standard_normal(4)]
+
+
+def test_special_matrix_constructors_match_jax():
+    args = _constructor_args()
+    want, want_binomial = jax.jit(lambda *a: (_constructors(jsl, *a),
+                                              _binomial_matrices(jsl)))(*args)
+    assert_allclose(_constructors(fsl, *args), want, 1e-13, 1e-13)
+    # fx's binomial matrices are exact integers; jax's lgamma-based ones are off by ~1e-6
+    # relative (pascal is float32 in both modes, as jax's).
+    assert_allclose(_binomial_matrices(fsl), want_binomial, 1e-5, 1e-5)
+    a, t = args[0], args[1][:, :1] * args[0]
+    for name in ("companion", "fiedler_companion"):
+        got = fx.jvp(getattr(fsl, name), (a,), (t,))
+        want = jax.jit(lambda a, t, n=name: jax.jvp(getattr(jsl, n), (a,), (t,)))(a, t)
+        assert_allclose(got, want, 1e-13, 1e-13)
+        assert_allclose(fx.jit(getattr(fsl, name))(a), getattr(fsl, name)(a), 0, 0)
+    with pytest.raises(ValueError, match="power of 2"):
+        fsl.hadamard(6)
+    with pytest.raises(ValueError, match="Expected kind"):
+        fsl.pascal(3, "diagonal")
+    with pytest.raises(ValueError, match="complex floating"):
+        fsl.dft(3, dtype=np.float32)
+    with pytest.raises(ValueError, match="one less than"):
+        fsl.leslie(np.ones(3), np.ones(3))
+
+
+@pytest.mark.default_mode
+def test_special_matrix_constructors_in_the_default_mode():
+    # jax's dtypes and shapes without compiling (eval_shape); values against the x64 results.
+    args = _constructor_args()
+    got = _constructors(fsl, *args) + _binomial_matrices(fsl)
+    shapes = jax.eval_shape(lambda *a: _constructors(jsl, *a) + _binomial_matrices(jsl), *args)
+    assert [(g.shape, g.dtype) for g in got] == [(w.shape, w.dtype) for w in shapes]
+    with same_mode(True):
+        wide = _constructors(fsl, *args) + _binomial_matrices(fsl)
+    for g, w in zip(got, wide):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6, atol=1e-6)
+
+
+EXCLUDED: dict[str, str] = {}
 
 
 def test_every_jax_scipy_linalg_name_is_in_fx_or_excluded():
@@ -137,4 +200,4 @@ def test_every_jax_scipy_linalg_name_is_in_fx_or_excluded():
 
 
 def test_docstring_examples():
-    assert run_doctests(fsl) >= 12
+    assert run_doctests(fsl, fx.scipy.linalg_special_matrices) >= 24
