@@ -20,7 +20,7 @@ from fx import dtypes, lax
 from fx.array import Array
 from fx.core import get_aval
 from fx.random import _xla_math as xm
-from fx.random.distributions import _uniform, normal
+from fx.random.distributions import _normal_erf_inv, _uniform, normal
 from fx.random.sampling import (
     _broadcast_to,
     _param,
@@ -252,16 +252,35 @@ def wald(key, mean, shape: Shape | None = None, dtype=None) -> Array:
     check_cast(name, dtype, mean)
     k1, k2 = split_pair(key)
     mean = _broadcast_to(_param(name, "mean", mean, dtype), shape)
-    v = normal(k1, shape, dtype)
     z = _uniform(name, k2, shape, dtype, 0.0, 1.0)
     c = lambda x: lax.full_like(mean, x)  # noqa: E731
-    y = lax.integer_pow(v, 2)
-    y_sq = lax.integer_pow(y, 2)
     mean_sq = lax.integer_pow(mean, 2)
+    if shape or _batched(k1, mean):
+        y = lax.integer_pow(normal(k1, shape, dtype), 2)
+        four_mean_y = (lax.mul(c(4), mean), y)  # the factors of 4 mean y
+        mean_sq_y_sq = lax.mul(mean_sq, lax.integer_pow(y, 2))
+    else:
+        # On rank-0 arrays (not under vmap, where XLA sees the batch) XLA's simplifier
+        # regroups (c1 a) (c2 b) into (a b) (c1 c2): with the normal's sqrt(2) e,
+        # y = (e e) fl(2), y**2 = (e e)**2 fl(2)**2 and 4 mean y = (mean e e) (4 fl(2)).
+        e = _normal_erf_inv(k1, shape, dtype)
+        two = np.asarray(np.sqrt(2.0), dtype) * np.asarray(np.sqrt(2.0), dtype)
+        e2 = lax.mul(e, e)
+        y = lax.mul(e2, c(two))
+        four_mean_y = (lax.mul(mean, e2), c(np.asarray(4, dtype) * two))
+        mean_sq_y_sq = lax.mul(mean_sq, lax.mul(lax.mul(e2, e2), c(two * two)))
     # XLA multiplies by 1/2 for the divisions and fuses the multiply-adds.
-    sqrt_term = lax.sqrt(xm.fma(lax.mul(c(4), mean), y, lax.mul(mean_sq, y_sq)))
+    sqrt_term = lax.sqrt(xm.fma(*four_mean_y, mean_sq_y_sq))
     x = xm.fma(lax.neg(lax.div(mean, c(2))), sqrt_term, xm.fma(lax.mul(mean_sq, y), c(0.5), mean))
     return lax.select(lax.le(z, lax.div(mean, lax.add(mean, x))), x, lax.div(mean_sq, x))
+
+
+def _batched(*values) -> bool:
+    """Whether any value is being batched by ``fx.vmap`` (jax's vmap then gives XLA arrays of
+    higher rank, whose rewrites differ from a rank-0 computation's)."""
+    from fx.interpreters.batching import BatchTracer
+
+    return any(isinstance(v, BatchTracer) for v in values)
 
 
 def triangular(key, left, mode, right, shape: Shape | None = None, dtype=None) -> Array:

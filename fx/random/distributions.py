@@ -162,10 +162,14 @@ def normal(key, shape: int | Sequence[int] = (), dtype=dtypes.float32) -> Array:
     key = check_key("normal", key)
     shape = canonical_shape("normal", shape)
     dtype = _dtype("normal", dtype, "float")
+    return lax.mul(_sqrt2(dtype), _normal_erf_inv(key, shape, dtype))
+
+
+def _normal_erf_inv(key, shape: tuple[int, ...], dtype):
+    """``normal(key, shape, dtype) / sqrt(2)`` exactly: the ``erf_inv`` of its uniform draw."""
     # The smallest float above -1, so that erf_inv never sees -1 (which would give -inf).
     lo = -1.0 + 2.0 ** -(dtypes.finfo(dtype).nmant + 1)
-    u = _uniform("normal", key, shape, dtype, lo, 1.0)
-    return lax.mul(_sqrt2(dtype), xm.erf_inv(u))
+    return xm.erf_inv(_uniform("normal", key, shape, dtype, lo, 1.0))
 
 
 def truncated_normal(key, lower, upper, shape: int | Sequence[int] | None = None,

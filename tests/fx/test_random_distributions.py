@@ -166,6 +166,18 @@ def test_bitwise_over_keys_under_vmap(name, x64):
         close(got, want, exact=exact, what=name)
 
 
+@pytest.mark.parametrize("x64", MODES, ids=["x64", "default"])
+def test_scalar_wald_bitwise_eager_and_under_vmap(x64):
+    """XLA regroups constant factors of rank-0 products (not of batched ones): wald follows."""
+    with same_mode(x64):
+        dt, (fk, jk) = F(x64), _keys()
+        got = fx.vmap(lambda k: fr.wald(k, 1.5, (), dt))(fk)
+        close(got, jax.vmap(lambda k: jr.wald(k, 1.5, (), dt))(jk), exact=True, what="vmap")
+        for seed in SEEDS:
+            close(fr.wald(fx_key(seed), 0.5, (), dt), jr.wald(jx_key(seed), 0.5, (), dt),
+                  exact=True, what=f"seed {seed}")
+
+
 @functools.cache
 def _bitwise_jitted(name: str, dt, shape):
     return fx.jit(lambda k: BITWISE[name](fr, k, dt, shape))
