@@ -53,6 +53,8 @@ class OpImpl:
     op_by_op: bool = False
     # Lowers a control-flow equation: its bodies become programs of their own.
     control_flow: bool = False
+    # What it runs for a group, shown in as_text() before the cost (e.g. the LAPACK routine).
+    describe: Callable[[FusionGroup], str] | None = None
 
     def supports(self, dt) -> bool:
         return self.dtypes is None or dt in self.dtypes or dt in self.widen
@@ -206,6 +208,8 @@ def select(g: FusionGroup, backend, have_compiler: bool) -> Choice:
     others = ", ".join(f"{i.name}={c:.3g}" for c, i in sorted(candidates, key=lambda c: c[0])
                        if i is not impl)
     reason = f"cost {cost:.3g}" + (f" (vs {others})" if others else "")
+    if impl.describe is not None:
+        reason = f"{impl.describe(g)}; {reason}"
     if widened is not None:
         reason += f"; {dt} computed in {widened} with explicit casts"
     return Choice(impl, reason, widened)

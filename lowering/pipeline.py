@@ -16,6 +16,7 @@ from fx.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var, check_jaxpr
 from fx.lowering import backends, control_flow
 from fx.lowering import conv as _conv  # noqa: F401  (registers the convolution impls)
 from fx.lowering import kernel_ir as ir
+from fx.lowering import library_calls as _library_calls  # noqa: F401  (LAPACK, FFT)
 from fx.lowering import window_maps as _window_maps  # noqa: F401  (pooling index maps)
 from fx.lowering.codegen import is_flat
 from fx.lowering.cost import group_bytes, group_flops
