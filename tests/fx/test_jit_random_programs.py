@@ -679,6 +679,7 @@ def _loss(prog: Program, m, n_float: int):
     return loss
 
 
+@settings(max_examples=max(4, settings().max_examples // 2))  # each runs jax.grad eagerly
 @given(programs(max_ops=12), st.sampled_from(["jit(grad)", "vjp(jit)"]))
 def test_random_program_gradient(prog, how):
     args = prog.arguments()
