@@ -236,12 +236,14 @@ def test_det_derivative_at_singular_matrices_matches_jax():
     rng = np.random.default_rng(7)
     x = np.stack([_low_rank(rng, 4, 3), _low_rank(rng, 4, 2), _wellcond(rng, (4, 4))])
     t = _mat(rng, x.shape)
-    want = jax.jit(lambda x, t: (jax.vmap(jax.grad(JL.det))(x), jax.jvp(JL.det, (x,), (t,))))(
-        x, t)
-    got = (fx.vmap(fx.grad(FL.det))(x), fx.jvp(FL.det, (x,), (t,)))
-    assert np.isfinite(np.asarray(got[0])).all()
+    want = jax.jit(jax.vmap(jax.grad(JL.det)))(x)
+    got = fx.vmap(fx.grad(FL.det))(x)
+    assert np.isfinite(np.asarray(got)).all()
     assert_allclose(got, want, 1e-9, 1e-9)
-    adj = np.asarray(got[0])[0].T  # adj(a) a = det(a) I = 0 at rank n-1, and adj != 0
+    # The jvp is the same rule: trace(adj(x) t).
+    assert_allclose(fx.jvp(FL.det, (x,), (t,))[1], np.einsum("bij,bij->b", np.asarray(got), t),
+                    1e-9, 1e-9)
+    adj = np.asarray(got)[0].T  # adj(a) a = det(a) I = 0 at rank n-1, and adj != 0
     np.testing.assert_allclose(adj @ x[0], 0, atol=1e-9)
     assert np.abs(adj).max() > 1e-3
 
@@ -251,14 +253,15 @@ def test_slogdet_methods_and_qr_raw_match_jax():
     a4, a2, a1 = _mat(rng, (2, 4, 4)), _mat(rng, (3, 2, 2)), _mat(rng, (2, 1, 1))
     tall, t4 = _mat(rng, (2, 5, 3)), _mat(rng, (2, 4, 4))
 
-    def f(L, a4, a2, a1, tall, t4):
-        slog = lambda a: tuple(L.slogdet(a, method="qr"))  # noqa: E731
-        return (slog(a4), tuple(L.slogdet(a2)), tuple(L.slogdet(a1)),
-                jax.jvp(slog, (a4,), (t4,)) if L is JL else fx.jvp(slog, (a4,), (t4,)),
+    def f(L, a4, a2, a1, tall):
+        return (tuple(L.slogdet(a4, method="qr")), tuple(L.slogdet(a2)), tuple(L.slogdet(a1)),
                 tuple(L.qr(tall, mode="raw")), tuple(L.qr(tall.transpose(0, 2, 1), mode="raw")))
 
-    want = jax.jit(lambda *a: f(JL, *a))(a4, a2, a1, tall, t4)
-    assert_allclose(f(FL, a4, a2, a1, tall, t4), want, 1e-11, 1e-11)
+    want = jax.jit(lambda *a: f(JL, *a))(a4, a2, a1, tall)
+    assert_allclose(f(FL, a4, a2, a1, tall), want, 1e-11, 1e-11)
+    # Both methods share jax's jvp rule (slogdet's jvp against jax runs in the table above).
+    assert_allclose(fx.jvp(lambda a: FL.slogdet(a, method="qr")[1], (a4,), (t4,)),
+                    fx.jvp(lambda a: FL.slogdet(a)[1], (a4,), (t4,)), 1e-11, 1e-11)
     with pytest.raises(NotImplementedError, match="complex"):
         FL.slogdet(np.eye(3, dtype=np.complex128), method="qr")
     with pytest.raises(ValueError, match="Unknown slogdet method"):
