@@ -151,8 +151,20 @@ def _keys(n=5):
     return fr.split(fx_key(17), n), jr.split(jx_key(17), n)
 
 
+# A few samplers in the default run (glibc's tan, exp of a broadcast reciprocal, fused
+# multiply-adds over erf_inv); test_matches_jax covers every sampler eagerly in both modes,
+# the slow run every sampler here.
+VMAP_DEFAULT = ["cauchy", "pareto", "wald"]
+
+
+def _default_or_slow(default):
+    """BITWISE's names, those not in ``default`` marked slow."""
+    return [n if n in default else pytest.param(n, marks=pytest.mark.slow)
+            for n in sorted(BITWISE)]
+
+
 @pytest.mark.parametrize("x64", MODES, ids=["x64", "default"])
-@pytest.mark.parametrize("name", sorted(BITWISE))
+@pytest.mark.parametrize("name", _default_or_slow(VMAP_DEFAULT))
 def test_bitwise_over_keys_under_vmap(name, x64):
     """Five keys at once: ``fx.vmap`` over the keys against ``jax.vmap``."""
     call = BITWISE[name]
@@ -173,7 +185,7 @@ def test_scalar_wald_bitwise_eager_and_under_vmap(x64):
         dt, (fk, jk) = F(x64), _keys()
         got = fx.vmap(lambda k: fr.wald(k, 1.5, (), dt))(fk)
         close(got, jax.vmap(lambda k: jr.wald(k, 1.5, (), dt))(jk), exact=True, what="vmap")
-        for seed in SEEDS:
+        for seed in SEEDS[:2]:
             close(fr.wald(fx_key(seed), 0.5, (), dt), jr.wald(jx_key(seed), 0.5, (), dt),
                   exact=True, what=f"seed {seed}")
 
@@ -183,12 +195,11 @@ def _bitwise_jitted(name: str, dt, shape):
     return fx.jit(lambda k: BITWISE[name](fr, k, dt, shape))
 
 
-JIT_DEFAULT = ["cauchy", "maxwell", "wald", "weibull_min"]  # glibc tan/pow, fma, erf_inv
+JIT_DEFAULT = ["cauchy", "wald"]  # glibc tan; fmas and erf_inv
 
 
 @pytest.mark.parametrize("x64", MODES, ids=["x64", "default"])
-@pytest.mark.parametrize("name", [n if n in JIT_DEFAULT else pytest.param(n, marks=pytest.mark.slow)
-                                  for n in sorted(BITWISE)])
+@pytest.mark.parametrize("name", _default_or_slow(JIT_DEFAULT))
 def test_bitwise_under_jit(name, x64):
     with same_mode(x64):
         dt = F(x64)

@@ -5,7 +5,8 @@ signs, subnormals, which XLA's CPU threads flush to zero, the overflow and under
 thresholds, infinities, NaN) and on random points: random bit patterns over every exponent,
 uniform (0, 1) draws (what the samplers feed these functions), their negatives and normal
 draws. float32 in both modes, float64 in 64-bit mode; eagerly, under ``fx.jit`` and under
-``fx.vmap``. The default run checks 2,000 random points per case; the slow run 200,000.
+``fx.vmap``. The default run checks the edge cases and 500 points of each of the five kinds
+per case; the slow run 200,000 of each.
 Derivatives are the true functions' (compared with jax's grads).
 """
 
@@ -64,7 +65,7 @@ def _check(name, dtype, n, how="eager"):
 def test_matches_xla_bitwise(name, x64):
     with same_mode(x64):
         for dtype in [np.float32] + ([np.float64] if x64 else []):
-            _check(name, dtype, 2000)
+            _check(name, dtype, 500)
 
 
 @pytest.mark.parametrize("how", ["jit", "vmap"])
@@ -114,7 +115,7 @@ def test_fma_keeps_signed_zeros():
 def test_grads_are_the_functions_derivatives():
     with same_mode(True):
         x = np.array([0.3, 0.7, 0.9])
-        for name in ["log", "log1p", "exp", "expm1", "erf", "erf_inv", "tan"]:
+        for name in ["log1p", "expm1", "erf_inv", "tan"]:
             got = fx.vmap(fx.grad(getattr(xm, name)))(x)
             want = jax.vmap(jax.grad(ORACLE[name]))(x)
             np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-14,
