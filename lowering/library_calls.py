@@ -23,8 +23,10 @@ ROUTINES = {
     linalg_solvers.tridiagonal_solve_p: "the Thomas algorithm vectorized over the batch "
                                         "(LAPACK gtsv's recurrence)",
     linalg_spectral.qr_p: "LAPACK geqrf/orgqr (geqp3 with pivoting) through numpy/scipy",
-    linalg_spectral.eigh_p: "LAPACK syevd/heevd through numpy.linalg.eigh",
-    linalg_spectral.svd_p: "LAPACK gesdd through numpy.linalg.svd",
+    linalg_spectral.eigh_p: "LAPACK syevd/heevd per matrix through scipy (numpy.linalg's "
+                            "batched loop below n = 64)",
+    linalg_spectral.svd_p: "LAPACK gesdd per matrix through scipy (numpy.linalg's batched "
+                           "loop below n = 64)",
     linalg_spectral.eig_p: "LAPACK geev through numpy.linalg.eig",
     linalg_schur.schur_p: "LAPACK gees through scipy.linalg.schur",
     linalg_householder.geqrf_p: "LAPACK geqrf through scipy",

@@ -425,3 +425,25 @@ def test_jax_lax_linalg_names_are_in_fx_or_excluded_with_a_reason():
     assert missing - set(LAX_LINALG_EXCLUDED) == set(), "not in fx.lax.linalg, not excluded"
     assert set(LAX_LINALG_EXCLUDED) - missing == set(), "in fx.lax.linalg now: drop from list"
     assert all(len(r) > 10 for r in LAX_LINALG_EXCLUDED.values())
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.complex128])
+def test_large_eigh_and_svd_take_scipys_lapack_per_matrix_and_agree_with_numpy(dt):
+    from fx.lax import linalg_spectral
+
+    n = linalg_spectral._SCIPY_FROM_N
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((2, n, n)).astype(dt)
+    if np.dtype(dt).kind == "c":
+        a = (a + 1j * rng.standard_normal(a.shape)).astype(dt)
+    h = a + np.swapaxes(a, -1, -2).conj()
+    assert linalg_spectral._lapack_per_matrix(h)
+    tol = 1e-4 if dt == np.float32 else 1e-10
+    v, w = linalg_spectral.eigh_p.impl(h, lower=True, sort_eigenvalues=True,
+                                       subset_by_index=None)
+    np.testing.assert_allclose(w, np.linalg.eigh(h)[0], rtol=tol, atol=tol * n)
+    np.testing.assert_allclose(h @ v, v * w[:, None, :], atol=tol * n)
+    s, u, vh = linalg_spectral.svd_p.impl(a, full_matrices=False, compute_uv=True,
+                                          subset_by_index=None)
+    np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), rtol=tol, atol=tol * n)
+    np.testing.assert_allclose((u * s[:, None, :]) @ vh, a, atol=tol * n)
