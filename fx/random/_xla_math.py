@@ -9,12 +9,12 @@ and give the same bits eagerly (NumPy) and under ``fx.jit`` (C kernels are built
 What XLA CPU (jaxlib 0.10.2) emits, read off its optimized LLVM IR and object code:
 
 * float32 ``log``, ``log1p``, ``exp``, ``expm1``, ``erf`` and both float types' ``exp``/
-  ``expm1`` and ``erf_inv`` are inline polynomials (Cephes-style for float32 ``log``/``exp``;
-  ``log1p`` a rational function below ``|x| < sqrt(2) - 1``; ``expm1`` through ``tanh(x/2)``;
-  ``erf_inv`` Giles' approximation, two branches in float32, three in float64). The LLVM
-  backend fuses a multiply whose only use is an add or subtract into one ``fma`` (x86 with
-  FMA), so each such pair here is ``fma`` (exact: see ``fma``); every other operation rounds
-  on its own.
+  ``expm1``, ``erf_inv`` and ``lgamma`` (Lanczos) are inline polynomials (Cephes-style for
+  float32 ``log``/``exp``; ``log1p`` a rational function below ``|x| < sqrt(2) - 1``;
+  ``expm1`` through ``tanh(x/2)``; ``erf_inv`` Giles' approximation, two branches in float32,
+  three in float64). The LLVM backend fuses a multiply whose only use is an add or subtract
+  into one ``fma`` (x86 with FMA), so each such pair here is ``fma`` (exact: see ``fma``);
+  every other operation rounds on its own.
 * float64 ``log`` (and the ``log`` inside float64 ``log1p``/``erf_inv``) and ``erf``, and
   ``tan`` and ``pow`` of both types are calls into the process's libm (glibc's ``log``,
   ``erf``, ``tan``, ``tanf``, ``pow``, ``powf``). fx's compiled kernels call the same
@@ -436,6 +436,43 @@ def flush_denormals(x):
     return _sel(lax.lt(lax.abs(x), tiny), lax.mul(x, _k(x, 0)), x)
 
 
+# --- lgamma (both float types) -------------------------------------------------------------------
+
+_LANCZOS = {  # jax's lgamma: Lanczos' series (g = 7, 9 terms), the first term by dtype
+    F32: 1.0, F64: 0.99999999999980993}
+_LANCZOS_TERMS = [676.5203681218851, -1259.1392167224028, 771.32342877765313,
+                  -176.61502916214059, 12.507343278686905, -0.13857109526572012,
+                  9.9843695780195716e-06, 1.5056327351493116e-07]
+
+
+def _lgamma(x):
+    """XLA's lgamma (jax's Lanczos approximation). Bit for bit for ``x >= 1/2``; the reflection
+    used below 1/2 takes fx's ``sin``, not XLA's, so it agrees there to rounding only."""
+    dt = get_aval(x).dtype
+    small = lax.lt(x, _k(x, 0.5))
+    z = _sel(small, lax.neg(x), lax.add(x, _k(x, -1.0)))
+    # log(z + 7.5) = log(7.5) + log1p(z / 7.5), the division a multiplication by 1/7.5 (rounded).
+    log_t = lax.add(log1p(lax.mul(z, _k(z, np.asarray(1, dt) / np.asarray(7.5, dt)))),
+                    _k(z, 2.0149030205422647))
+    t = lax.add(z, _k(z, 7.5))
+    head = fma(lax.sub(lax.add(z, _k(z, 0.5)), lax.div(t, log_t)), log_t,
+               _k(z, 0.91893853320467267))
+    series = lax.add(lax.div(_k(z, _LANCZOS_TERMS[0]), lax.add(z, _k(z, 1.0))),
+                     _k(z, _LANCZOS[dt]))
+    for i, c in enumerate(_LANCZOS_TERMS[1:], start=2):
+        series = lax.add(series, lax.div(_k(z, c), lax.add(z, _k(z, float(i)))))
+    result = lax.add(head, log(series))
+    # Reflection: lgamma(x) = log(pi) - log|sin(pi x)| - lgamma(1 - x).
+    ax = lax.abs(x)
+    frac = lax.sub(ax, lax.floor(ax))
+    frac = _sel(lax.lt(_k(frac, 0.5), frac), lax.sub(_k(frac, 1.0), frac), frac)
+    log_sin = log(lax.sin(lax.mul(frac, _k(frac, np.pi))))
+    reflected = _sel(lax.is_finite(log_sin), lax.sub(lax.sub(_k(x, 1.1447298858494002), log_sin),
+                                                     result), lax.neg(log_sin))
+    out = _sel(small, reflected, result)
+    return _sel(lax.eq(ax, _k(ax, np.inf)), _k(out, np.inf), out)
+
+
 # --- dispatch with the true derivatives ----------------------------------------------------------
 
 
@@ -484,6 +521,7 @@ exp = _unary("exp", _exp_f32_parts, _exp_f64)
 expm1 = _unary("expm1", lambda x: _expm1_tail(x, _exp_f32_parts(x), 0x40FFF644, True),
                lambda x: _expm1_tail(x, _exp_f64(x), 0x4031B6D58F246197, False), True)
 erf_inv = _unary("erf_inv", _erf_inv_f32, _erf_inv_f64)
+lgamma = _unary("lgamma", _lgamma, _lgamma)
 erf = _unary("erf", _erf_f32, lambda x: _libm("erf")(x))
 tan = _unary("tan", lambda x: _libm("tan")(x), lambda x: _libm("tan")(x), True)
 

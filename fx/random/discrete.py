@@ -10,8 +10,11 @@
 * ``multinomial``: a ``scan`` of conditional binomials over the categories.
 
 The rejection loops are ``while_loop``s that draw for every element until all have accepted.
-``rademacher`` is bit-identical to jax; the others go through ``log``/``lgamma`` (not XLA's
-bits, see ``gamma.py``), so a draw sitting within an ulp of a threshold may differ.
+``rademacher`` and ``geometric`` are bit-identical to jax, and ``poisson``'s float arithmetic
+is XLA's (``_xla_math``'s ``log``/``lgamma``, the fused multiply-adds), so its counts match (no
+difference in 21,000 draws checked). ``binomial``'s BTRS arithmetic has not been matched
+operation by operation (its counts agree for the tested keys): a draw sitting within an ulp
+of a threshold could differ.
 """
 
 from __future__ import annotations
@@ -127,8 +130,9 @@ def _poisson_rejection(key, lam, shape, dtype, cap):
     # Hörmann, "The transformed rejection method for generating Poisson random variables".
     f32 = lambda v: _c(lam, v)  # noqa: E731
     log_lam = xm.log(lam)
-    b = lax.add(f32(0.931), lax.mul(f32(2.53), lax.sqrt(lam)))
-    a = lax.add(f32(-0.059), lax.mul(f32(0.02483), b))
+    # (XLA fuses each multiply feeding an add into one fma.)
+    b = xm.fma(f32(2.53), lax.sqrt(lam), f32(0.931))
+    a = xm.fma(f32(0.02483), b, f32(-0.059))
     inv_alpha = lax.add(f32(1.1239), lax.div(f32(1.1328), lax.sub(b, f32(3.4))))
     v_r = lax.sub(f32(0.9277), lax.div(f32(3.6224), lax.sub(b, f32(2))))
 
@@ -138,10 +142,10 @@ def _poisson_rejection(key, lam, shape, dtype, cap):
         u = lax.sub(_uniform("poisson", k0, shape, dtypes.float32, 0.0, 1.0), f32(0.5))
         v = _uniform("poisson", k1, shape, dtypes.float32, 0.0, 1.0)
         us = lax.sub(f32(0.5), lax.abs(u))
-        k = lax.floor(lax.add(lax.add(lax.mul(lax.add(lax.div(lax.mul(f32(2), a), us), b), u),
-                                      lam), f32(0.43)))
+        k = lax.floor(lax.add(xm.fma(lax.add(lax.div(lax.mul(f32(2), a), us), b), u, lam),
+                              f32(0.43)))
         s = xm.log(lax.div(lax.mul(v, inv_alpha), lax.add(lax.div(a, lax.mul(us, us)), b)))
-        t = lax.sub(lax.add(lax.neg(lam), lax.mul(k, log_lam)), lax.lgamma(lax.add(k, f32(1))))
+        t = lax.sub(xm.fma(k, log_lam, lax.neg(lam)), xm.lgamma(lax.add(k, f32(1))))
         accept1 = lax.and_(lax.ge(us, f32(0.07)), lax.le(v, v_r))
         reject = lax.or_(lax.lt(k, f32(0)), lax.and_(lax.lt(us, f32(0.013)), lax.gt(v, us)))
         accept = lax.or_(accept1, lax.and_(lax.bitwise_not(reject), lax.le(s, t)))

@@ -1,4 +1,4 @@
-"""fx/random/_xla_math.py: XLA CPU's log, log1p, exp, expm1, erf, erf_inv, tan and pow, bitwise.
+"""fx/random/_xla_math.py: XLA CPU's log, log1p, exp, expm1, erf, erf_inv, tan, pow and lgamma.
 
 Each function against jax's ``jnp.log`` etc. under ``jax.jit`` on edge cases (zeros of both
 signs, subnormals, which XLA's CPU threads flush to zero, the overflow and underflow
@@ -95,6 +95,19 @@ def test_pow_matches_xla_bitwise():
                                 [2.0, -0.5, 0.5]])
             x, y = x.astype(dtype), y.astype(dtype)
             assert_bitwise(xm.pow(x, y), jax.jit(jnp.power)(x, y), f"pow {np.dtype(dtype)}")
+
+
+def test_lgamma_matches_xla_bitwise_from_one_half():
+    """Bitwise for x >= 1/2 (poisson's lgamma(k + 1)); the reflection below uses fx's sin."""
+    rng = np.random.default_rng(4)
+    with same_mode(True):
+        for dtype in [np.float32, np.float64]:
+            x = np.concatenate([np.arange(1, 300), rng.random(2000) * 100 + 0.5,
+                                rng.random(200) * 1e6, [0.5, np.inf, np.nan]]).astype(dtype)
+            assert_bitwise(xm.lgamma(x), jax.jit(jax.lax.lgamma)(x), f"lgamma {np.dtype(dtype)}")
+            below = (rng.random(200) * 9 - 8.7).astype(dtype)
+            np.testing.assert_allclose(np.asarray(xm.lgamma(below)),
+                                       np.asarray(jax.jit(jax.lax.lgamma)(below)), rtol=1e-4)
 
 
 def test_scalars_and_half_precision():
