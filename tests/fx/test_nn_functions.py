@@ -215,8 +215,10 @@ def _make(module, name, args):
 
 
 # Each initializer test draws and compares many shapes and compiles one program per dtype
-# (~5-10 s): three of the five families with -m slow.
-_SLOW_INITS = {"normal", "truncated_normal", "glorot_uniform"}
+# (~10-25 s with a cold compile cache): the families' second forms and jax's xavier aliases
+# of glorot_* run with -m slow (each sampler keeps one default test).
+_SLOW_INITS = {"normal", "truncated_normal", "glorot_uniform", "xavier_normal",
+               "xavier_uniform", "truncated_normal(1.0, None, -1.0, 0.5)"}
 
 
 @pytest.mark.parametrize("name, args", [
