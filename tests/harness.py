@@ -137,13 +137,22 @@ def _split(case: OpCase, args):
     return diff, rebuild
 
 
+def randn(rng, shape, dtype=np.float64) -> np.ndarray:
+    """Standard normal values of ``shape`` in ``dtype`` (complex: both parts random)."""
+    r = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        r = r + 1j * rng.standard_normal(shape)
+    return r.astype(dtype)
+
+
 def random_like(rng, a) -> np.ndarray:
     """Standard normal values shaped and typed like ``a`` (complex: both parts random)."""
-    dt = np.asarray(a).dtype
-    r = rng.standard_normal(np.shape(a))
-    if dt.kind == "c":
-        r = r + 1j * rng.standard_normal(np.shape(a))
-    return r.astype(dt)
+    return randn(rng, np.shape(a), np.asarray(a).dtype)
+
+
+def adjoint(a) -> np.ndarray:
+    """The conjugate transpose of the last two axes."""
+    return np.conj(np.swapaxes(a, -1, -2))
 
 
 def check_jvp(case: OpCase, args, rng) -> None:

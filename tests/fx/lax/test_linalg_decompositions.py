@@ -17,9 +17,11 @@ import numpy as np
 import pytest
 from harness import OpCase as HarnessCase
 from harness import (
+    adjoint,
     assert_allclose,
     check_grads_f64,
     check_jvp,
+    randn,
     run_doctests,
 )
 
@@ -32,25 +34,19 @@ import fx.numpy as fnp
 jl = jax.lax.linalg
 
 
-def _mat(rng, shape, dtype):
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
-
 
 def _spd(rng, n, dtype, batch=()):
-    a = _mat(rng, (*batch, n, n), dtype)
-    return (a @ np.conj(np.swapaxes(a, -1, -2)) + n * np.eye(n)).astype(dtype)
+    a = randn(rng, (*batch, n, n), dtype)
+    return (a @ adjoint(a) + n * np.eye(n)).astype(dtype)
 
 
 def _herm(rng, n, dtype, batch=()):
-    a = _mat(rng, (*batch, n, n), dtype)
-    return ((a + np.conj(np.swapaxes(a, -1, -2))) / 2).astype(dtype)
+    a = randn(rng, (*batch, n, n), dtype)
+    return ((a + adjoint(a)) / 2).astype(dtype)
 
 
 def _tri(rng, n, dtype, lower, batch=()):
-    a = _mat(rng, (*batch, n, n), dtype) * 0.3 + 2 * np.eye(n)
+    a = randn(rng, (*batch, n, n), dtype) * 0.3 + 2 * np.eye(n)
     return (np.tril(a) if lower else np.triu(a)).astype(dtype)
 
 
@@ -84,7 +80,7 @@ def _trsm_case(dtype, left, lower, trans, conj, unit, n=3, k=2):
         f"triangular_solve:{np.dtype(dtype).name}:" + "".join(str(int(v)) for v in kw.values()),
         lambda a, b: fl.triangular_solve(a, b, **kw),
         lambda a, b: jl.triangular_solve(a, b, **kw),
-        lambda rng: [_tri(rng, n, dtype, lower), _mat(rng, bshape, dtype)],
+        lambda rng: [_tri(rng, n, dtype, lower), randn(rng, bshape, dtype)],
         diff_argnums=(0, 1),
     )
 
@@ -94,7 +90,7 @@ def _lu_case(dtype, shape):
         f"lu{shape}:{np.dtype(dtype).name}",
         lambda x: fl.lu(x)[0],
         lambda x: jl.lu(x)[0],
-        lambda rng: [_mat(rng, shape, dtype)],
+        lambda rng: [randn(rng, shape, dtype)],
     )
 
 
@@ -103,7 +99,7 @@ def _qr_case(dtype, shape, full, pivoting=False):
         f"qr{shape}:full={full}:pivoting={pivoting}:{np.dtype(dtype).name}",
         lambda x: fl.qr(x, full_matrices=full, pivoting=pivoting)[:2],
         lambda x: jl.qr(x, full_matrices=full, pivoting=pivoting)[:2],
-        lambda rng: [_mat(rng, shape, dtype)],
+        lambda rng: [randn(rng, shape, dtype)],
     )
 
 
@@ -134,7 +130,7 @@ def _svd_case(dtype, shape, compute_uv=True):
         f"svd{shape}:uv={compute_uv}:{np.dtype(dtype).name}",
         f(fl, fnp),
         f(jl, jnp),
-        lambda rng: [_mat(rng, shape, dtype)],
+        lambda rng: [randn(rng, shape, dtype)],
     )
 
 
@@ -150,16 +146,16 @@ def _eigvals_case(dtype, n=3):
         f"eigvals:{np.dtype(dtype).name}",
         f(fl, fnp),
         f(jl, jnp),
-        lambda rng: [_mat(rng, (n, n), dtype)],
+        lambda rng: [randn(rng, (n, n), dtype)],
         grad_order=1,
     )
 
 
 def _tridiagonal_case(dtype, m=4, k=2):
     def args(rng):
-        dl, du = _mat(rng, (m,), dtype), _mat(rng, (m,), dtype)
+        dl, du = randn(rng, (m,), dtype), randn(rng, (m,), dtype)
         dl[0] = du[-1] = 0
-        return [dl, _mat(rng, (m,), dtype) + 4, du, _mat(rng, (m, k), dtype)]
+        return [dl, randn(rng, (m,), dtype) + 4, du, randn(rng, (m, k), dtype)]
 
     return OpCase(
         f"tridiagonal_solve:{np.dtype(dtype).name}",
@@ -281,9 +277,8 @@ def test_jit_matches_eager(case):
 @pytest.mark.parametrize("shape", [(4, 4), (2, 5, 3), (3, 5)])
 def test_reconstructions(dtype, shape):
     rng = np.random.default_rng(3)
-    x = _mat(rng, shape, dtype)
+    x = randn(rng, shape, dtype)
     tol = 1e-4 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-10
-    H = lambda a: np.conj(np.swapaxes(a, -1, -2))  # noqa: E731
     lu, piv, perm = (np.asarray(o) for o in fl.lu(x))
     m, n = shape[-2:]
     k = min(m, n)
@@ -296,7 +291,7 @@ def test_reconstructions(dtype, shape):
         q, r = (np.asarray(o) for o in fl.qr(x, full_matrices=full))
         np.testing.assert_allclose(q @ r, x, atol=tol)
         eye = np.broadcast_to(np.eye(q.shape[-1]), q.shape[:-2] + (q.shape[-1],) * 2)
-        np.testing.assert_allclose(H(q) @ q, eye, atol=tol)
+        np.testing.assert_allclose(adjoint(q) @ q, eye, atol=tol)
         assert q.dtype == r.dtype == np.dtype(dtype)
         u, s, vh = (np.asarray(o) for o in fl.svd(x, full_matrices=full))
         assert s.dtype == np.dtype(dtype).type(0).real.dtype
@@ -305,20 +300,20 @@ def test_reconstructions(dtype, shape):
     if m == n:
         w, vl, vr = (np.asarray(o) for o in fl.eig(x))
         np.testing.assert_allclose(x @ vr, vr * w[..., None, :], atol=tol * 10)
-        np.testing.assert_allclose(H(vl) @ x, w[..., :, None] * H(vl), atol=tol * 10)
+        np.testing.assert_allclose(adjoint(vl) @ x, w[..., :, None] * adjoint(vl), atol=tol * 10)
         np.testing.assert_allclose(np.linalg.norm(vl, axis=-2), 1, atol=tol)
-        h = (x + H(x)) / 2
+        h = (x + adjoint(x)) / 2
         v, w = (np.asarray(o) for o in fl.eigh(x))
         np.testing.assert_allclose(h @ v, v * w[..., None, :], atol=tol * 10)
         assert np.all(np.diff(w, axis=-1) >= 0)
-        spd = h @ H(h) + n * np.eye(n, dtype=dtype)
+        spd = h @ adjoint(h) + n * np.eye(n, dtype=dtype)
         c = np.asarray(fl.cholesky(spd))
-        np.testing.assert_allclose(c @ H(c), spd, rtol=tol, atol=tol * 10)
+        np.testing.assert_allclose(c @ adjoint(c), spd, rtol=tol, atol=tol * 10)
 
 
 def test_eigvec_derivatives_opt_in():
     rng = np.random.default_rng(4)
-    x = _mat(rng, (3, 3), np.float64)
+    x = randn(rng, (3, 3), np.float64)
 
     def f(mod, np_, left):
         def g(a):
@@ -327,7 +322,7 @@ def test_eigvec_derivatives_opt_in():
 
         return g
 
-    t = _mat(rng, (3, 3), np.float64)
+    t = randn(rng, (3, 3), np.float64)
     for left in (False, True):
         got = fx.jvp(f(fl, fnp, left), (x,), (t,))
         g = f(jl, jnp, left)
@@ -370,7 +365,7 @@ def test_pivoted_qr_derivatives():
     # fx's r tangent of a wide pivoted QR uses the pivoted columns (finite differences agree);
     # jax 0.10.2's uses x's unpermuted columns there.
     rng = np.random.default_rng(2)
-    x, t = _mat(rng, (3, 5), np.float64), _mat(rng, (3, 5), np.float64)
+    x, t = randn(rng, (3, 5), np.float64), randn(rng, (3, 5), np.float64)
     f = lambda a: fl.qr(a, pivoting=True)[:2]  # noqa: E731
     (q, r), (dq, dr) = fx.jvp(f, (x,), (t,))
     e = 1e-6
@@ -433,10 +428,8 @@ def test_large_eigh_and_svd_take_scipys_lapack_per_matrix_and_agree_with_numpy(d
 
     n = linalg_spectral._SCIPY_FROM_N
     rng = np.random.default_rng(3)
-    a = rng.standard_normal((2, n, n)).astype(dt)
-    if np.dtype(dt).kind == "c":
-        a = (a + 1j * rng.standard_normal(a.shape)).astype(dt)
-    h = a + np.swapaxes(a, -1, -2).conj()
+    a = randn(rng, (2, n, n), dt)
+    h = a + adjoint(a)
     assert linalg_spectral._lapack_per_matrix(h)
     tol = 1e-4 if dt == np.float32 else 1e-10
     v, w = linalg_spectral.eigh_p.impl(h, lower=True, sort_eigenvalues=True,

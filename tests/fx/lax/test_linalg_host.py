@@ -16,6 +16,7 @@ import itertools
 
 import numpy as np
 import pytest
+from harness import randn
 from numpy.testing import assert_allclose
 
 import fx
@@ -27,15 +28,9 @@ REAL = (np.float32, np.float64)
 ALL = (*REAL, np.complex64, np.complex128)
 
 
-def _mat(rng, shape, dtype):
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
-
 
 def _spd(rng, shape, dtype):
-    x = _mat(rng, shape, dtype)
+    x = randn(rng, shape, dtype)
     n = shape[-1]
     return (x @ np.conj(np.swapaxes(x, -1, -2)) / n + np.eye(n)).astype(dtype)
 
@@ -71,9 +66,9 @@ def test_lapack_cholesky_not_positive_definite_is_nan():
 def test_lapack_triangular_solve_every_flag(dtype):
     rng = np.random.default_rng(2)
     m, k = 20, 5
-    a = _mat(rng, (2, m, m), dtype) + 4 * np.eye(m, dtype=dtype)
+    a = randn(rng, (2, m, m), dtype) + 4 * np.eye(m, dtype=dtype)
     for left, lower, trans, conj, unit in itertools.product((True, False), repeat=5):
-        b = _mat(rng, (2, m, k) if left else (2, k, m), dtype)
+        b = randn(rng, (2, m, k) if left else (2, k, m), dtype)
         kw = dict(left_side=left, lower=lower, transpose_a=trans, conjugate_a=conj,
                   unit_diagonal=unit)
         got = host.triangular_solve(a, b, **kw)
@@ -85,7 +80,7 @@ def test_lapack_triangular_solve_every_flag(dtype):
 @pytest.mark.parametrize("shape", [(30, 30), (2, 17, 17), (12, 9), (9, 12)])
 def test_lapack_lu_matches_numpy_loop(dtype, shape):
     rng = np.random.default_rng(3)
-    x = _mat(rng, shape, dtype)
+    x = randn(rng, shape, dtype)
     got, want = host.lu(x), host.lu_numpy(x)
     assert_allclose(got[0], want[0], rtol=_tol(dtype) * 10, atol=_tol(dtype) * 10)
     np.testing.assert_array_equal(got[1], want[1])
@@ -111,7 +106,7 @@ needs_kernels = pytest.mark.skipif(not small_linalg_kernels.available(np.zeros(1
 @pytest.mark.parametrize("dtype", REAL)
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_small_lu_bitwise_equal_to_the_numpy_loop(dtype, n):
-    x = _mat(np.random.default_rng(n), (64, n, n), dtype)
+    x = randn(np.random.default_rng(n), (64, n, n), dtype)
     x[5] = 0  # a singular matrix: pivots stay, nothing is divided
     want = host.lu_numpy(x)
     for got in (small_linalg_kernels.lu(x), small_linalg.lu(x), host.lu(x)):
@@ -121,7 +116,7 @@ def test_small_lu_bitwise_equal_to_the_numpy_loop(dtype, n):
 
 @pytest.mark.parametrize("dtype", (np.complex64, np.complex128))
 def test_small_lu_complex_closed_form_bitwise(dtype):
-    x = _mat(np.random.default_rng(7), (32, 3, 3), dtype)
+    x = randn(np.random.default_rng(7), (32, 3, 3), dtype)
     for g, w in zip(host.lu(x), host.lu_numpy(x)):
         np.testing.assert_array_equal(g, w)
 
@@ -131,9 +126,9 @@ def test_small_lu_complex_closed_form_bitwise(dtype):
 @pytest.mark.parametrize("n", [2, 3, 4])
 def test_small_triangular_solve_bitwise(dtype, n):
     rng = np.random.default_rng(10 + n)
-    a = _mat(rng, (50, n, n), dtype) + 3 * np.eye(n, dtype=dtype)
+    a = randn(rng, (50, n, n), dtype) + 3 * np.eye(n, dtype=dtype)
     for left, lower, trans, unit in itertools.product((True, False), repeat=4):
-        b = _mat(rng, (50, n, 2) if left else (50, 2, n), dtype)
+        b = randn(rng, (50, n, 2) if left else (50, 2, n), dtype)
         kw = dict(left_side=left, lower=lower, transpose_a=trans, unit_diagonal=unit)
         got = small_linalg_kernels.triangular_solve(a, b, **kw)
         numpy_closed = host.triangular_solve_numpy(a, b, conjugate_a=False, **kw)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
-from harness import assert_allclose, run_doctests, same_mode
+from harness import adjoint, assert_allclose, randn, run_doctests, same_mode
 
 import fx
 import fx.lax.linalg as fl
@@ -23,19 +23,10 @@ jl = jax.lax.linalg
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 
 
-def _mat(rng, shape, dtype):
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
-
 
 def _tol(dtype):
     return 1e-4 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-11
 
-
-def _H(a):
-    return np.conj(np.swapaxes(a, -1, -2))
 
 
 def _check_quasi_triangular(t, real, tol):
@@ -56,17 +47,17 @@ def _reconstruction_checks(x, tol):
     n = x.shape[-1]
     eye = np.eye(n)
     t, q = (np.asarray(o) for o in fl.schur(x))
-    np.testing.assert_allclose(q @ t @ _H(q), x, atol=tol * 10)
-    np.testing.assert_allclose(_H(q) @ q, np.broadcast_to(eye, q.shape), atol=tol)
+    np.testing.assert_allclose(q @ t @ adjoint(q), x, atol=tol * 10)
+    np.testing.assert_allclose(adjoint(q) @ q, np.broadcast_to(eye, q.shape), atol=tol)
     _check_quasi_triangular(t, real, tol)
     a, taus = (np.asarray(o) for o in fl.hessenberg(x))
     np.testing.assert_allclose(np.tril(a, -2) != 0, np.tril(np.ones_like(a), -2) != 0)
     assert taus.shape == (*x.shape[:-2], n - 1)
-    _, d, e, _ = (np.asarray(o) for o in fl.tridiagonal((x + _H(x)) / 2))
+    _, d, e, _ = (np.asarray(o) for o in fl.tridiagonal((x + adjoint(x)) / 2))
     full = d[..., :, None] * eye
     for i in range(n - 1):
         full[..., i, i + 1] = full[..., i + 1, i] = e[..., i]
-    np.testing.assert_allclose(np.linalg.eigvalsh(full), np.linalg.eigvalsh((x + _H(x)) / 2),
+    np.testing.assert_allclose(np.linalg.eigvalsh(full), np.linalg.eigvalsh((x + adjoint(x)) / 2),
                                atol=tol * 10)
 
 
@@ -87,9 +78,9 @@ def _all(L, x, tall, c_left, c_right):
       for d, x in [(np.complex128, True), (np.float32, False)])])
 def test_values_against_jax(dtype, x64):
     rng = np.random.default_rng(0)
-    x = _mat(rng, (2, 4, 4), dtype)
-    tall = _mat(rng, (2, 5, 3), dtype)
-    c_left, c_right = _mat(rng, (2, 5, 2), dtype), _mat(rng, (2, 2, 5), dtype)
+    x = randn(rng, (2, 4, 4), dtype)
+    tall = randn(rng, (2, 5, 3), dtype)
+    c_left, c_right = randn(rng, (2, 5, 2), dtype), randn(rng, (2, 2, 5), dtype)
     with same_mode(x64):
         tol = _tol(dtype)
         c_left, c_right = c_left.astype(dtype), c_right.astype(dtype)
@@ -110,7 +101,7 @@ def test_empty_and_one_by_one():
 
 def test_vmap_against_loop_and_jit_against_eager():
     rng = np.random.default_rng(1)
-    xs = _mat(rng, (3, 4, 4), np.float64)
+    xs = randn(rng, (3, 4, 4), np.float64)
 
     def f(x):
         t, q = fl.schur(x)

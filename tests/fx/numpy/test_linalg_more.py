@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from harness import OpCase as HarnessCase
-from harness import assert_allclose, check_eval, check_grads_f64, check_jvp, run_doctests
+from harness import assert_allclose, check_eval, check_grads_f64, check_jvp, randn, run_doctests
 
 import fx
 import fx.numpy as fnp
@@ -25,19 +25,13 @@ def OpCase(name, fx_fn, jax_fn, args, **kw):  # noqa: N802
     return HarnessCase(name, fx_fn, jax.jit(jax_fn), args, **kw)
 
 
-def _mat(rng, shape, dtype=np.float64):
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
-
 
 def _wellcond(rng, shape, dtype=np.float64):
-    return (_mat(rng, shape, dtype) + 3 * np.eye(shape[-1])).astype(dtype)
+    return (randn(rng, shape, dtype) + 3 * np.eye(shape[-1])).astype(dtype)
 
 
 def _spd(rng, n, dtype=np.float64):
-    a = _mat(rng, (n, n), dtype)
+    a = randn(rng, (n, n), dtype)
     return (a @ np.conj(a.T) + n * np.eye(n)).astype(dtype)
 
 
@@ -51,68 +45,68 @@ def _cases(dtype):
     dn = np.dtype(dtype).name
     c = dtype == np.complex128
     out = [
-        _case(f"det2:{dn}", lambda L, np_, a: L.det(a), lambda r: [_mat(r, (2, 2), dtype)]),
-        _case(f"det3:{dn}", lambda L, np_, a: L.det(a), lambda r: [_mat(r, (3, 3), dtype)]),
+        _case(f"det2:{dn}", lambda L, np_, a: L.det(a), lambda r: [randn(r, (2, 2), dtype)]),
+        _case(f"det3:{dn}", lambda L, np_, a: L.det(a), lambda r: [randn(r, (3, 3), dtype)]),
         _case(f"det5:{dn}", lambda L, np_, a: L.det(a), lambda r: [_wellcond(r, (2, 5, 5), dtype)]),
         _case(f"slogdet:{dn}", lambda L, np_, a: tuple(L.slogdet(a)),
-              lambda r: [_mat(r, (4, 4), dtype)]),
+              lambda r: [randn(r, (4, 4), dtype)]),
         _case(f"inv:{dn}", lambda L, np_, a: L.inv(a), lambda r: [_wellcond(r, (2, 3, 3), dtype)]),
         _case(f"solve_vec:{dn}", lambda L, np_, a, b: L.solve(a, b),
-              lambda r: [_wellcond(r, (4, 4), dtype), _mat(r, (4,), dtype)], diff=(0, 1)),
+              lambda r: [_wellcond(r, (4, 4), dtype), randn(r, (4,), dtype)], diff=(0, 1)),
         _case(f"solve_bcast:{dn}", lambda L, np_, a, b: L.solve(a, b),
-              lambda r: [_wellcond(r, (3, 3), dtype), _mat(r, (2, 3, 2), dtype)], diff=(0, 1)),
-        _case(f"pinv_tall:{dn}", lambda L, np_, a: L.pinv(a), lambda r: [_mat(r, (5, 3), dtype)]),
-        _case(f"pinv_wide:{dn}", lambda L, np_, a: L.pinv(a), lambda r: [_mat(r, (2, 4), dtype)]),
+              lambda r: [_wellcond(r, (3, 3), dtype), randn(r, (2, 3, 2), dtype)], diff=(0, 1)),
+        _case(f"pinv_tall:{dn}", lambda L, np_, a: L.pinv(a), lambda r: [randn(r, (5, 3), dtype)]),
+        _case(f"pinv_wide:{dn}", lambda L, np_, a: L.pinv(a), lambda r: [randn(r, (2, 4), dtype)]),
         _case(f"lstsq:{dn}", lambda L, np_, a, b: L.lstsq(a, b)[:2],
-              lambda r: [_mat(r, (5, 3), dtype), _mat(r, (5, 2), dtype)], diff=(0, 1)),
+              lambda r: [randn(r, (5, 3), dtype), randn(r, (5, 2), dtype)], diff=(0, 1)),
         _case(f"matrix_power:{dn}", lambda L, np_, a: (L.matrix_power(a, 5),
                                                        L.matrix_power(a, -2),
                                                        L.matrix_power(a, 0)),
               lambda r: [_wellcond(r, (3, 3), dtype)]),
         _case(f"norms:{dn}", lambda L, np_, a: [L.norm(a, o) for o in (2, -2, "nuc")]
               + [L.matrix_norm(a, ord=2), L.matrix_norm(a)],
-              lambda r: [_mat(r, (3, 4), dtype)]),
+              lambda r: [randn(r, (3, 4), dtype)]),
         _case(f"norms_batched:{dn}", lambda L, np_, a: (L.norm(a, "nuc", axis=(0, 2),
                                                                keepdims=True),
                                                         L.matrix_norm(a, ord=-2)),
-              lambda r: [_mat(r, (3, 2, 4), dtype)]),
+              lambda r: [randn(r, (3, 2, 4), dtype)]),
         _case(f"cond:{dn}", lambda L, np_, a: (L.cond(a), L.cond(a, -2), L.cond(a, 1),
                                                L.cond(a, "fro")),
               lambda r: [_wellcond(r, (3, 3), dtype)]),
         _case(f"vector_norm:{dn}", lambda L, np_, a: [L.vector_norm(a, ord=o) for o in
                                                       (2, 1, np.inf, -np.inf, 3)]
               + [L.vector_norm(a, axis=(0, 1), keepdims=True), L.vector_norm(a, axis=1)],
-              lambda r: [_mat(r, (3, 4), dtype)]),
+              lambda r: [randn(r, (3, 4), dtype)]),
         _case(f"svdvals:{dn}", lambda L, np_, a: L.svdvals(a),
-              lambda r: [_mat(r, (2, 4, 3), dtype)]),
+              lambda r: [randn(r, (2, 4, 3), dtype)]),
         _case(f"eigvalsh:{dn}", lambda L, np_, a: (L.eigvalsh(a), L.eigvalsh(a, "U")),
               lambda r: [_spd(r, 4, dtype)]),
         _case(f"eigh_invariant:{dn}", lambda L, np_, a: np_.abs(L.eigh(a).eigenvectors) ** 2,
               lambda r: [_spd(r, 3, dtype)]),
         _case(f"svd_invariant:{dn}", lambda L, np_, a: (
             lambda u, s, vh: (s, np_.abs(u[..., :, :3]) ** 2))(*L.svd(a, full_matrices=False)),
-              lambda r: [_mat(r, (4, 3), dtype)]),
+              lambda r: [randn(r, (4, 3), dtype)]),
         _case(f"eigvals:{dn}", lambda L, np_, a: np_.sort_complex(L.eigvals(a)),
-              lambda r: [_mat(r, (3, 3), dtype)], differentiable=False),
+              lambda r: [randn(r, (3, 3), dtype)], differentiable=False),
         _case(f"cholesky:{dn}", lambda L, np_, a: (L.cholesky(a), L.cholesky(a, upper=True)),
               lambda r: [_spd(r, 3, dtype)]),
         _case(f"qr_r:{dn}", lambda L, np_, a: (L.qr(a, "r"), L.qr(a).R),
-              lambda r: [_mat(r, (4, 3), dtype)]),
+              lambda r: [randn(r, (4, 3), dtype)]),
         _case(f"tensorinv:{dn}", lambda L, np_, a: L.tensorinv(a.reshape(4, 2, 2), ind=1),
               lambda r: [_wellcond(r, (4, 4), dtype)]),
         _case(f"tensorsolve:{dn}", lambda L, np_, a, b: L.tensorsolve(a.reshape(2, 2, 4), b),
-              lambda r: [_wellcond(r, (4, 4), dtype), _mat(r, (2, 2), dtype)], diff=(0, 1)),
+              lambda r: [_wellcond(r, (4, 4), dtype), randn(r, (2, 2), dtype)], diff=(0, 1)),
         _case(f"array_api:{dn}", lambda L, np_, a, b: (
             L.vecdot(a, b), L.cross(a[..., :3], b[..., :3]), L.diagonal(a[None], offset=1),
             L.trace(a[None]), L.matrix_transpose(a), L.multi_dot([a[0], a.T, b, b[0]]),
             L.outer(a[0], b[1])),
-              lambda r: [_mat(r, (3, 3), dtype), _mat(r, (3, 3), dtype)], diff=(0, 1)),
+              lambda r: [randn(r, (3, 3), dtype), randn(r, (3, 3), dtype)], diff=(0, 1)),
     ]
     if not c:
         out.append(_case(f"matrix_rank:{dn}", lambda L, np_, a: (
             L.matrix_rank(a), L.matrix_rank(a @ np_.diag(np_.array([1.0, 1.0, 0.0]))),
             L.matrix_rank(a, hermitian=False, rtol=0.5)),
-            lambda r: [_mat(r, (3, 3), dtype)], differentiable=False))
+            lambda r: [randn(r, (3, 3), dtype)], differentiable=False))
         out.append(_case(f"pinv_hermitian:{dn}", lambda L, np_, a: L.pinv(a, hermitian=True),
                          lambda r: [_spd(r, 3, dtype)]))
     return out
@@ -186,7 +180,7 @@ def test_integer_input_promotes_in_x64():
 
 def test_decompositions_reconstruct():
     rng = np.random.default_rng(3)
-    a = _mat(rng, (2, 4, 3), np.complex128)
+    a = randn(rng, (2, 4, 3), np.complex128)
     u, s, vh = FL.svd(a)
     assert u.shape == (2, 4, 4) and vh.shape == (2, 3, 3)
     np.testing.assert_allclose(np.asarray(u[..., :3] * s[..., None, :].astype(u.dtype) @ vh),
@@ -201,7 +195,7 @@ def test_decompositions_reconstruct():
     res = FL.svd(h, hermitian=True)
     np.testing.assert_allclose(np.asarray(res.S), np.linalg.svd(h, compute_uv=False))
     np.testing.assert_allclose(np.asarray(res.U * res.S[None] @ res.Vh), h, atol=1e-12)
-    x, resid, rank, sv = FL.lstsq(_mat(rng, (5, 3)), _mat(rng, (5,)))
+    x, resid, rank, sv = FL.lstsq(randn(rng, (5, 3)), randn(rng, (5,)))
     assert x.shape == (3,) and resid.shape == (1,) and int(rank) == 3 and sv.shape == (3,)
 
 
@@ -228,14 +222,14 @@ def test_singular_det_and_slogdet():
 
 
 def _low_rank(rng, n, rank):
-    return _mat(rng, (n, rank)) @ _mat(rng, (rank, n))
+    return randn(rng, (n, rank)) @ randn(rng, (rank, n))
 
 
 def test_det_derivative_at_singular_matrices_matches_jax():
     # jax's cofactor rule: the adjugate for rank n-1, zero below; finite either way.
     rng = np.random.default_rng(7)
     x = np.stack([_low_rank(rng, 4, 3), _low_rank(rng, 4, 2), _wellcond(rng, (4, 4))])
-    t = _mat(rng, x.shape)
+    t = randn(rng, x.shape)
     want = jax.jit(jax.vmap(jax.grad(JL.det)))(x)
     got = fx.vmap(fx.grad(FL.det))(x)
     assert np.isfinite(np.asarray(got)).all()
@@ -250,8 +244,8 @@ def test_det_derivative_at_singular_matrices_matches_jax():
 
 def test_slogdet_methods_and_qr_raw_match_jax():
     rng = np.random.default_rng(8)
-    a4, a2, a1 = _mat(rng, (2, 4, 4)), _mat(rng, (3, 2, 2)), _mat(rng, (2, 1, 1))
-    tall, t4 = _mat(rng, (2, 5, 3)), _mat(rng, (2, 4, 4))
+    a4, a2, a1 = randn(rng, (2, 4, 4)), randn(rng, (3, 2, 2)), randn(rng, (2, 1, 1))
+    tall, t4 = randn(rng, (2, 5, 3)), randn(rng, (2, 4, 4))
 
     def f(L, a4, a2, a1, tall):
         return (tuple(L.slogdet(a4, method="qr")), tuple(L.slogdet(a2)), tuple(L.slogdet(a1)),

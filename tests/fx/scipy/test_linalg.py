@@ -13,6 +13,7 @@ from harness import (
     check_eval,
     check_grads_f64,
     check_jvp,
+    randn,
     run_doctests,
     same_mode,
 )
@@ -23,20 +24,13 @@ import fx.scipy.linalg as fsl
 import fx.scipy.linalg_special_matrices
 
 
-def _mat(rng, shape, dtype=np.float64):
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
-
-
 def _spd(rng, n, dtype=np.float64):
-    a = _mat(rng, (n, n), dtype)
+    a = randn(rng, (n, n), dtype)
     return (a @ np.conj(a.T) + n * np.eye(n)).astype(dtype)
 
 
 def _tri(rng, n, dtype, lower):
-    a = _mat(rng, (n, n), dtype) * 0.3 + 2 * np.eye(n)
+    a = randn(rng, (n, n), dtype) * 0.3 + 2 * np.eye(n)
     return (np.tril(a) if lower else np.triu(a)).astype(dtype)
 
 
@@ -52,33 +46,33 @@ def _cases(dtype):
               lambda r: [_spd(r, 3, dtype)]),
         _case(f"cho_solve:{dn}", lambda L, a, b: (
             L.cho_solve(L.cho_factor(a), b), L.cho_solve(L.cho_factor(a, lower=True), b)),
-              lambda r: [_spd(r, 3, dtype), _mat(r, (3, 2), dtype)], diff=(0, 1)),
+              lambda r: [_spd(r, 3, dtype), randn(r, (3, 2), dtype)], diff=(0, 1)),
         _case(f"solve_triangular:{dn}", lambda L, a, b: tuple(
             L.solve_triangular(a, b, trans=t, lower=True) for t in (0, 1, 2)),
-              lambda r: [_tri(r, 3, dtype, True), _mat(r, (3,), dtype)], diff=(0, 1)),
+              lambda r: [_tri(r, 3, dtype, True), randn(r, (3,), dtype)], diff=(0, 1)),
         _case(f"lu:{dn}", lambda L, a: (L.lu(a), L.lu(a, permute_l=True)),
-              lambda r: [_mat(r, (4, 3), dtype)]),
+              lambda r: [randn(r, (4, 3), dtype)]),
         _case(f"lu_solve:{dn}", lambda L, a, b: tuple(
             L.lu_solve(L.lu_factor(a), b, trans=t) for t in (0, 1, 2)),
-              lambda r: [_mat(r, (3, 3), dtype) + 3 * np.eye(3), _mat(r, (3, 2), dtype)],
+              lambda r: [randn(r, (3, 3), dtype) + 3 * np.eye(3), randn(r, (3, 2), dtype)],
               diff=(0, 1)),
         _case(f"det_inv_solve:{dn}", lambda L, a, b: (
             L.det(a), L.inv(a), L.solve(a, b), L.solve(a @ a.conj().T, b, assume_a="pos")),
-              lambda r: [_mat(r, (3, 3), dtype) + 3 * np.eye(3), _mat(r, (3,), dtype)],
+              lambda r: [randn(r, (3, 3), dtype) + 3 * np.eye(3), randn(r, (3,), dtype)],
               diff=(0, 1)),
-        _case(f"expm:{dn}", lambda L, a: L.expm(a), lambda r: [_mat(r, (3, 3), dtype)]),
-        _case(f"expm_large:{dn}", lambda L, a: L.expm(a), lambda r: [8 * _mat(r, (3, 3), dtype)],
+        _case(f"expm:{dn}", lambda L, a: L.expm(a), lambda r: [randn(r, (3, 3), dtype)]),
+        _case(f"expm_large:{dn}", lambda L, a: L.expm(a), lambda r: [8 * randn(r, (3, 3), dtype)],
               rtol=1e-9, atol=1e-9, grad_order=1, grad_tol=1e-4),
         _case(f"polar:{dn}", lambda L, a: (L.polar(a, method="svd"),
                                            L.polar(a, "left", method="svd")),
-              lambda r: [_mat(r, (4, 3), dtype)], grad_order=1),
+              lambda r: [randn(r, (4, 3), dtype)], grad_order=1),
         _case(f"eigh_svd_qr:{dn}", lambda L, a: (
             L.eigh(a, eigvals_only=True), L.svd(a, compute_uv=False), L.qr(a, mode="r")),
               lambda r: [_spd(r, 3, dtype)], grad_order=1),
         _case(f"structured:{dn}", lambda L, c, r: (
             L.toeplitz(c), L.toeplitz(c, r), L.hankel(c), L.hankel(c, r), L.circulant(c),
             L.block_diag(c[:2, None], r[None, :], c[0])),
-              lambda r: [_mat(r, (4,), dtype), _mat(r, (3,), dtype)], diff=(0, 1)),
+              lambda r: [randn(r, (4,), dtype), randn(r, (3,), dtype)], diff=(0, 1)),
     ]
 
 
@@ -114,7 +108,7 @@ def test_vmap_against_loop_and_jit_against_eager(case):
 
 def test_expm_of_batched_and_huge_matrices():
     rng = np.random.default_rng(2)
-    a = _mat(rng, (2, 4, 4)) * np.array([0.01, 30.0])[:, None, None]
+    a = randn(rng, (2, 4, 4)) * np.array([0.01, 30.0])[:, None, None]
     assert_allclose(fsl.expm(a), jsl.expm(a), rtol=1e-8)
     check_eval(_case("hilbert", lambda L: L.hilbert(4), lambda r: []), [])
 

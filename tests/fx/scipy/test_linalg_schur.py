@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import numpy as np
 import pytest
-from harness import assert_allclose, run_doctests, same_mode
+from harness import adjoint, assert_allclose, randn, run_doctests, same_mode
 
 import fx
 import fx.numpy as fnp
@@ -24,17 +24,6 @@ import fx.scipy.linalg as fsl
 import fx.scipy.linalg_schur
 import fx.scipy.linalg_tridiagonal
 from fx.test_util import check_grads
-
-
-def _mat(rng, shape, dtype):
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
-
-
-def _H(a):
-    return np.conj(np.swapaxes(a, -1, -2))
 
 
 def _everything(L, np_, a, b, c, tall, d, e, cl, cr, *, level="cheap"):
@@ -66,24 +55,24 @@ def _everything(L, np_, a, b, c, tall, d, e, cl, cr, *, level="cheap"):
 
 def _args(rng, dtype):
     real = np.float32 if np.dtype(dtype) in (np.float32, np.complex64) else np.float64
-    return [_mat(rng, (4, 4), dtype), _mat(rng, (3, 3), dtype), _mat(rng, (4, 3), dtype),
-            _mat(rng, (5, 3), dtype), rng.standard_normal(5).astype(real),
-            rng.standard_normal(4).astype(real), _mat(rng, (3, 2), dtype),
-            _mat(rng, (2, 5), dtype)]
+    return [randn(rng, (4, 4), dtype), randn(rng, (3, 3), dtype), randn(rng, (4, 3), dtype),
+            randn(rng, (5, 3), dtype), rng.standard_normal(5).astype(real),
+            rng.standard_normal(4).astype(real), randn(rng, (3, 2), dtype),
+            randn(rng, (2, 5), dtype)]
 
 
 def _defining_properties(a, b, c, d, e, tol):
     t, z = (np.asarray(o) for o in fsl.schur(a))
-    np.testing.assert_allclose(z @ t @ _H(z), a, atol=tol)
+    np.testing.assert_allclose(z @ t @ adjoint(z), a, atol=tol)
     np.testing.assert_allclose(np.tril(t, -2), 0, atol=tol)
     tc, zc = (np.asarray(o) for o in fsl.rsf2csf(t, z))
-    np.testing.assert_allclose(zc @ tc @ _H(zc), a, atol=tol)
+    np.testing.assert_allclose(zc @ tc @ adjoint(zc), a, atol=tol)
     np.testing.assert_allclose(np.tril(tc, -1), 0, atol=tol)
     s = np.asarray(fsl.sqrtm(a))
     np.testing.assert_allclose(s @ s, a, atol=tol * 10)
     np.testing.assert_allclose(fsl.funm(a, fnp.exp), fsl.expm(a), atol=tol * 10)
     h, q = (np.asarray(o) for o in fsl.hessenberg(a, calc_q=True))
-    np.testing.assert_allclose(q @ h @ _H(q), a, atol=tol)
+    np.testing.assert_allclose(q @ h @ adjoint(q), a, atol=tol)
     np.testing.assert_allclose(np.tril(h, -2), 0, atol=tol)
     for method in ("schur", "eigen"):
         x = np.asarray(fsl.solve_sylvester(a, b, c, method=method))
@@ -141,7 +130,7 @@ def test_values_against_scipy_and_defining_properties(dtype):
 @pytest.mark.slow
 def test_eigh_tridiagonal_eigenvectors_against_jax():
     rng = np.random.default_rng(1)
-    d, e = rng.standard_normal(5).astype(np.complex128), _mat(rng, (4,), np.complex128)
+    d, e = rng.standard_normal(5).astype(np.complex128), randn(rng, (4,), np.complex128)
     w, v = fsl.eigh_tridiagonal(d, e)
     jw, jv = jsl.eigh_tridiagonal(d, e)
     assert_allclose(w, jw, 1e-12, 1e-12)
@@ -152,10 +141,10 @@ def test_eigh_tridiagonal_eigenvectors_against_jax():
 def test_eigh_tridiagonal_eigenvectors_and_clusters():
     # Hermitian, and clusters of equal and nearly equal eigenvalues (orthonormalized).
     rng = np.random.default_rng(1)
-    d, e = rng.standard_normal(5).astype(np.complex128), _mat(rng, (4,), np.complex128)
+    d, e = rng.standard_normal(5).astype(np.complex128), randn(rng, (4,), np.complex128)
     for dd, ee in [(d, e), (np.array([1.0, 1, 1, 2]), np.array([0, 1e-9, 0]))]:
         w, v = (np.asarray(o) for o in fsl.eigh_tridiagonal(dd, ee))
-        np.testing.assert_allclose(_H(v) @ v, np.eye(len(dd)), atol=1e-10)
+        np.testing.assert_allclose(adjoint(v) @ v, np.eye(len(dd)), atol=1e-10)
         full = np.diag(dd) + np.diag(ee, 1) + np.diag(np.conj(ee), -1)
         np.testing.assert_allclose(full @ v, v * np.asarray(w), atol=1e-10)
     assert_allclose(fsl.eigh_tridiagonal(np.array([3.0]), np.zeros(0)),
@@ -164,11 +153,11 @@ def test_eigh_tridiagonal_eigenvectors_and_clusters():
 
 def test_derivatives_against_jax_and_finite_differences():
     rng = np.random.default_rng(2)
-    tall, cr = _mat(rng, (4, 3), np.complex128), _mat(rng, (2, 4), np.complex128)
+    tall, cr = randn(rng, (4, 3), np.complex128), randn(rng, (2, 4), np.complex128)
     # jax's qr_multiply (LAPACK's ormqr) has no derivative; fx's (qr and a matmul) does.
     check_grads(lambda x, c: fsl.qr_multiply(x, c, mode="left", pivoting=True)[0],
                 (tall, cr[:, :3].T), order=1)
-    t = _mat(rng, (4, 3), np.complex128)
+    t = randn(rng, (4, 3), np.complex128)
     got = fx.jvp(lambda x: fsl.qr(x, pivoting=True)[:2], (tall,), (t,))
     want = jax.jit(lambda x, t: jax.jvp(lambda x: jsl.qr(x, pivoting=True)[:2], (x,), (t,)))(
         tall, t)
@@ -178,8 +167,8 @@ def test_derivatives_against_jax_and_finite_differences():
 @pytest.mark.slow
 def test_expm_frechet_derivative_against_jax():
     rng = np.random.default_rng(2)
-    a, e = 0.5 * _mat(rng, (3, 3), np.float64), _mat(rng, (3, 3), np.float64)
-    ta, te = _mat(rng, (3, 3), np.float64), _mat(rng, (3, 3), np.float64)
+    a, e = 0.5 * randn(rng, (3, 3), np.float64), randn(rng, (3, 3), np.float64)
+    ta, te = randn(rng, (3, 3), np.float64), randn(rng, (3, 3), np.float64)
     got = fx.jvp(fsl.expm_frechet, (a, e), (ta, te))
     want = jax.jit(lambda *x: jax.jvp(jsl.expm_frechet, x[:2], x[2:]))(a, e, ta, te)
     assert_allclose(got, want, 1e-10, 1e-10)
@@ -188,8 +177,8 @@ def test_expm_frechet_derivative_against_jax():
 
 def test_vmap_against_loop_and_jit_against_eager():
     rng = np.random.default_rng(3)
-    a, b, c = _mat(rng, (2, 3, 3), np.float64), _mat(rng, (2, 2, 2), np.float64), \
-        _mat(rng, (2, 3, 2), np.float64)
+    a, b, c = randn(rng, (2, 3, 3), np.float64), randn(rng, (2, 2, 2), np.float64), \
+        randn(rng, (2, 3, 2), np.float64)
     d, e = rng.standard_normal((2, 3)), rng.standard_normal((2, 2))
 
     def f(a, b, c, d, e):

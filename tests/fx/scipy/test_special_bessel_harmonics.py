@@ -66,13 +66,18 @@ def test_bessel_jn_refuses_what_jax_refuses():
         fx.jit(lambda v: fss.bessel_jn(1.0, v=v))(2)
 
 
+def _sph_harm_y_table(x64: bool):
+    """(theta, phi, fx's Y) at the test points in the mode's float type; call in the mode."""
+    dt = np.float64 if x64 else np.float32
+    th, ph = THETA.astype(dt), PHI.astype(dt)
+    return th, ph, fss.sph_harm_y(fnp.asarray(DEG), fnp.asarray(ORD), fnp.asarray(th),
+                                  fnp.asarray(ph))
+
+
 @pytest.mark.parametrize("x64, rtol", [(True, 1e-13), (False, 5e-6)])
 def test_sph_harm_y_values_match_scipy(x64, rtol):
     with same_mode(x64):
-        dt = np.float64 if x64 else np.float32
-        th, ph = THETA.astype(dt), PHI.astype(dt)
-        got = fss.sph_harm_y(fnp.asarray(DEG), fnp.asarray(ORD), fnp.asarray(th),
-                             fnp.asarray(ph))
+        th, ph, got = _sph_harm_y_table(x64)
         spec = jax.eval_shape(lambda t, p: jss.sph_harm_y(DEG, ORD, t, p, n_max=8), th, ph)
         assert (got.shape, got.dtype) == (spec.shape, spec.dtype)
         np.testing.assert_allclose(np.asarray(got, np.complex128),
@@ -129,10 +134,7 @@ def test_sph_harm_y_derivatives_by_identity_and_finite_differences():
 @pytest.mark.parametrize("x64, rtol", [(True, 1e-13), (False, 5e-6)])
 def test_sph_harm_y_values_match_jax(x64, rtol):
     with same_mode(x64):
-        dt = np.float64 if x64 else np.float32
-        th, ph = THETA.astype(dt), PHI.astype(dt)
-        got = fss.sph_harm_y(fnp.asarray(DEG), fnp.asarray(ORD), fnp.asarray(th),
-                             fnp.asarray(ph))
+        th, ph, got = _sph_harm_y_table(x64)
         want = jss.sph_harm_y(DEG, ORD, th, ph, n_max=8)
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=rtol, atol=rtol)
 
