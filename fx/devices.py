@@ -32,8 +32,10 @@ class Device:
 
     @property
     def on_host(self) -> bool:
-        """Whether this device's buffers are NumPy arrays in host memory."""
-        return self.record.host_memory
+        """Whether this device's buffers are NumPy arrays in host memory (read for every
+        eager primitive: a lookup of the records' answers, not of the record)."""
+        on_host = _ON_HOST.get(self.platform)
+        return self.record.host_memory if on_host is None else on_host
 
     @property
     def xp(self):
@@ -44,6 +46,7 @@ class Device:
         return f"{self.record.device_class}(id={self.id})"
 
 
+_ON_HOST = {name: p.host_memory for name, p in platforms.PLATFORMS.items()}
 CPU = Device(platforms.HOST.name, 0)
 
 

@@ -36,6 +36,15 @@ def _scopes(group) -> str:
 STAGES = ("jaxpr", "groups", "selection", "plan", "source")
 
 
+def _step_line(t: int, s) -> str:
+    return f"step {t:<3} {s.group.label()}{_scopes(s.group)}"
+
+
+def _impl_line(s) -> str:
+    k = f" -> {s.kernel.name}" if s.kernel is not None else ""
+    return f"impl: {s.choice.impl.name}{k} ({s.choice.reason})"
+
+
 def lowered_as_text(low, stage: str | None = None) -> str:
     if stage is not None and stage not in STAGES:
         raise ValueError(f"as_text: unknown stage {stage!r}; the stages are "
@@ -48,10 +57,9 @@ def lowered_as_text(low, stage: str | None = None) -> str:
     if stage in ("groups", "selection"):
         lines = []
         for t, s in enumerate(low.steps):
-            lines.append(f"step {t:<3} {s.group.label()}{_scopes(s.group)}")
+            lines.append(_step_line(t, s))
             if stage == "selection":
-                k = f" -> {s.kernel.name}" if s.kernel is not None else ""
-                lines.append(f"    impl: {s.choice.impl.name}{k} ({s.choice.reason})")
+                lines.append("    " + _impl_line(s))
         return "\n".join(lines)
     if stage == "plan":
         pp_jaxpr(low.jaxpr, 2, namer)  # (names the values as the full text does)
@@ -94,14 +102,13 @@ def _full_text(low, namer, with_jaxpr: bool) -> str:
         return f"{namer(v)}:{v.aval.str_short()}@{loc}"
 
     for t, s in enumerate(low.steps):
-        k = f" -> {s.kernel.name}" if s.kernel is not None else ""
-        lines.append(f"  step {t:<3} {s.group.label()}{_scopes(s.group)}")
+        lines.append("  " + _step_line(t, s))
         if s.placement == "host":
             ins = ", ".join(namer(v) for v in s.inputs) or "-"
             outs = ", ".join(namer(v) for v in s.outputs) or "-"
             lines.append(f"      on host (no GPU implementation): copy_to_host[{ins}] -> "
                          f"numpy -> copy_to_device[{outs}]")
-        lines.append(f"      impl: {s.choice.impl.name}{k} ({s.choice.reason})")
+        lines.append("      " + _impl_line(s))
         if s.loop is not None:
             lines.append(f"      loop: {s.loop.note}")
             for sub in s.loop.subs:
