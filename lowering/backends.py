@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fx.lowering import render
+from fx.lowering import c_program, render
 from fx.lowering.render import Dialect, render_module
 from fx.runtime import cc, platforms
 from fx.runtime.cpu import CpuExecutable
@@ -30,8 +30,8 @@ class Backend:
     platform: Platform
     dialect: Dialect
     alignment: int  # of every buffer in the arena, in bytes
-    # (translation units of C-called kernels, every kernel) -> (what the executor loads,
-    # how many translation units it holds).
+    # (translation units of the program IR (``program.Unit``), every kernel) -> (what the
+    # executor loads, how many translation units it holds).
     source: Callable[[list, list], tuple[object, int]]
     # Control-flow bodies whose steps are all kernels compile into loops in the generated
     # code (on CPU: one C function per loop); elsewhere the loop runs on the host.
@@ -54,12 +54,13 @@ class Backend:
         return self.name
 
 
-def _c_source(units: list[tuple[list, str]], kernels: list) -> tuple[cc.Source, int]:
-    """The C translation units, sharing the prelude every one of them starts with."""
+def _c_source(units: list, kernels: list) -> tuple[cc.Source, int]:
+    """The C translation units (``program.Unit``: kernels, loop functions, entry points),
+    sharing the prelude every one of them starts with."""
     prelude = render_module([], render.C)[:-1]
     bodies = []
-    for unit_kernels, code in units:
-        text = render_module(unit_kernels, render.C, code)
+    for unit in units:
+        text = render_module(list(unit.kernels), render.C, c_program.unit_code(unit))
         assert text.startswith(prelude)
         bodies.append(text[len(prelude):])
     return cc.Source(prelude, bodies), len(bodies)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from fx.avals import ShapedArray
 from fx.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var, check_jaxpr
-from fx.lowering import backends, control_flow
+from fx.lowering import backends, control_flow, program
 from fx.lowering import conv as _conv  # noqa: F401  (registers the convolution impls)
 from fx.lowering import kernel_ir as ir
 from fx.lowering import library_calls as _library_calls  # noqa: F401  (LAPACK, FFT)
@@ -30,7 +30,7 @@ from fx.lowering.lower_convolutions import lower_convolutions
 from fx.lowering.memory import BufferSpec, MemoryPlan, plan_memory
 from fx.lowering.merge_reduced_axes import merge_reduced_axes
 from fx.lowering.op_info import Choice, host_only_prims, select
-from fx.lowering.render import storage_type
+from fx.lowering.program import Buffer
 from fx.lowering.simplify_algebra import simplify_algebra
 from fx.lowering.text import lowered_as_text
 
@@ -56,22 +56,6 @@ def optimize(jaxpr: Jaxpr, check: bool = False) -> Jaxpr:
 
 
 @dataclass(eq=False)
-class Buffer:
-    """Where one value lives while the program runs."""
-
-    var: Var
-    kind: str  # "input", "const", "output" or "temp"
-    slot: int  # index in the runtime pointer table
-    position: int = -1  # argument / output position, for inputs and outputs
-    offset: int = -1  # arena offset, for temporaries
-    donor: Buffer | None = None  # for outputs: the donated input whose storage it reuses
-
-    @property
-    def aval(self) -> ShapedArray:
-        return self.var.aval
-
-
-@dataclass(eq=False)
 class Step:
     group: FusionGroup
     choice: Choice
@@ -80,17 +64,6 @@ class Step:
     kernel: ir.Kernel | None = None
     placement: str = "device"  # "host": a CUDA program runs this step on the CPU
     loop: control_flow.LoopPlan | None = None  # for scan / while / cond steps
-
-
-@dataclass(frozen=True)
-class RunStep:
-    """What the runtime executes: a C entry point running consecutive generated kernels over
-    the pointer table, or a Python (NumPy) library step over the buffers' arrays."""
-
-    kind: str  # "c" or "py"
-    name: str
-    fn: object = None  # fn(views) for "py" steps
-    steps: tuple[int, ...] = ()  # indices into Program.steps
 
 
 @dataclass
@@ -138,7 +111,8 @@ class Program:
     source: str = ""
     kernels: list[ir.Kernel] = field(default_factory=list)
     have_compiler: bool = True
-    run_steps: list[RunStep] = field(default_factory=list)
+    ops: list[program.Op] = field(default_factory=list)  # one per step: the program IR
+    schedule: program.Schedule = program.Schedule(())  # what the runtime calls, in order
     stats: CompileStats = field(default_factory=CompileStats)
 
     @property
@@ -189,12 +163,13 @@ def lower(closed: ClosedJaxpr, backend: str | backends.Backend = "cpu", name: st
             out_sources.append(("buffer", buffers[v]))
     low = Program(name, backend, jaxpr, list(closed.consts), steps, buffers, plan, out_sources,
                   have_compiler=have_compiler)
+    low.ops = [_op(t, s, buffers) for t, s in enumerate(steps)]
+    low.schedule = program.schedule(low.ops)
     low.kernels = [s.kernel for s in steps if s.kernel is not None]
-    low.kernels += [k for s in steps if s.loop is not None and s.loop.c_function
-                    for k in s.loop.kernels]
-    units, low.run_steps = _entry_points(steps, buffers)
+    low.kernels += [k for op in low.ops if isinstance(op, program.ControlFlow) and op.native
+                    for k in op.kernels]
     if low.kernels:
-        low.source, stats.units = backend.source(units, low.kernels)
+        low.source, stats.units = backend.source(list(low.schedule.units), low.kernels)
     stats.render = clock.lap()
     stats.eqns, stats.groups, stats.kernels = len(jaxpr.eqns), len(groups), len(low.kernels)
     stats.fusion_graph_visits = fusion_stats["graph_visits"]
@@ -204,109 +179,33 @@ def lower(closed: ClosedJaxpr, backend: str | backends.Backend = "cpu", name: st
     return low
 
 
-# The compile work at which a translation unit is closed, in about 0.1 ms of gcc -O3 time
-# (``_compile_work``): several times what a compiler process costs to start (~0.1 s for a
-# unit holding only the prelude), so a large program compiles in parallel, in units whose
-# boundaries do not move when an unrelated part of the program changes.
-UNIT_WORK = 3000
-_LOOP_WORK = 40  # what gcc spends on one loop (vectorized, with its scalar tail), in statements
-_ENTRY_WORK = 5  # and on one entry point
-
-
-# Entry points only call kernels: compiled without optimization they cost gcc half the time (a
-# program alternating kernels and BLAS calls has hundreds), and they inline no kernel (a kernel
-# called from many entry points would be compiled again inside each).
-_ENTRY = '__attribute__((optimize("O0"))) void'
-
-
-def _compile_work(kernels) -> int:
-    work, stack = 0, [getattr(k, "body", ()) for k in kernels]
-    while stack:
-        for st in stack.pop():
-            work += 1
-            if isinstance(st, ir.Loop):
-                work += _LOOP_WORK
-                stack.append(st.body)
-    return work
-
-
-def _named(kernel: ir.Kernel) -> ir.Kernel:
-    return kernel.renamed("k")
-
-
-def _entry_points(steps: list[Step], buffers) -> tuple[list[tuple[list, str]], list[RunStep]]:
-    """Group consecutive kernels into C entry points ``fx_segN(void** p)``; every other step
-    becomes a Python step. Entry points and the kernels they call are split into translation
-    units of about ``UNIT_WORK`` each: ``(kernels, code)`` per unit. Within a unit, kernels
-    equal but for their name are compiled once (the layers of a deep network repeat)."""
-    units, run, segment = [], [], []
-    kernels, loops, lines, weight = [], [], [], 0
-    same: dict = {}  # a kernel without its name -> the unit's kernel of that body
-
-    def close():
-        nonlocal weight
-        if segment:
-            weight += _ENTRY_WORK + len(segment)
-            name = f"fx_seg{len(run)}"
-            body = []
-            for t in segment:
-                if steps[t].loop is not None:
-                    body.append("  " + control_flow.call(
-                        steps[t].loop, steps[t].group.eqns[0], lambda v: buffers[v].slot, "p"))
-                    continue
-                k = steps[t].kernel
-                args = [f"({'' if p.is_output else 'const '}{storage_type(p.dtype)}*)"
-                        f"p[{buffers[v].slot}]"
-                        for p, v in zip(k.params, steps[t].inputs + steps[t].outputs)]
-                body.append(f"  {calls[t]}({', '.join(args)});")
-            lines.append(f"{_ENTRY} {name}(void** p) {{\n" + "\n".join(body) + "\n}")
-            run.append(RunStep("c", name, steps=tuple(segment)))
-            segment.clear()
-
-    def close_unit():
-        nonlocal kernels, loops, lines, weight
-        close()
-        if kernels or lines:
-            units.append((kernels, "\n\n".join(loops + lines)))
-        kernels, loops, lines, weight = [], [], [], 0
-        same.clear()
-
-    calls: dict[int, str] = {}  # step -> the kernel its entry point calls
-    for t, st in enumerate(steps):
-        if st.kernel is None and not (st.loop is not None and st.loop.c_function):
-            close()
-            run.append(RunStep("py", f"step{t}", _library_fn(st), (t,)))
-            continue
-        body = _named(st.kernel) if st.kernel is not None else None
-        reused = body is not None and body in same
-        new = [] if reused else [st.kernel] if st.kernel is not None else st.loop.kernels
-        if weight and weight + _compile_work(new) > UNIT_WORK:
-            close_unit()
-            reused = False
-            new = [st.kernel] if st.kernel is not None else st.loop.kernels
-        weight += _compile_work(new)
-        kernels += new
-        segment.append(t)
-        if reused:
-            calls[t] = same[body].name
-            continue
-        if st.kernel is not None:
-            same[body] = st.kernel
-            calls[t] = st.kernel.name
-        else:
-            loops += st.loop.nested_sources + [st.loop.c_source]
-    close_unit()
-    return units, run
-
-
-def _library_fn(st: Step):
+def _op(t: int, st: Step, buffers) -> program.Op:
+    """Step ``t`` as an operation of the program IR."""
+    reads = tuple(buffers[v] for v in st.inputs)
+    writes = tuple(buffers[v] for v in st.outputs)
+    if st.kernel is not None:
+        return program.Launch(t, reads, writes, st.kernel, st.kernel.name)
     if st.loop is not None:
-        return st.loop.python
+        loop, eqn = st.loop, st.group.eqns[0]
+        kind = program.Conditional if eqn.primitive is control_flow.cond_p else program.Loop
+        return kind(t, reads, writes, eqn=eqn,
+                    operands=tuple(buffers[v] if isinstance(v, Var) else None
+                                   for v in eqn.invars),
+                    results=tuple(buffers[v] for v in eqn.outvars), bodies=tuple(loop.subs),
+                    function=loop.function, kernels=tuple(loop.kernels),
+                    scratch=buffers[loop.scratch] if loop.scratch is not None else None,
+                    body_offsets=loop.body_offsets, carry_offsets=loop.carry_offsets,
+                    prefixes=loop.prefixes, run=loop.python, note=loop.note)
+    impl = st.choice.impl
     if st.placement == "host":
-        return host_step(eqns_step(st.group.eqns, st.outputs), st.inputs, st.outputs)
-    if st.choice.impl.library is not None:
-        return st.choice.impl.library(st)
-    return eqns_step(st.group.eqns, st.outputs)
+        run = host_step(eqns_step(st.group.eqns, st.outputs), st.inputs, st.outputs)
+        return program.HostCall(t, reads, writes, run=run, copies=True)
+    run = impl.library(st) if impl.library is not None else eqns_step(st.group.eqns,
+                                                                       st.outputs)
+    if impl.library is not None or impl.describe is not None:
+        routine = impl.describe(st.group) if impl.describe is not None else impl.name
+        return program.LibraryCall(t, reads, writes, routine=routine, run=run)
+    return program.HostCall(t, reads, writes, run=run)
 
 
 def _steps(groups: list[FusionGroup], backend: backends.Backend, have_compiler: bool, name: str

@@ -15,6 +15,7 @@ summary) and ``"source"`` (the kernels in the backend's dialect).
 from __future__ import annotations
 
 from fx.jaxpr import _Namer, pp_jaxpr
+from fx.lowering.program import Segment
 
 
 def _mib(n: int) -> str:
@@ -72,7 +73,7 @@ def _full_text(low, namer, with_jaxpr: bool) -> str:
     n_kernels = sum(1 for s in low.steps if s.kernel is not None)
     lines = [
         f"# fx program '{low.name}' for {low.backend}: {len(low.steps)} steps, "
-        f"{n_kernels} generated kernels, {len(low.run_steps)} runtime calls",
+        f"{n_kernels} generated kernels, {len(low.schedule.calls)} runtime calls",
         "# optimized jaxpr (the first inputs are hoisted constants):" if low.consts else
         "# optimized jaxpr:",
         "  " + jaxpr_text,
@@ -116,6 +117,13 @@ def _full_text(low, namer, with_jaxpr: bool) -> str:
                 lines.append(f"        {sub.name}: {len(sub.steps)} steps ({', '.join(kinds)})")
         lines.append(f"      in:   {', '.join(where(v) for v in s.inputs) or '-'}")
         lines.append(f"      out:  {', '.join(where(v) for v in s.outputs) or '-'}")
+    lines.append(f"# program: {len(low.schedule.calls)} runtime calls")
+    for call in low.schedule.calls:
+        if isinstance(call, Segment):
+            lines.append(f"  {call.label}: " + ", ".join(
+                f"{op.label} (step {op.step})" for op in call.ops))
+        else:
+            lines.append(f"  {call.label} (step {call.step})")
     lines.append(
         f"# memory: arena {_mib(plan.arena_bytes)}, lower bound {_mib(plan.lower_bound)}, "
         f"naive {_mib(plan.naive_bytes)}; {len(plan.inplace)} in-place reuses"

@@ -71,14 +71,14 @@ class CpuExecutable(Executable):
     def load(self, low) -> None:
         self.lib = cc.build(low.source) if low.source else None
         self.calls = []
-        for rs in low.run_steps:
-            if rs.kind == "c":
-                fn = getattr(self.lib, rs.name)
+        for call in low.schedule.calls:
+            if call.native:  # a segment: one C entry point over the pointer table
+                fn = getattr(self.lib, call.name)
                 fn.argtypes = [ctypes.c_void_p]
                 fn.restype = None
                 self.calls.append((True, fn))
             else:
-                self.calls.append((False, rs.fn))
+                self.calls.append((False, call.run))
         self.needs_views = any(not is_c for is_c, _ in self.calls)
         # Plain tuples for the per-call loops (attribute reads cost a small call's dispatch).
         self._args = [(a.slot, a.var, a.aval.dtype, a.position) for a in self.inputs]

@@ -117,21 +117,20 @@ class CudaExecutable(Executable):
         self.module = cp.RawModule(code=low.source, options=NVRTC_OPTIONS) if low.source else None
         sm = cp.cuda.Device().attributes.get("MultiProcessorCount", 132)
         self.calls = []
-        for rs in low.run_steps:
-            if rs.kind == "c":
-                for t in rs.steps:
-                    step = low.steps[t]
-                    k = step.kernel
-                    if k.launch is not None:  # a whole-source kernel with its own shape
-                        cfg = LaunchConfig(*k.launch)
-                    else:
-                        cfg = launch_config(*kernel_iterations(k), sm_count=sm)
-                    names = [p.name for p in k.params]
-                    variables = step.inputs + step.outputs
-                    self.calls.append(("kernel", self.module.get_function(k.name), cfg,
-                                       list(zip(names, variables)), k.params))
-            else:
-                self.calls.append(("py", rs.fn, None, None, None))
+        for call in low.schedule.calls:
+            if not call.native:
+                self.calls.append(("py", call.run, None, None, None))
+                continue
+            for launch in call.ops:  # a segment: its launches in order
+                k = launch.kernel
+                if k.launch is not None:  # a whole-source kernel with its own shape
+                    cfg = LaunchConfig(*k.launch)
+                else:
+                    cfg = launch_config(*kernel_iterations(k), sm_count=sm)
+                names = [p.name for p in k.params]
+                variables = [b.var for b in launch.args]
+                self.calls.append(("kernel", self.module.get_function(launch.callee), cfg,
+                                   list(zip(names, variables)), k.params))
         self.use_graph = os.environ.get("FX_CUDA_GRAPHS") == "1" and all(
             c[0] == "kernel" for c in self.calls)
         self._graph = None  # (graph, stream, static buffers, views), captured on first use
