@@ -17,10 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fx.lowering import c_program, render
+from fx.lowering.opencl_dialect import OPENCL as OPENCL_DIALECT
 from fx.lowering.render import Dialect, render_module
 from fx.runtime import cc, platforms
 from fx.runtime.cpu import CpuExecutable
 from fx.runtime.cuda import CudaExecutable
+from fx.runtime.opencl import OpenCLExecutable
 from fx.runtime.platforms import Platform
 
 
@@ -71,12 +73,23 @@ def _cuda_source(units: list, kernels: list) -> tuple[str, int]:
     return render_module(kernels, render.CUDA), 1
 
 
+def _opencl_source(units: list, kernels: list) -> tuple[str, int]:
+    """One OpenCL C program holding every kernel (built once per program)."""
+    return render_module(kernels, OPENCL_DIALECT), 1
+
+
 CPU = Backend("cpu", platforms.CPU, render.C, alignment=64, source=_c_source,
               native_loops=True, executor=CpuExecutable)
 CUDA = Backend("cuda", platforms.CUDA, render.CUDA, alignment=256, source=_cuda_source,
                native_loops=False, executor=CudaExecutable)
 
-BACKENDS: dict[str, Backend] = {b.name: b for b in (CPU, CUDA)}
+# OpenCL devices (PoCL's CPU runtime here; AMD and Intel GPUs): device memory as on CUDA, the
+# alignment PoCL and most GPU drivers report as CL_DEVICE_MEM_BASE_ADDR_ALIGN (sub-buffers of
+# the arena start at planned offsets; the executor checks the device's).
+OPENCL = Backend("opencl", platforms.OPENCL, OPENCL_DIALECT, alignment=128,
+                 source=_opencl_source, native_loops=False, executor=OpenCLExecutable)
+
+BACKENDS: dict[str, Backend] = {b.name: b for b in (CPU, CUDA, OPENCL)}
 
 
 def get(backend: str | Backend) -> Backend:

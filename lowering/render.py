@@ -147,6 +147,7 @@ class Dialect:
     vector_pointer: str = ""  # format: p (a pointer, as an integer)
     vector_load: str = ""  # format: vt, name, buf, i
     vector_store: str = ""  # format: vt, name, buf, i
+    pointer_space: str = ""  # address-space qualifier of pointer parameters (``__global ``)
 
 
 C = Dialect(
@@ -574,7 +575,8 @@ class Renderer:
     def kernel(self, k: ir.Kernel) -> str:
         restrict = self.d.restrict if k.restrict else ""
         params = ", ".join(
-            f"{'' if p.is_output else 'const '}{storage_type(p.dtype)}* {restrict} {p.name}"
+            f"{self.d.pointer_space}{'' if p.is_output else 'const '}{storage_type(p.dtype)}* "
+            f"{restrict} {p.name}"
             for p in k.params
         )
         self.work = k.work

@@ -1,10 +1,10 @@
 """Where buffers live: one record per memory platform, registered here and nowhere else.
 
-A :class:`Platform` says what a device's buffers are (NumPy arrays in host memory, or CuPy
-arrays on a GPU), how many devices there are, and what to tell a user who asks for one that is
-missing. Everything that depends on a platform reads its record, so no code outside this
-module compares platform names; the compile side (dialect, executor, operator library) is the
-backend record in ``fx.lowering.backends``.
+A :class:`Platform` says what a device's buffers are (NumPy arrays in host memory, CuPy
+arrays on a GPU, OpenCL buffers), how many devices there are, whether fx arrays can live there,
+and what to tell a user who asks for one that is missing. Everything that depends on a platform
+reads its record, so no code outside this module compares platform names; the compile side
+(dialect, executor, operator library) is the backend record in ``fx.lowering.backends``.
 """
 
 from __future__ import annotations
@@ -31,6 +31,28 @@ def cupy_module():
     return cupy
 
 
+@functools.cache
+def opencl_devices() -> tuple:
+    """The OpenCL devices pyopencl sees, GPUs first (under Debian's PoCL: one CPU device), or
+    () when pyopencl or an OpenCL runtime is missing."""
+    try:
+        import pyopencl as cl
+
+        found = [d for p in cl.get_platforms() for d in p.get_devices()]
+    except Exception:
+        return ()
+    return tuple(sorted(found, key=lambda d: not d.type & cl.device_type.GPU))
+
+
+def _opencl_module():
+    """``pyopencl`` where it sees a device, else None."""
+    if not opencl_devices():
+        return None
+    import pyopencl
+
+    return pyopencl
+
+
 @dataclass(frozen=True)
 class Platform:
     """A kind of device memory."""
@@ -42,6 +64,9 @@ class Platform:
     device_count: Callable[[], int]
     missing: str  # what to do when it is asked for and absent
     aliases: tuple[str, ...] = ()  # other names code may use for it (``gpu``)
+    # fx arrays can live on it and eager primitives run there. False: a compile target only,
+    # whose programs take and return host arrays (never chosen as the default platform).
+    eager: bool = True
 
     def available(self) -> bool:
         return self.array_module() is not None and self.device_count() > 0
@@ -58,7 +83,15 @@ CUDA = Platform("cuda", "CudaDevice", host_memory=False, array_module=cupy_modul
                 device_count=_cuda_count, aliases=("gpu",),
                 missing="install fx[cuda] on a machine with an NVIDIA GPU, or use backend='cpu'")
 
-PLATFORMS: dict[str, Platform] = {p.name: p for p in (CPU, CUDA)}
+# OpenCL buffers are device memory (``cl.Buffer``s, one arena per call as on CUDA), written and
+# read only by explicit copies: the model of a GPU, also under PoCL's CPU runtime. Programs take
+# host arrays and return host arrays (fx arrays do not live on OpenCL devices).
+OPENCL = Platform("opencl", "OpenCLDevice", host_memory=False, array_module=_opencl_module,
+                  device_count=lambda: len(opencl_devices()), eager=False,
+                  missing="install fx[opencl] and an OpenCL runtime (Debian: apt-get install "
+                          "pocl-opencl-icd), or use backend='cpu'")
+
+PLATFORMS: dict[str, Platform] = {p.name: p for p in (CPU, CUDA, OPENCL)}
 # The platform a program for a device-resident backend falls back to for NumPy-only steps.
 HOST = CPU
 
@@ -74,8 +107,8 @@ def platform(name: str) -> Platform:
 
 def preferred() -> Platform:
     """The platform fx uses when none is asked for: the first device platform that is
-    available, else the host."""
+    available and can hold fx arrays, else the host."""
     for p in PLATFORMS.values():
-        if not p.host_memory and p.available():
+        if not p.host_memory and p.eager and p.available():
             return p
     return HOST
