@@ -1,5 +1,5 @@
-"""The OpenCL executor: a lowered program run with pyopencl (on Debian's PoCL CPU runtime here;
-the same code drives AMD and Intel GPUs through their OpenCL drivers).
+"""The OpenCL executor: a lowered program run with pyopencl (tested on Debian's PoCL CPU runtime;
+nothing in it is specific to PoCL, so AMD's and Intel's GPU drivers would run it too).
 
 Every generated kernel of one program lives in one ``pyopencl.Program``, built once per source
 and context in this process (pyopencl and PoCL also cache the binaries on disk). Memory is the
@@ -13,9 +13,9 @@ devices: that would need a device-resident array type in ``fx.devices``).
 
 Kernels are grid-stride loops (see ``lowering.opencl_dialect``): any global size is correct,
 and :func:`global_size` picks a fixed work-group size (PoCL compiles one work-group function per
-local size) and enough groups to fill the device. NumPy steps (library calls, op-by-op
-groups, loops over compiled bodies) run on the host: their inputs are copied to host memory
-and their outputs back, the copies a GPU target makes.
+local size; capped at the device's maximum) and enough groups to fill the device. NumPy steps
+(library calls, op-by-op groups, loops over compiled bodies) run on the host: their inputs are
+copied to host memory and their outputs back, the copies a GPU target makes.
 """
 
 from __future__ import annotations
@@ -217,6 +217,7 @@ class OpenCLExecutable(Executable):
     def load(self, low) -> None:
         self.program = _program(self.cl, self.context, low.source) if low.source else None
         units = self.device.max_compute_units
+        self.local_size = (min(LOCAL_SIZE, self.device.max_work_group_size),)
         self.calls: list = []
         for op in _operations(low):
             if isinstance(op, _HostStep):
@@ -226,7 +227,7 @@ class OpenCLExecutable(Executable):
             if k.launch is not None:
                 raise NotImplementedError(f"{k.name}: a kernel with its own launch shape has "
                                           f"no OpenCL form")
-            size = (global_size(parallel_extent(k), units),)
+            size = (global_size(parallel_extent(k), units, self.local_size[0]),)
             self.calls.append(_Launch(k.name, size, tuple(variables)))
         self.kernel_names = sorted({c.kernel for c in self.calls if isinstance(c, _Launch)})
 
@@ -240,7 +241,7 @@ class OpenCLExecutable(Executable):
             if isinstance(call, _Launch):
                 k = state.kernels[call.kernel]
                 k.set_args(*[views[v].buffer for v in call.variables])
-                enqueue(state.queue, k, call.global_size, (LOCAL_SIZE,))
+                enqueue(state.queue, k, call.global_size, self.local_size)
             else:
                 call(views)
 

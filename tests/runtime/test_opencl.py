@@ -1,10 +1,11 @@
-"""The OpenCL backend (pyopencl on Debian's PoCL CPU runtime in CI): the jit op table run on it
-against eager results (bitwise where the CPU jit test is bitwise, with its tolerances
-otherwise), the dialect's text, launch sizes, and one executable called from many threads.
+"""The OpenCL backend (pyopencl on Debian's PoCL CPU runtime in CI): the jit op tables
+(tests/fx/test_jit_ops.py, tests/scientific_rows.py) run on it against eager results (bitwise
+where the CPU jit test is bitwise, with its tolerances otherwise), the dialect's text, launch
+sizes, and one executable called from many threads.
 
 Without pyopencl or an OpenCL device the tests that run programs skip with the reason; the
 rendering tests need neither. The default run takes a representative subset of the op table
-(one row per kind of kernel and step); ``-m slow`` runs every row.
+(one row per kind of kernel and step); ``-m slow`` runs every other row.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from harness import assert_bitwise, to_fx
 from hypothesis import given
 from hypothesis import strategies as st
 from jit_rows import _is_exact, assert_jit_close
+from scientific_rows import ROWS as SCIENTIFIC_ROWS
 
 import fx
 import fx.numpy as fnp
@@ -44,7 +46,7 @@ def _load_op_table():
     return module.ROWS
 
 
-ROWS = {r.name: r for r in _load_op_table()}
+ROWS = {r.name: r for r in (*_load_op_table(), *SCIENTIFIC_ROWS)}
 
 # Rows that cannot pass on this backend, with the reason.
 XFAIL: dict[str, str] = {}
@@ -190,3 +192,10 @@ def test_one_executable_called_from_many_threads():
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def test_without_a_device_the_backend_says_what_to_install(monkeypatch):
+    monkeypatch.setattr(platforms, "opencl_devices", lambda: ())
+    assert not platforms.OPENCL.available()
+    with pytest.raises(RuntimeError, match="pocl-opencl-icd"):
+        fx.jit(lambda x: x * 2.0 + 1.0, backend="opencl")(np.ones(3))
