@@ -9,10 +9,11 @@ import dataclasses
 import os
 import re
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 
 from fx.avals import ShapedArray
-from fx.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var, check_jaxpr
+from fx.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var, check_jaxpr, has_effects
 from fx.lowering import backends, control_flow, program
 from fx.lowering import conv as _conv  # noqa: F401  (registers the convolution impls)
 from fx.lowering import kernel_ir as ir
@@ -150,8 +151,10 @@ def lower(closed: ClosedJaxpr, backend: str | backends.Backend = "cpu", name: st
     groups = fuse(jaxpr, fusion_stats)
     stats.fuse = clock.lap()
     steps = _steps(groups, backend, have_compiler, name)
+    effects = any(has_effects(e) for e in jaxpr.eqns)
+    steps, times = (steps, None) if effects else _wave_order(steps)
     stats.select = clock.lap()
-    buffers, plan = _plan(jaxpr, steps, n_consts, backend, donated)
+    buffers, plan = _plan(jaxpr, steps, n_consts, backend, donated, times)
     stats.plan = clock.lap()
     steps = _generate(steps, buffers, plan, have_compiler)
     stats.codegen = clock.lap()
@@ -164,7 +167,7 @@ def lower(closed: ClosedJaxpr, backend: str | backends.Backend = "cpu", name: st
     low = Program(name, backend, jaxpr, list(closed.consts), steps, buffers, plan, out_sources,
                   have_compiler=have_compiler)
     low.ops = [_op(t, s, buffers) for t, s in enumerate(steps)]
-    low.schedule = program.schedule(low.ops)
+    low.schedule = program.schedule(low.ops, concurrent=not effects)
     low.kernels = [s.kernel for s in steps if s.kernel is not None]
     low.kernels += [k for op in low.ops if isinstance(op, program.ControlFlow) and op.native
                     for k in op.kernels]
@@ -183,12 +186,13 @@ def _op(t: int, st: Step, buffers) -> program.Op:
     """Step ``t`` as an operation of the program IR."""
     reads = tuple(buffers[v] for v in st.inputs)
     writes = tuple(buffers[v] for v in st.outputs)
+    cost = st.choice.impl.cost(st.group)
     if st.kernel is not None:
-        return program.Launch(t, reads, writes, st.kernel, st.kernel.name)
+        return program.Launch(t, reads, writes, cost, kernel=st.kernel, callee=st.kernel.name)
     if st.loop is not None:
         loop, eqn = st.loop, st.group.eqns[0]
         kind = program.Conditional if eqn.primitive is control_flow.cond_p else program.Loop
-        return kind(t, reads, writes, eqn=eqn,
+        return kind(t, reads, writes, cost, eqn=eqn,
                     operands=tuple(buffers[v] if isinstance(v, Var) else None
                                    for v in eqn.invars),
                     results=tuple(buffers[v] for v in eqn.outvars), bodies=tuple(loop.subs),
@@ -199,13 +203,13 @@ def _op(t: int, st: Step, buffers) -> program.Op:
     impl = st.choice.impl
     if st.placement == "host":
         run = host_step(eqns_step(st.group.eqns, st.outputs), st.inputs, st.outputs)
-        return program.HostCall(t, reads, writes, run=run, copies=True)
+        return program.HostCall(t, reads, writes, cost, run=run, copies=True)
     run = impl.library(st) if impl.library is not None else eqns_step(st.group.eqns,
                                                                        st.outputs)
     if impl.library is not None or impl.describe is not None:
         routine = impl.describe(st.group) if impl.describe is not None else impl.name
-        return program.LibraryCall(t, reads, writes, routine=routine, run=run)
-    return program.HostCall(t, reads, writes, run=run)
+        return program.LibraryCall(t, reads, writes, cost, routine=routine, run=run)
+    return program.HostCall(t, reads, writes, cost, run=run)
 
 
 def _steps(groups: list[FusionGroup], backend: backends.Backend, have_compiler: bool, name: str
@@ -271,8 +275,31 @@ def _unique(xs):
     return out
 
 
+def _wave_order(steps: list[Step]) -> tuple[list[Step], list[int] | None]:
+    """Where independent large steps may run at the same time (two GEMM towers), the steps
+    in dependency-level order (by their data: a step's level is one past its inputs'
+    producers') and each one's level, the time memory planning then reads, so that steps of
+    one level never share storage and the runtime finds them independent. Elsewhere the
+    steps as they are (and None: planning reads the step index)."""
+    level, producer = [], {}
+    for t, s in enumerate(steps):
+        level.append(max((level[producer[v]] + 1 for v in s.inputs if v in producer),
+                         default=0))
+        for v in s.outputs:
+            producer[v] = t
+    big = Counter(lv for lv, s in zip(level, steps)
+                  if s.choice.impl.cost(s.group) >= program.CONCURRENT_COST)
+    if max(big.values(), default=0) < 2:
+        return steps, None
+    order = sorted(range(len(steps)), key=lambda t: (level[t], t))
+    return [steps[t] for t in order], [level[t] for t in order]
+
+
 def _plan(jaxpr: Jaxpr, steps: list[Step], n_consts: int, backend: backends.Backend,
-          donated):
+          donated, times: list[int] | None = None):
+    """Buffers for every value and the arena plan. Lifetimes are in step indices, or in
+    ``times`` (levels of steps that may run at the same time): then an output takes over an
+    input's storage only where no other step of its level reads that input."""
     buffers: dict[Var, Buffer] = {}
     slot = 0
 
@@ -288,21 +315,26 @@ def _plan(jaxpr: Jaxpr, steps: list[Step], n_consts: int, backend: backends.Back
         if isinstance(v, Var) and v not in buffers:
             add(v, "output", position=i)
     first, last = {}, {}
+    readers: Counter = Counter()  # (value, time) -> steps reading it then
     for t, s in enumerate(steps):
+        at = t if times is None else times[t]
         for v in s.outputs:
             if v not in buffers:
                 add(v, "temp")
-            first.setdefault(v, t)
-            last[v] = max(last.get(v, t), t)
+            first.setdefault(v, at)
+            last[v] = max(last.get(v, at), at)
         for v in s.inputs:
-            last[v] = max(last.get(v, t), t)
+            last[v] = max(last.get(v, at), at)
+            readers[v, at] += 1
     temps = [b for b in buffers.values() if b.kind == "temp"]
     specs = [BufferSpec(str(b.slot), b.aval.nbytes, first[b.var], last[b.var]) for b in temps]
     pairs = []
-    for s in steps:
+    for t, s in enumerate(steps):
         if s.choice.impl.in_place_safe and _is_flat_group(s):
             for out in s.outputs:
                 for inp in s.inputs:
+                    if times is not None and readers[inp, times[t]] > 1:
+                        continue
                     bi, bo = buffers.get(inp), buffers[out]
                     if bi is not None and bi.kind == "temp" and bo.kind == "temp" and \
                             inp.aval.shape == out.aval.shape and inp.aval.dtype == out.aval.dtype:
@@ -310,13 +342,15 @@ def _plan(jaxpr: Jaxpr, steps: list[Step], n_consts: int, backend: backends.Back
     plan = plan_memory(specs, backend.alignment, pairs)
     for b in temps:
         b.offset = plan.offsets[str(b.slot)]
-    _assign_donors(jaxpr, steps, buffers, n_consts, donated, first, last)
+    _assign_donors(jaxpr, steps, buffers, n_consts, donated, first, last, times is None)
     return buffers, plan
 
 
-def _assign_donors(jaxpr, steps, buffers, n_consts, donated, first, last) -> None:
+def _assign_donors(jaxpr, steps, buffers, n_consts, donated, first, last,
+                   serial: bool = True) -> None:
     """Outputs write into donated inputs of the same type once nothing reads the input any
-    more (or, for an in-place-safe elementwise step, at the step that reads it last)."""
+    more (or, in a serial program, for an in-place-safe elementwise step, at the step that
+    reads it last)."""
     returned = {v for v in jaxpr.outvars if isinstance(v, Var)}
     donors = [v for i, v in enumerate(jaxpr.invars[n_consts:])
               if i < len(donated) and donated[i] and v not in returned]
@@ -328,7 +362,7 @@ def _assign_donors(jaxpr, steps, buffers, n_consts, donated, first, last) -> Non
             if v.aval.shape != b.aval.shape or v.aval.dtype != b.aval.dtype:
                 continue
             read_last = last.get(v, -1)
-            if read_last < t or (read_last == t and _is_flat_group(steps[t])
+            if read_last < t or (serial and read_last == t and _is_flat_group(steps[t])
                                  and steps[t].choice.impl.in_place_safe):
                 b.donor = buffers[v]
                 donors.remove(v)

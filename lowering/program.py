@@ -21,6 +21,7 @@ split into translation units (:class:`Unit`) that a dialect renders (``backends.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -52,6 +53,7 @@ class Op:
     step: int  # index into ``Program.steps``
     reads: tuple[Buffer, ...]
     writes: tuple[Buffer, ...]
+    cost: float = 0.0  # operator selection's estimate, in about nanoseconds of one core
 
     native = False  # runs inside generated code (a segment), not called from Python
 
@@ -155,6 +157,18 @@ class Segment:
     def label(self) -> str:
         return f"segment {self.name}"
 
+    @property
+    def reads(self) -> tuple[Buffer, ...]:
+        return tuple(b for op in self.ops for b in op.reads)
+
+    @property
+    def writes(self) -> tuple[Buffer, ...]:
+        return tuple(b for op in self.ops for b in _writes(op))
+
+    @property
+    def cost(self) -> float:
+        return sum(op.cost for op in self.ops)
+
 
 @dataclass(frozen=True, eq=False)
 class Unit:
@@ -168,10 +182,16 @@ class Unit:
 
 @dataclass(frozen=True, eq=False)
 class Schedule:
-    """What the runtime executes, in order, and the units the dialect renders."""
+    """What the runtime executes, in order, and the units the dialect renders.
+
+    ``waves`` is the dependency schedule: per wave (see :func:`waves`), the ``calls``
+    indices the calling thread runs and those a runtime may hand to worker threads (all but
+    the first of the wave's calls that pay for a thread: ``CONCURRENT_COST``). It is empty
+    when no wave holds two such calls; the runtime then calls them in order."""
 
     calls: tuple[Segment | Op, ...]
     units: tuple[Unit, ...] = field(default=())
+    waves: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...] = ()
 
 
 # The compile work at which a translation unit is closed, in about 0.1 ms of gcc -O3 time
@@ -194,11 +214,12 @@ def compile_work(kernels) -> int:
     return work
 
 
-def schedule(ops: list[Op]) -> Schedule:
+def schedule(ops: list[Op], concurrent: bool = True) -> Schedule:
     """Group consecutive native operations into segments ``fx_segN``; every other operation
     is called on its own. Segments and the kernels they call are split into units of about
     ``UNIT_WORK``. Within a unit, kernels equal but for their name are compiled once (the
-    layers of a deep network repeat): the later launches call the first one."""
+    layers of a deep network repeat): the later launches call the first one. With
+    ``concurrent`` (a program without effects), the dependency waves are computed too."""
     calls: list = []
     units: list[Unit] = []
     segment: list[Op] = []
@@ -244,14 +265,84 @@ def schedule(ops: list[Op]) -> Schedule:
         kernels += new
         if isinstance(op, Launch):
             if reused:
-                op = Launch(op.step, op.reads, op.writes, op.kernel, same[body].name)
+                op = dataclasses.replace(op, callee=same[body].name)
             else:
                 same[body] = op.kernel
         else:
             functions.extend(nested_functions(op))
         segment.append(op)
     close_unit()
-    return Schedule(tuple(calls), tuple(units))
+    split = []
+    for wave in waves(calls) if concurrent else ():
+        big = [i for i in wave if calls[i].cost >= CONCURRENT_COST]
+        split.append((tuple(i for i in wave if i not in big[1:]), tuple(big[1:])))
+    concurrent = any(there for _, there in split)
+    return Schedule(tuple(calls), tuple(units), tuple(split) if concurrent else ())
+
+
+# A call worth handing to another thread: about 0.2 ms of estimated work (a thread hand-off
+# costs ~10-20 us; kernels and library calls below this run faster in order).
+CONCURRENT_COST = 200_000.0
+
+
+def _writes(op: Op) -> tuple[Buffer, ...]:
+    if isinstance(op, ControlFlow) and op.scratch is not None and op.scratch not in op.writes:
+        return op.writes + (op.scratch,)
+    return op.writes
+
+
+def _memory(b: Buffer):
+    """What ``b``'s storage is: ("arena", start, stop) for a temporary, ("slot", n) for an
+    argument, constant or output (an output written into a donated argument is that
+    argument's storage)."""
+    if b.kind == "temp":
+        return ("arena", b.offset, b.offset + b.aval.nbytes)
+    if b.donor is not None:
+        return ("slot", b.donor.slot)
+    return ("slot", b.slot)
+
+
+def waves(calls) -> tuple[tuple[int, ...], ...]:
+    """The calls by dependency level: a call's wave is one past the latest wave of an earlier
+    call it conflicts with (it reads what that one writes, writes what it reads, or writes
+    the same storage; arena ranges conflict where they overlap, since the memory planner
+    reuses storage), so the calls of one wave are independent and may run at the same time,
+    and running the waves in order gives the serial results. Linear in the number of
+    buffer references times the arena pieces each covers."""
+    refs = []  # per call: [(memory, is_write)]
+    cuts = set()
+    for c in calls:
+        mine = [(_memory(b), False) for b in c.reads if b.aval.nbytes]
+        mine += [(_memory(b), True) for b in c.writes if b.aval.nbytes]
+        refs.append(mine)
+        for m, _ in mine:
+            if m[0] == "arena":
+                cuts.update(m[1:])
+    edges = sorted(cuts)
+    piece = {x: i for i, x in enumerate(edges)}
+    written: dict = {}  # storage key -> the latest wave writing it
+    read: dict = {}  # storage key -> the latest wave reading it
+    level = []
+    for mine in refs:
+        keys = []
+        for m, is_write in mine:
+            if m[0] == "arena":
+                keys += [(("arena", k), is_write) for k in range(piece[m[1]], piece[m[2]])]
+            else:
+                keys.append((m, is_write))
+        wave = 0
+        for k, is_write in keys:
+            wave = max(wave, written.get(k, -1) + 1)
+            if is_write:
+                wave = max(wave, read.get(k, -1) + 1)
+        for k, is_write in keys:
+            table = written if is_write else read
+            table[k] = max(table.get(k, -1), wave)
+        level.append(wave)
+    out: list[list[int]] = [[] for _ in range(max(level, default=-1) + 1)]
+    for i, w in enumerate(level):
+        out[w].append(i)
+    return tuple(tuple(w) for w in out)
 
 
 def nested_functions(op: ControlFlow) -> list[ControlFlow]:

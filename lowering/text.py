@@ -46,6 +46,10 @@ def _impl_line(s) -> str:
     return f"impl: {s.choice.impl.name}{k} ({s.choice.reason})"
 
 
+def _call_name(call) -> str:
+    return call.name if isinstance(call, Segment) else f"step {call.step}"
+
+
 def lowered_as_text(low, stage: str | None = None) -> str:
     if stage is not None and stage not in STAGES:
         raise ValueError(f"as_text: unknown stage {stage!r}; the stages are "
@@ -124,6 +128,14 @@ def _full_text(low, namer, with_jaxpr: bool) -> str:
                 f"{op.label} (step {op.step})" for op in call.ops))
         else:
             lines.append(f"  {call.label} (step {call.step})")
+    if low.schedule.waves:
+        lines.append("# concurrency: calls of one wave are independent; those after '||' run "
+                     "on worker threads")
+        for w, (here, there) in enumerate(low.schedule.waves):
+            if there:
+                name = [_call_name(low.schedule.calls[i]) for i in here + there]
+                lines.append(f"  wave {w}: {', '.join(name[:len(here)])} || "
+                             f"{', '.join(name[len(here):])}")
     lines.append(
         f"# memory: arena {_mib(plan.arena_bytes)}, lower bound {_mib(plan.lower_bound)}, "
         f"naive {_mib(plan.naive_bytes)}; {len(plan.inplace)} in-place reuses"

@@ -66,7 +66,10 @@ class _CallState:
 class CpuExecutable(Executable):
     """A compiled program. Immutable once built: every call checks a :class:`_CallState` out
     of a pool, so one executable can be called from many threads at once. The C entry points
-    are called through ``ctypes.CDLL``, which releases the GIL while they run."""
+    are called through ``ctypes.CDLL``, which releases the GIL while they run, so independent
+    large steps run on worker threads at the same time (``run_waves``)."""
+
+    concurrent = True
 
     def load(self, low) -> None:
         self.lib = cc.build(low.source) if low.source else None
@@ -107,11 +110,20 @@ class CpuExecutable(Executable):
             produced[var] = out
             if views is not None:
                 views[var] = out
-        for is_c, fn in self.calls:
-            if is_c:
-                fn(state.table_ptr)
-            else:
-                fn(views)
+        if self.waves:
+            calls = self.calls
+
+            def call(i):
+                is_c, fn = calls[i]
+                fn(state.table_ptr) if is_c else fn(views)
+
+            self.run_waves(call)
+        else:
+            for is_c, fn in self.calls:
+                if is_c:
+                    fn(state.table_ptr)
+                else:
+                    fn(views)
         results = []
         for kind, src in self.out_sources:
             if kind == "literal":

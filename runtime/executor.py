@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fx.runtime import pool
 from fx.runtime.pool import StatePool
 
 
@@ -64,6 +65,11 @@ class Executable:
         ]
         self.load(low)
         self.states: StatePool = StatePool(self.new_state)
+        # The dependency schedule (``program.Schedule.waves``): per wave, the calls this
+        # thread runs and those handed to the worker threads. Empty: calls run in order.
+        self.waves = ()
+        if self.concurrent and pool.concurrency_enabled():
+            self.waves = low.schedule.waves
 
     # --- what a target implements -----------------------------------------------------------
 
@@ -79,6 +85,33 @@ class Executable:
 
     def run(self, state, args: list) -> list:
         raise NotImplementedError
+
+    # Whether independent calls of this target may run on worker threads (see run_waves).
+    concurrent = False
+
+    # --- the dependency schedule ------------------------------------------------------------
+
+    def run_waves(self, call) -> None:
+        """Run the program's calls wave by wave, ``call(i)`` running call ``i``: in a wave
+        with several large calls all but the first go to the worker threads while this
+        thread runs the rest; the wave ends when all have (also when one raises: the others
+        still write the state's buffers)."""
+        if pool.in_worker():
+            for here, there in self.waves:
+                for i in sorted(here + there):
+                    call(i)
+            return
+        submit = pool.workers().submit
+        for here, there in self.waves:
+            futures = [submit(call, i) for i in there]
+            try:
+                for i in here:
+                    call(i)
+            finally:
+                errors = [f.exception() for f in futures]
+            for e in errors:
+                if e is not None:
+                    raise e
 
     # --- the call protocol ------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ threads does not pin that many arenas for the program's lifetime.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
@@ -44,3 +45,41 @@ class StatePool(Generic[T]):
     @property
     def idle(self) -> int:
         return len(self._free)
+
+
+# --- worker threads for concurrent steps -----------------------------------------------------
+
+_workers = None
+_workers_lock = threading.Lock()
+_local = threading.local()
+
+
+def workers():
+    """The process's small pool of threads that run independent steps of a program at the
+    same time (C entry points and BLAS/LAPACK calls release the GIL): at most four, at most
+    the machine's cores. Made on first use."""
+    global _workers
+    if _workers is None:
+        with _workers_lock:
+            if _workers is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                _workers = ThreadPoolExecutor(
+                    max_workers=max(1, min(4, os.cpu_count() or 1)),
+                    thread_name_prefix="fx-step", initializer=_mark_worker)
+    return _workers
+
+
+def _mark_worker() -> None:
+    _local.worker = True
+
+
+def in_worker() -> bool:
+    """True on a worker thread: a program called from a step that runs there (a loop body)
+    runs its own steps in order, so no worker ever waits for a busy pool."""
+    return getattr(_local, "worker", False)
+
+
+def concurrency_enabled() -> bool:
+    """``FX_CONCURRENT=0`` runs every program's steps in order."""
+    return os.environ.get("FX_CONCURRENT", "1") != "0"
