@@ -67,9 +67,14 @@ def default_backend() -> str:
 def _default_backend(env: str) -> str:
     env = env.strip().lower()
     if env:
-        if env not in platforms.PLATFORMS:
+        eager = [n for n, p in platforms.PLATFORMS.items() if p.eager]
+        if env not in eager:
+            extra = ""
+            if env in platforms.PLATFORMS:
+                extra = (f" ({env!r} is a compile target only: use "
+                         f"fx.jit(f, backend={env!r}))")
             raise ValueError(f"FX_PLATFORM={env!r}: expected one of "
-                             f"{', '.join(repr(n) for n in platforms.PLATFORMS)}")
+                             f"{', '.join(repr(n) for n in eager)}{extra}")
         return env
     return platforms.preferred().name
 

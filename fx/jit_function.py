@@ -29,9 +29,9 @@ from fx.debug import check_nans
 from fx.devices import default_backend
 from fx.interpreters.call import eval_call_impl, jit_p
 from fx.jaxpr import ClosedJaxpr, Jaxpr
+from fx.lowering import backends
 from fx.lowering.pipeline import Program
 from fx.lowering.pipeline import lower as lower_program
-from fx.runtime import cc
 from fx.tracing import abstractify, argument_names, flatten_fun, trace_to_jaxpr
 
 
@@ -84,7 +84,7 @@ def compiled_executable(jaxpr: ClosedJaxpr, backend: str, name: str = "f",
         cell = _compiled.setdefault(jaxpr, {}).setdefault((backend, donated), _Once())
     return cell.get(lambda: lower_program(
         jaxpr, backend, name, donated=donated,
-        have_compiler=cc.compiler() is not None).compile())
+        have_compiler=backends.get(backend).compiler_available()).compile())
 
 
 def _jit_impl(*bufs, jaxpr, name, donated, backend):
@@ -272,7 +272,7 @@ class JitFunction:
         entry = self._entry(key, args, kwargs, statics, dyn_args, dyn_kwargs)
         program = lower_program(entry.jaxpr, key[3], _fun_name(self._fun),
                                 donated=self._donated_leaves(args, statics, entry),
-                                have_compiler=cc.compiler() is not None)
+                                have_compiler=backends.get(key[3]).compiler_available())
         return Lowered(program, entry)
 
     def eval_shape(self, *args, **kwargs):

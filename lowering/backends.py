@@ -47,10 +47,20 @@ class Backend:
 
         return [i for i in op_info.registry if i.backend in (self.name, "any")]
 
+    # Whether generated kernels can be compiled here (CPU: a C compiler is installed; device
+    # targets compile with their runtime).
+    compiler_available: Callable[[], bool] = lambda: True
+
     @property
     def host_steps_need_copies(self) -> bool:
         """NumPy-only steps run on the host with explicit copies around them."""
         return not self.platform.host_memory
+
+    @property
+    def numpy_steps_copy(self) -> bool:
+        """Every NumPy step (library and host calls, host loops) copies its operands to the
+        host and its results back: NumPy cannot read the platform's arrays."""
+        return not self.platform.numpy_arrays
 
     def __str__(self) -> str:
         return self.name
@@ -79,7 +89,8 @@ def _opencl_source(units: list, kernels: list) -> tuple[str, int]:
 
 
 CPU = Backend("cpu", platforms.CPU, render.C, alignment=64, source=_c_source,
-              native_loops=True, executor=CpuExecutable)
+              native_loops=True, executor=CpuExecutable,
+              compiler_available=lambda: cc.compiler() is not None)
 CUDA = Backend("cuda", platforms.CUDA, render.CUDA, alignment=256, source=_cuda_source,
                native_loops=False, executor=CudaExecutable)
 

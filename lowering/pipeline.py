@@ -166,7 +166,7 @@ def lower(closed: ClosedJaxpr, backend: str | backends.Backend = "cpu", name: st
             out_sources.append(("buffer", buffers[v]))
     low = Program(name, backend, jaxpr, list(closed.consts), steps, buffers, plan, out_sources,
                   have_compiler=have_compiler)
-    low.ops = [_op(t, s, buffers) for t, s in enumerate(steps)]
+    low.ops = [_op(t, s, buffers, backend) for t, s in enumerate(steps)]
     low.schedule = program.schedule(low.ops, concurrent=not effects)
     low.kernels = [s.kernel for s in steps if s.kernel is not None]
     low.kernels += [k for op in low.ops if isinstance(op, program.ControlFlow) and op.native
@@ -182,8 +182,16 @@ def lower(closed: ClosedJaxpr, backend: str | backends.Backend = "cpu", name: st
     return low
 
 
-def _op(t: int, st: Step, buffers) -> program.Op:
-    """Step ``t`` as an operation of the program IR."""
+def _op(t: int, st: Step, buffers, backend: backends.Backend) -> program.Op:
+    """Step ``t`` as an operation of the program IR. On a backend whose arrays NumPy cannot
+    read, a NumPy step copies its operands to the host and its results back."""
+    op = _ir_op(t, st, buffers)
+    if op.native or op.copies or not backend.numpy_steps_copy:
+        return op
+    return dataclasses.replace(op, copies=True, run=host_step(op.run, st.inputs, st.outputs))
+
+
+def _ir_op(t: int, st: Step, buffers) -> program.Op:
     reads = tuple(buffers[v] for v in st.inputs)
     writes = tuple(buffers[v] for v in st.outputs)
     cost = st.choice.impl.cost(st.group)

@@ -54,12 +54,18 @@ class Op:
     reads: tuple[Buffer, ...]
     writes: tuple[Buffer, ...]
     cost: float = 0.0  # operator selection's estimate, in about nanoseconds of one core
+    copies: bool = False  # a NumPy step of a device program: operands copied to the host and
+    # results back around ``run``
 
     native = False  # runs inside generated code (a segment), not called from Python
 
     @property
     def label(self) -> str:
         return type(self).__name__.lower()
+
+
+def _copied(op: Op) -> str:
+    return " (copies to the host and back)" if op.copies else ""
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,17 +94,16 @@ class LibraryCall(Op):
 
     @property
     def label(self) -> str:
-        return f"library_call {self.routine}"
+        return f"library_call {self.routine}" + _copied(self)
 
 
 @dataclass(frozen=True, eq=False)
 class HostCall(Op):
     run: Callable | None = None
-    copies: bool = False  # the buffers live on a device: copy to the host and back
 
     @property
     def label(self) -> str:
-        return "host_call (copies to the host and back)" if self.copies else "host_call"
+        return "host_call" + _copied(self)
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,7 +138,8 @@ class ControlFlow(Op):
     @property
     def label(self) -> str:
         where = f"native {self.function}" if self.native else "on the host"
-        return f"{type(self).__name__.lower()} {self.eqn.primitive.name} ({where})"
+        return f"{type(self).__name__.lower()} {self.eqn.primitive.name} ({where})" + _copied(
+            self)
 
 
 class Loop(ControlFlow):

@@ -15,7 +15,7 @@ Kernels are grid-stride loops (see ``lowering.opencl_dialect``): any global size
 and :func:`global_size` picks a fixed work-group size (PoCL compiles one work-group function per
 local size; capped at the device's maximum) and enough groups to fill the device. NumPy steps
 (library calls, op-by-op groups, loops over compiled bodies) run on the host: their inputs are
-copied to host memory and their outputs back, the copies a GPU target makes.
+copied to host memory and their outputs back (the program IR's ``copies``), as on a GPU target.
 """
 
 from __future__ import annotations
@@ -134,40 +134,18 @@ class _Launch:
     variables: tuple  # bound to the kernel's parameters, in order
 
 
-@dataclass(frozen=True)
-class _HostStep:
-    """A NumPy step: its inputs copied to the host, its outputs back (a step the pipeline
-    placed on the host already makes those copies itself, through ``get``/``set``)."""
-
-    fn: object
-    inputs: tuple
-    outputs: tuple
-    copies_itself: bool
-
-    def __call__(self, views: dict) -> None:
-        if self.copies_itself:
-            self.fn(views)
-            return
-        host = {v: views[v].get() for v in self.inputs if v in views}
-        host.update((v, np.empty(v.aval.shape, v.aval.dtype)) for v in self.outputs)
-        self.fn(host)
-        for v in self.outputs:
-            if v in views:
-                views[v].set(host[v])
-
-
 def _operations(low) -> list:
     """The program's schedule (``lowering.program``) in order: ``(kernel, the values bound to
-    its parameters)`` per launch of a segment, a :class:`_HostStep` per other operation
-    (library and host calls, loops over compiled bodies: none is native on this backend)."""
+    its parameters)`` per launch of a segment, the ``run(views)`` of every other operation
+    (library and host calls, loops over compiled bodies: none is native on this backend;
+    the pipeline wraps each in its copies to the host and back, as the program IR shows)."""
     ops = []
     for call in low.schedule.calls:
         if call.native:
             ops += [(op.kernel, [b.var for b in op.args]) for op in call.ops]
         else:
-            ops.append(_HostStep(call.run, tuple(b.var for b in call.reads),
-                                 tuple(b.var for b in call.writes),
-                                 getattr(call, "copies", False)))
+            assert call.copies, call  # NumPy cannot read this platform's buffers
+            ops.append(call.run)
     return ops
 
 
@@ -220,7 +198,7 @@ class OpenCLExecutable(Executable):
         self.local_size = (min(LOCAL_SIZE, self.device.max_work_group_size),)
         self.calls: list = []
         for op in _operations(low):
-            if isinstance(op, _HostStep):
+            if callable(op):
                 self.calls.append(op)
                 continue
             k, variables = op

@@ -67,6 +67,10 @@ class Platform:
     # fx arrays can live on it and eager primitives run there. False: a compile target only,
     # whose programs take and return host arrays (never chosen as the default platform).
     eager: bool = True
+    # NumPy's functions run on its arrays (CuPy's through NumPy's dispatch protocols), so a
+    # program's NumPy steps run on them where they are. False: those steps copy their
+    # operands to the host and their results back.
+    numpy_arrays: bool = True
 
     def available(self) -> bool:
         return self.array_module() is not None and self.device_count() > 0
@@ -88,6 +92,7 @@ CUDA = Platform("cuda", "CudaDevice", host_memory=False, array_module=cupy_modul
 # host arrays and return host arrays (fx arrays do not live on OpenCL devices).
 OPENCL = Platform("opencl", "OpenCLDevice", host_memory=False, array_module=_opencl_module,
                   device_count=lambda: len(opencl_devices()), eager=False,
+                  numpy_arrays=False,
                   missing="install fx[opencl] and an OpenCL runtime (Debian: apt-get install "
                           "pocl-opencl-icd), or use backend='cpu'")
 

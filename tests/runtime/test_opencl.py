@@ -200,3 +200,26 @@ def test_without_a_device_the_backend_says_what_to_install(monkeypatch):
     assert not platforms.OPENCL.available()
     with pytest.raises(RuntimeError, match="pocl-opencl-icd"):
         fx.jit(lambda x: x * 2.0 + 1.0, backend="opencl")(np.ones(3))
+
+
+def test_numpy_steps_copy_to_the_host_and_say_so():
+    """NumPy cannot read OpenCL buffers: the program IR marks every NumPy step (here the
+    matmul with its epilogue, NumPy's on this backend) as copying, and as_text() says so; a
+    CPU program's steps do not copy."""
+
+    def f(a, b):
+        return fnp.tanh(a @ b)
+
+    a = np.ones((8, 8), np.float32)
+    cl_text = fx.jit(f, backend="opencl").lower(a, a).as_text()
+    assert "host_call (copies to the host and back) (step 0)" in cl_text
+    cpu = fx.jit(f, backend="cpu").lower(a, a)
+    assert not any(op.copies for op in cpu.program.ops)
+    assert "copies to the host" not in cpu.as_text()
+
+
+def test_fx_platform_refuses_a_compile_only_target():
+    devices = importlib.import_module("fx.devices")  # (fx.devices is also the function)
+    with pytest.raises(ValueError, match=r"'opencl' is a compile target only.*backend='opencl'"):
+        devices._default_backend("opencl")
+    assert devices._default_backend("cpu") == "cpu"
