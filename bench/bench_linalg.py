@@ -3,7 +3,8 @@ fx is faster).
 
 Run: ``python bench/bench_linalg.py`` (``--quick``: fewer repetitions, no 1024 svd/eigh;
 ``--one-thread``: OpenBLAS, OpenMP and XLA on one thread each, for a loaded machine, where two
-BLAS thread pools and XLA's spinning on two shared cores measure the scheduler). The machine
+BLAS thread pools and XLA's spinning on two shared cores measure the scheduler; ``--only
+"solve n=1024"``: the rows whose name starts with that). The machine
 header (CPU model, ISA level, -march) is bench_cpu's. The rows are the issue's:
 
 - ``cholesky``, ``solve`` (one right-hand side), ``eigh`` and ``svd`` (thin, with vectors) of
@@ -100,6 +101,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--one-thread", action="store_true")
+    ap.add_argument("--only", default="", help="run the rows whose name starts with this")
     args = ap.parse_args()
     if args.one_thread and os.environ.get("OPENBLAS_NUM_THREADS") != "1":
         # Thread pools size themselves when their libraries load: start again with them set.
@@ -137,6 +139,8 @@ def main() -> None:
             if quick and n == 1024 and name in ("eigh", "svd"):
                 continue
             for dt in DTYPES:
+                if not f"{name} n={n} {np.dtype(dt).name}".startswith(args.only):
+                    continue
                 a = spd(rng, n, dt)
                 b = rng.standard_normal(n).astype(dt)
                 repeat = (3 if name in ("eigh", "svd") else 5) if n == 1024 else 11
@@ -149,6 +153,8 @@ def main() -> None:
     fx_b, jax_b, np_b = batched_cases(fnp), batched_cases(jnp), batched_cases(np)
     for name, (m, _) in fx_b.items():
         for dt in DTYPES:
+            if not f"vmap {name}, {batch} {np.dtype(dt).name}".startswith(args.only):
+                continue
             a = spd(rng, m, dt, (batch,))
             b = rng.standard_normal((batch, m)).astype(dt)
             f_np = np_b[name][1]
@@ -160,6 +166,8 @@ def main() -> None:
 
     print("\n" + header)
     for dt in DTYPES:
+        if not f"rfft 2^20 {np.dtype(dt).name}".startswith(args.only):
+            continue
         x = rng.standard_normal(1 << 20).astype(dt)
         ts = three(fx.jit(fnp.fft.rfft), jax.jit(jnp.fft.rfft), np.fft.rfft, (x,),
                    5 if quick else 21)
@@ -168,6 +176,9 @@ def main() -> None:
     print("\n" + header)
     n = 1024
     for dt in DTYPES:
+        if not f"jit(grad) GP marginal likelihood n={n} {np.dtype(dt).name}".startswith(
+                args.only):
+            continue
         x = np.sort(rng.uniform(-3, 3, n)).astype(dt)
         y = (np.sin(2 * x) + 0.1 * rng.standard_normal(n)).astype(dt)
         theta = np.log(np.array([0.7, 1.3, 0.05])).astype(dt)

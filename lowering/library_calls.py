@@ -16,9 +16,10 @@ from fx.lowering.op_info import OpImpl, host_only_prims, register
 # primitive -> what runs it on the CPU
 ROUTINES = {
     linalg_solvers.cholesky_p: "LAPACK potrf per matrix (a C kernel over batches of n <= 4)",
-    linalg_solvers.triangular_solve_p: "BLAS trsm per matrix (a C kernel over batches of "
-                                       "n <= 4)",
-    linalg_solvers.lu_p: "LAPACK getrf per matrix (a C kernel over batches of n <= 4)",
+    linalg_solvers.triangular_solve_p: "BLAS trsm per matrix, trsv for one right-hand side "
+                                       "(a C kernel over batches of n <= 4)",
+    linalg_solvers.lu_p: "LAPACK getrf per matrix, in place on the transpose for solves (a C "
+                         "kernel over batches of n <= 4)",
     linalg_solvers.lu_pivots_to_permutation_p: "LU pivot rows to a permutation, by swaps",
     linalg_solvers.tridiagonal_solve_p: "the Thomas algorithm vectorized over the batch "
                                         "(LAPACK gtsv's recurrence)",

@@ -41,9 +41,9 @@ from fx.lax.linalg_solvers import (
     bmul,
     check_matrix,
     eye,
-    lu_p,
     mm,
     permutation_matrix,
+    solve_square,
     symmetrize,
     triangular_solve,
     tril,
@@ -509,14 +509,6 @@ def _eig_impl(x, *, compute_left_eigenvectors, compute_right_eigenvectors,
     if compute_right_eigenvectors:
         out.append(vr)
     return out
-
-
-def solve_square(a, b):
-    """``a^-1 b`` through ``lu`` and two triangular solves (differentiable, batchable)."""
-    lu_m, _, perm = lu_p.bind(a)
-    pb = mm(permutation_matrix(perm, get_aval(a).dtype), b)
-    y = triangular_solve(lu_m, pb, left_side=True, lower=True, unit_diagonal=True)
-    return triangular_solve(lu_m, y, left_side=True, lower=False)
 
 
 def _eig_vec_jvp(w, v, da):

@@ -440,3 +440,38 @@ def test_large_eigh_and_svd_take_scipys_lapack_per_matrix_and_agree_with_numpy(d
                                           subset_by_index=None)
     np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), rtol=tol, atol=tol * n)
     np.testing.assert_allclose((u * s[:, None, :]) @ vh, a, atol=tol * n)
+
+
+@pytest.mark.parametrize("m", [5, fx.lax.linalg_solvers.GATHER_ROWS + 3])
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_permute_rows_and_its_inverse(m, batch):
+    # A permutation-matrix product up to GATHER_ROWS rows, a gather (and a sort) above.
+    from fx.lax.linalg_solvers import permute_rows
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((*batch, m, 3))
+    p = np.argsort(rng.random((*batch, m)), axis=-1).astype(np.int32)
+    want = np.take_along_axis(x, p[..., None], axis=-2)
+    np.testing.assert_array_equal(fx.jit(permute_rows)(x, p), want)
+    back = fx.jit(lambda x, p: permute_rows(x, p, inverse=True))(want, p)
+    np.testing.assert_array_equal(back, x)
+
+
+def test_solve_with_gathered_rows_against_jax():
+    # n above GATHER_ROWS: the transposed LU's permutation is undone by a sort and a gather.
+    n = fx.lax.linalg_solvers.GATHER_ROWS + 4
+    rng = np.random.default_rng(6)
+    a = randn(rng, (n, n), np.float64) + 4 * np.eye(n)
+    b = randn(rng, (n, 2), np.float64)
+    assert_allclose(fx.jit(fnp.linalg.solve)(a, b), jnp.linalg.solve(a, b), rtol=1e-10,
+                    atol=1e-10)
+
+    def loss(np_):
+        return lambda a, b: np_.sum(np_.linalg.solve(a, b) ** 3)
+
+    got = fx.jit(fx.grad(loss(fnp), (0, 1)))(a, b)
+    want = jax.grad(loss(jnp), (0, 1))(a, b)
+    assert_allclose(got, want, rtol=1e-8, atol=1e-8)
+    batched = fx.vmap(fnp.linalg.solve)(np.stack([a, a.T]), np.stack([b, b]))
+    assert_allclose(batched, np.stack([np.linalg.solve(a, b), np.linalg.solve(a.T, b)]),
+                    rtol=1e-10, atol=1e-10)

@@ -1,8 +1,9 @@
 """The host kernels behind cholesky, triangular_solve and lu (fx.lax.linalg_host): each fast
 path against the general NumPy path it replaces.
 
-- LAPACK one matrix at a time (SciPy's potrf/getrf/trsm on C-order buffers read as Fortran
-  transposes): every flag combination, real and complex, batched, against the NumPy loops;
+- LAPACK one matrix at a time (SciPy's potrf/getrf/trsm/trsv on C-order buffers read as
+  Fortran transposes): every flag combination, real and complex, batched, against the NumPy
+  loops; the LU of the transposes (``transposed=True``) bitwise that of a transposed copy;
 - the small-matrix paths (the C kernels and the NumPy closed forms): bitwise equal to each
   other and to the NumPy LU loop and substitution, close to LAPACK;
 - NumPy only (SciPy "missing", no C kernels): the same values;
@@ -63,9 +64,10 @@ def test_lapack_cholesky_not_positive_definite_is_nan():
 
 
 @pytest.mark.parametrize("dtype", ALL)
-def test_lapack_triangular_solve_every_flag(dtype):
+@pytest.mark.parametrize("k", [5, 1])  # one right-hand side on the left: BLAS trsv
+def test_lapack_triangular_solve_every_flag(dtype, k):
     rng = np.random.default_rng(2)
-    m, k = 20, 5
+    m = 20
     a = randn(rng, (2, m, m), dtype) + 4 * np.eye(m, dtype=dtype)
     for left, lower, trans, conj, unit in itertools.product((True, False), repeat=5):
         b = randn(rng, (2, m, k) if left else (2, k, m), dtype)
@@ -83,6 +85,22 @@ def test_lapack_lu_matches_numpy_loop(dtype, shape):
     x = randn(rng, shape, dtype)
     got, want = host.lu(x), host.lu_numpy(x)
     assert_allclose(got[0], want[0], rtol=_tol(dtype) * 10, atol=_tol(dtype) * 10)
+    np.testing.assert_array_equal(got[1], want[1])
+    np.testing.assert_array_equal(got[2], want[2])
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("shape", [(30, 30), (2, 17, 17), (12, 9), (9, 12), (20, 3, 3),
+                                   (300, 6, 6)])
+def test_lu_transposed_is_the_lu_of_the_transpose(dtype, shape):
+    # getrf in place on x read as Fortran-order x^T, or (small matrices, NumPy loop) the plain
+    # LU of a transposed copy: bitwise the LU of x^T, its factors transposed back.
+    rng = np.random.default_rng(4)
+    x = randn(rng, shape, dtype)
+    got = host.lu(x, transposed=True)
+    want = host.lu(np.ascontiguousarray(np.swapaxes(x, -1, -2)))
+    assert got[0].shape == x.shape and got[0].flags.c_contiguous
+    np.testing.assert_array_equal(got[0], np.swapaxes(want[0], -1, -2))
     np.testing.assert_array_equal(got[1], want[1])
     np.testing.assert_array_equal(got[2], want[2])
 

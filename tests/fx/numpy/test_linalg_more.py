@@ -10,7 +10,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from harness import OpCase as HarnessCase
-from harness import assert_allclose, check_eval, check_grads_f64, check_jvp, randn, run_doctests
+from harness import (
+    assert_allclose,
+    check_eval,
+    check_grads_f64,
+    check_jvp,
+    check_vjp,
+    randn,
+    run_doctests,
+)
 
 import fx
 import fx.numpy as fnp
@@ -170,6 +178,41 @@ def test_default_mode_promotion_matches_jax(name):
     for g, w in zip(g_leaves, w_leaves):
         if name != "eigvals":
             np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
+
+
+# The table's matrices have n <= 4: solve_square factors them as jax does. Above that it
+# uses the LU factors of a^T (fx.lax.linalg_solvers.solve_square): the same rows for it.
+LARGE_SOLVE_CASES = [
+    c for dtype in (np.float64, np.complex128) for dn in [np.dtype(dtype).name] for c in (
+        _case(f"solve_n9:{dn}", lambda L, np_, a, b: L.solve(a, b),
+              lambda r, d=dtype: [_wellcond(r, (2, 9, 9), d), randn(r, (2, 9, 3), d)],
+              diff=(0, 1)),
+        _case(f"solve_vec_n7:{dn}", lambda L, np_, a, b: L.solve(a, b),
+              lambda r, d=dtype: [_wellcond(r, (7, 7), d), randn(r, (7,), d)], diff=(0, 1)),
+        _case(f"inv_det_n6:{dn}", lambda L, np_, a: (L.inv(a), L.det(a)),
+              lambda r, d=dtype: [_wellcond(r, (6, 6), d)]),
+    )]
+
+
+@pytest.mark.parametrize("case", LARGE_SOLVE_CASES, ids=repr)
+def test_solve_above_small_n_against_jax(case):
+    rng = np.random.default_rng(4)
+    args = case.args(rng)
+    check_jvp(case, args, rng)
+    check_vjp(case, args, rng)
+    check_grads_f64(case, args)
+    rows = [case.args(np.random.default_rng(i)) for i in range(3)]
+    batched = fx.jit(fx.vmap(case.fx_fn))(*[np.stack(col) for col in zip(*rows)])
+    loop = [case.fx_fn(*r) for r in rows]
+    want = fx.tree_util.tree_map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *loop)
+    assert_allclose(batched, want, rtol=1e-10, atol=1e-10)
+
+
+def test_solve_above_small_n_of_a_singular_matrix_is_not_finite():
+    a = np.ones((6, 6))
+    x = FL.solve(a, np.ones(6))
+    assert not np.isfinite(np.asarray(x)).all()
+    assert not np.isfinite(np.asarray(JL.solve(a, np.ones(6)))).all()
 
 
 def test_integer_input_promotes_in_x64():
