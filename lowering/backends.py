@@ -47,6 +47,9 @@ class Backend:
 
         return [i for i in op_info.registry if i.backend in (self.name, "any")]
 
+    # Control flow whose bodies are all kernels runs as launch sequences the executor makes
+    # on the device (``fx.runtime.device_loops``) instead of host loops over body programs.
+    device_loops: bool = False
     # Whether generated kernels can be compiled here (CPU: a C compiler is installed; device
     # targets compile with their runtime).
     compiler_available: Callable[[], bool] = lambda: True
@@ -92,13 +95,14 @@ CPU = Backend("cpu", platforms.CPU, render.C, alignment=64, source=_c_source,
               native_loops=True, executor=CpuExecutable,
               compiler_available=lambda: cc.compiler() is not None)
 CUDA = Backend("cuda", platforms.CUDA, render.CUDA, alignment=256, source=_cuda_source,
-               native_loops=False, executor=CudaExecutable)
+               native_loops=False, executor=CudaExecutable, device_loops=True)
 
 # OpenCL devices (PoCL's CPU runtime here; AMD and Intel GPUs): device memory as on CUDA, the
 # alignment PoCL and most GPU drivers report as CL_DEVICE_MEM_BASE_ADDR_ALIGN (sub-buffers of
 # the arena start at planned offsets; the executor checks the device's).
 OPENCL = Backend("opencl", platforms.OPENCL, OPENCL_DIALECT, alignment=128,
-                 source=_opencl_source, native_loops=False, executor=OpenCLExecutable)
+                 source=_opencl_source, native_loops=False, executor=OpenCLExecutable,
+                 device_loops=True)
 
 BACKENDS: dict[str, Backend] = {b.name: b for b in (CPU, CUDA, OPENCL)}
 

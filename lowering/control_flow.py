@@ -25,13 +25,6 @@ from fx.lax.control_flow.scans import scan_p
 from fx.lowering.program import Launch
 
 control_flow_prims = (scan_p, while_p, cond_p)
-_ALIGN = 64
-
-
-def _align(n: int) -> int:
-    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
-
-
 @dataclass(eq=False)
 class LoopPlan:
     """How a control-flow step runs: natively (a function of the generated code, rendered
@@ -45,6 +38,8 @@ class LoopPlan:
     body_offsets: tuple = ()  # each body's arena in the scratch area
     carry_offsets: tuple = ()  # the two copies of the carries in the scratch area
     prefixes: tuple = ()  # each body's kernel-name prefix
+    device: bool = False  # a loop of launches the device executor runs (see _device_plan)
+    staging_offsets: tuple = ()  # its staging buffers in the scratch area
     note: str = ""
 
 
@@ -66,7 +61,10 @@ def plan(eqn, tag: str, lower: Callable, backend, have_compiler: bool) -> LoopPl
     all_c = backend.native_loops and have_compiler and all(
         not s.consts and all(op.native for op in s.ops) for s in subs)
     if all_c:
-        return _c_plan(eqn, tag, subs)
+        return _c_plan(eqn, tag, subs, backend.alignment)
+    if backend.device_loops and have_compiler and all(
+            not s.consts and all(isinstance(op, Launch) for op in s.ops) for s in subs):
+        return _device_plan(eqn, tag, subs, backend.alignment)
     return LoopPlan(python=_python_loop(eqn, subs), subs=subs,
                     note="a host loop over the compiled body (one dispatch per iteration)")
 
@@ -74,23 +72,23 @@ def plan(eqn, tag: str, lower: Callable, backend, have_compiler: bool) -> LoopPl
 # --- native loops --------------------------------------------------------------------------------
 
 
-def _c_plan(eqn, tag: str, subs) -> LoopPlan:
-    """The layout of a native loop's scratch area (each body's arena, then two copies of the
-    carry for the scan/while ping-pong) and its bodies' kernels, renamed to live beside the
-    parent's; ``c_program`` renders the function from this."""
-    offsets, cursor = [], 0
-    for s in subs:
-        offsets.append(cursor)
-        cursor += _align(s.plan.arena_bytes)
-    carry_off = []
-    for _ in range(2):
-        row = []
-        for a in _carry_avals(eqn):
-            row.append(cursor)
-            cursor += _align(max(a.nbytes, 1))
-        carry_off.append(tuple(row))
-    scratch = Var(ShapedArray((max(cursor, 1),), np.uint8))
-    prefixes = tuple(f"L_{tag}_{i}_" for i in range(len(subs)))
+def _layout(eqn, subs, alignment: int, staged: list[int] = ()):
+    """Offsets in a loop's scratch area: each body's arena, two copies of the carry (the
+    scan/while ping-pong), then ``staged`` buffers of those sizes; and the scratch value."""
+    def take(n: int) -> int:
+        nonlocal cursor
+        at = cursor
+        cursor += (max(n, 1) + alignment - 1) // alignment * alignment
+        return at
+
+    cursor = 0
+    offsets = tuple(take(s.plan.arena_bytes) for s in subs)
+    carry_off = tuple(tuple(take(a.nbytes) for a in _carry_avals(eqn)) for _ in range(2))
+    staging = tuple(take(n) for n in staged)
+    return offsets, carry_off, staging, Var(ShapedArray((max(cursor, 1),), np.uint8))
+
+
+def _renamed_kernels(subs, prefixes) -> list:
     kernels = []
     for prefix, s in zip(prefixes, subs):
         for op in s.ops:
@@ -98,8 +96,39 @@ def _c_plan(eqn, tag: str, subs) -> LoopPlan:
                 kernels.append(dataclasses.replace(op.kernel, name=prefix + op.kernel.name))
             else:
                 kernels += op.kernels  # a nested native loop's own (already renamed) kernels
-    return LoopPlan(function=f"fx_loop_{tag}", kernels=kernels, scratch=scratch, subs=subs,
-                    body_offsets=tuple(offsets), carry_offsets=tuple(carry_off),
+    return kernels
+
+
+def _device_plan(eqn, tag: str, subs, alignment: int) -> LoopPlan:
+    """A loop a device executor runs as launch sequences (``fx.runtime.device_loops``): the
+    scratch layout of the native loop plus staging buffers for one slice of each scanned
+    input and output (scan) or the predicate (while), and the bodies' kernels renamed to
+    live in the parent's module."""
+    staged: list[int] = []
+    if eqn.primitive is scan_p:
+        p = eqn.params
+        length, skip = p["length"], p["num_consts"] + p["num_carry"]
+        staged = [v.aval.nbytes // length if length else 0
+                  for v in (*eqn.invars[skip:], *eqn.outvars[p["num_carry"]:])]
+    elif eqn.primitive is while_p:
+        staged = [1]
+    offsets, carry_off, staging, scratch = _layout(eqn, subs, alignment, staged)
+    prefixes = tuple(f"D_{tag}_{i}_" for i in range(len(subs)))
+    return LoopPlan(kernels=_renamed_kernels(subs, prefixes), scratch=scratch, subs=subs,
+                    body_offsets=offsets, carry_offsets=carry_off, prefixes=prefixes,
+                    device=True, staging_offsets=staging,
+                    note="a device loop: the body's kernels launched in sequence, no host "
+                         "round trip but the while predicate's, read once per iteration")
+
+
+def _c_plan(eqn, tag: str, subs, alignment: int) -> LoopPlan:
+    """The layout of a native loop's scratch area (each body's arena, then two copies of the
+    carry for the scan/while ping-pong) and its bodies' kernels, renamed to live beside the
+    parent's; ``c_program`` renders the function from this."""
+    offsets, carry_off, _, scratch = _layout(eqn, subs, alignment)
+    prefixes = tuple(f"L_{tag}_{i}_" for i in range(len(subs)))
+    return LoopPlan(function=f"fx_loop_{tag}", kernels=_renamed_kernels(subs, prefixes),
+                    scratch=scratch, subs=subs, body_offsets=offsets, carry_offsets=carry_off,
                     prefixes=prefixes,
                     note="compiled loop: the body's kernels called from one C function")
 

@@ -169,8 +169,8 @@ def lower(closed: ClosedJaxpr, backend: str | backends.Backend = "cpu", name: st
     low.ops = [_op(t, s, buffers, backend) for t, s in enumerate(steps)]
     low.schedule = program.schedule(low.ops, concurrent=not effects)
     low.kernels = [s.kernel for s in steps if s.kernel is not None]
-    low.kernels += [k for op in low.ops if isinstance(op, program.ControlFlow) and op.native
-                    for k in op.kernels]
+    low.kernels += [k for op in low.ops if isinstance(op, program.ControlFlow)
+                    and (op.native or op.device) for k in op.kernels]
     if low.kernels:
         low.source, stats.units = backend.source(list(low.schedule.units), low.kernels)
     stats.render = clock.lap()
@@ -186,7 +186,7 @@ def _op(t: int, st: Step, buffers, backend: backends.Backend) -> program.Op:
     """Step ``t`` as an operation of the program IR. On a backend whose arrays NumPy cannot
     read, a NumPy step copies its operands to the host and its results back."""
     op = _ir_op(t, st, buffers)
-    if op.native or op.copies or not backend.numpy_steps_copy:
+    if op.native or op.device or op.copies or not backend.numpy_steps_copy:
         return op
     return dataclasses.replace(op, copies=True, run=host_step(op.run, st.inputs, st.outputs))
 
@@ -207,7 +207,8 @@ def _ir_op(t: int, st: Step, buffers) -> program.Op:
                     function=loop.function, kernels=tuple(loop.kernels),
                     scratch=buffers[loop.scratch] if loop.scratch is not None else None,
                     body_offsets=loop.body_offsets, carry_offsets=loop.carry_offsets,
-                    prefixes=loop.prefixes, run=loop.python, note=loop.note)
+                    prefixes=loop.prefixes, device=loop.device,
+                    staging_offsets=loop.staging_offsets, run=loop.python, note=loop.note)
     impl = st.choice.impl
     if st.placement == "host":
         run = host_step(eqns_step(st.group.eqns, st.outputs), st.inputs, st.outputs)

@@ -58,6 +58,7 @@ class Op:
     # results back around ``run``
 
     native = False  # runs inside generated code (a segment), not called from Python
+    device = False  # a loop the device executor runs itself (see ControlFlow)
 
     @property
     def label(self) -> str:
@@ -128,6 +129,11 @@ class ControlFlow(Op):
     body_offsets: tuple[int, ...] = ()
     carry_offsets: tuple[tuple[int, ...], ...] = ()
     prefixes: tuple[str, ...] = ()  # per body: the prefix of its kernels' names
+    # A device loop: the executor launches the bodies' kernels in sequence itself
+    # (``fx.runtime.device_loops``), with one slice of each scanned input and output (scan)
+    # or the predicate (while) staged in the scratch area at ``staging_offsets``.
+    device: bool = False
+    staging_offsets: tuple[int, ...] = ()
     run: Callable | None = None
     note: str = ""
 
@@ -137,7 +143,8 @@ class ControlFlow(Op):
 
     @property
     def label(self) -> str:
-        where = f"native {self.function}" if self.native else "on the host"
+        where = (f"native {self.function}" if self.native else
+                 "launched on the device" if self.device else "on the host")
         return f"{type(self).__name__.lower()} {self.eqn.primitive.name} ({where})" + _copied(
             self)
 
@@ -158,6 +165,7 @@ class Segment:
     ops: tuple[Op, ...]
 
     native = True
+    device = False
 
     @property
     def label(self) -> str:

@@ -7,8 +7,10 @@ planned offset, 256-byte aligned), so concurrent calls never share temporaries; 
 outputs are CuPy arrays. Kernels launch on the current stream with a
 launch configuration chosen by :func:`launch_config`; library steps (cuBLAS matmul) run through
 CuPy; host steps copy their inputs to the host, run NumPy, and copy back — those copies are
-explicit steps of the lowered program. Small launch-bound programs can be replayed as one CUDA
-graph (``FX_CUDA_GRAPHS=1``).
+explicit steps of the lowered program. ``scan``/``while``/``cond`` whose bodies are all
+kernels run on the device (``device_loops``: launch sequences over the loop's scratch area; a
+while reads its predicate back once per iteration). Small launch-bound programs, scans
+included, can be replayed as one CUDA graph (``FX_CUDA_GRAPHS=1``).
 
 Everything that does not need a device (launch configuration, argument packing) is a pure
 function tested on CPU.
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fx.runtime import device_loops
 from fx.runtime.executor import Executable
 from fx.runtime.platforms import cupy_module
 
@@ -77,6 +80,40 @@ def pack_args(params, buffers: dict) -> tuple:
     return tuple(out)
 
 
+class _CudaMemory:
+    """The memory interface ``device_loops`` runs a loop with: views of the loop's scratch
+    area, copies and launches queued on the current stream."""
+
+    def __init__(self, exe: CudaExecutable, scratch):
+        self.exe, self.cp, self.base = exe, exe.cp, scratch
+        self.stream = exe.cp.cuda.get_current_stream()
+
+    def scratch(self, offset: int, aval):
+        shape, dtype = aval
+        n = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        if not n:
+            return self.cp.empty(shape, dtype)
+        return self.base[offset:offset + n].view(dtype).reshape(shape)
+
+    def copy(self, dst, src, nbytes: int, dst_offset: int = 0, src_offset: int = 0) -> None:
+        if nbytes:
+            rt = self.cp.cuda.runtime
+            rt.memcpyAsync(dst.data.ptr + dst_offset, src.data.ptr + src_offset, nbytes,
+                           rt.memcpyDeviceToDevice, self.stream.ptr)
+
+    def read(self, view):
+        return view.get()[()]
+
+    def constant(self, value, aval):
+        shape, dtype = aval
+        return self.cp.asarray(np.asarray(value, dtype).reshape(shape))
+
+    def launch(self, name: str, kernel, views: list) -> None:
+        fn, cfg = self.exe.loop_kernels[name]
+        bufs = {p.name: v for p, v in zip(kernel.params, views)}
+        fn(cfg.grid, cfg.block, pack_args(kernel.params, bufs), shared_mem=cfg.shared_mem)
+
+
 class _CudaState:
     """What one call writes on the device: the arena of temporaries (its views by variable),
     and the event recorded on the stream of the last call that used it. A call on another
@@ -117,7 +154,15 @@ class CudaExecutable(Executable):
         self.module = cp.RawModule(code=low.source, options=NVRTC_OPTIONS) if low.source else None
         sm = cp.cuda.Device().attributes.get("MultiProcessorCount", 132)
         self.calls = []
+        self.loop_kernels = {}  # device loops' kernels: name -> (function, launch config)
         for call in low.schedule.calls:
+            if call.device:
+                self.calls.append(("loop", call, None, None, None))
+                for k in call.kernels:
+                    self.loop_kernels[k.name] = (self.module.get_function(k.name),
+                                                 launch_config(*kernel_iterations(k),
+                                                               sm_count=sm))
+                continue
             if not call.native:
                 self.calls.append(("py", call.run, None, None, None))
                 continue
@@ -131,8 +176,11 @@ class CudaExecutable(Executable):
                 variables = [b.var for b in launch.args]
                 self.calls.append(("kernel", self.module.get_function(launch.callee), cfg,
                                    list(zip(names, variables)), k.params))
+        # Kernels and scans (which never read back) can be captured: the graph then holds
+        # the whole loop, every iteration's copies and launches.
         self.use_graph = os.environ.get("FX_CUDA_GRAPHS") == "1" and all(
-            c[0] == "kernel" for c in self.calls)
+            c[0] == "kernel" or (c[0] == "loop" and device_loops.capturable(c[1]))
+            for c in self.calls)
         self._graph = None  # (graph, stream, static buffers, views), captured on first use
         self._graph_lock = threading.Lock()
 
@@ -144,6 +192,8 @@ class CudaExecutable(Executable):
             if kind == "kernel":
                 bufs = {name: views[v] for name, v in binding}
                 fn(cfg.grid, cfg.block, pack_args(params, bufs), shared_mem=cfg.shared_mem)
+            elif kind == "loop":  # fn: the device loop's operation
+                device_loops.run(fn, _CudaMemory(self, views[fn.scratch.var]), views)
             else:
                 fn(views)
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fx.runtime import platforms
+from fx.runtime import device_loops, platforms
 from fx.runtime.executor import Executable
 
 # No -cl-mad-enable / -cl-fast-relaxed-math: results must not depend on the compiler (the
@@ -141,12 +141,54 @@ def _operations(low) -> list:
     the pipeline wraps each in its copies to the host and back, as the program IR shows)."""
     ops = []
     for call in low.schedule.calls:
-        if call.native:
+        if call.device:
+            ops.append(_Loop(call))
+        elif call.native:
             ops += [(op.kernel, [b.var for b in op.args]) for op in call.ops]
         else:
             assert call.copies, call  # NumPy cannot read this platform's buffers
             ops.append(call.run)
     return ops
+
+
+@dataclass(frozen=True)
+class _Loop:
+    op: object  # a program.ControlFlow the executor runs on the device (device_loops)
+
+
+class _OpenCLMemory:
+    """The memory interface ``device_loops`` runs a loop with: sub-buffers of the state's
+    arena at the loop's scratch offsets (planned at the device's base-address alignment),
+    copies and launches on the state's in-order queue."""
+
+    def __init__(self, exe: OpenCLExecutable, state: _OpenCLState, op):
+        self.exe, self.state, self.base = exe, state, op.scratch.offset
+
+    def scratch(self, offset: int, aval) -> DeviceArray:
+        shape, dtype = aval
+        n = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        buf = self.state.arena.get_sub_region(self.base + offset, n) if n else None
+        return DeviceArray(buf, shape, np.dtype(dtype), self.state.queue)
+
+    def copy(self, dst, src, nbytes: int, dst_offset: int = 0, src_offset: int = 0) -> None:
+        if nbytes:
+            self.exe.cl.enqueue_copy(self.state.queue, dst.buffer, src.buffer,
+                                     byte_count=nbytes, src_offset=src_offset,
+                                     dst_offset=dst_offset)
+
+    def read(self, view: DeviceArray):
+        return view.get()[()]
+
+    def constant(self, value, aval) -> DeviceArray:
+        shape, dtype = aval
+        host = np.asarray(value, dtype).reshape(shape)
+        return _upload(self.exe.cl, self.exe.context, self.state.queue, host)
+
+    def launch(self, name: str, kernel, views: list) -> None:
+        k = self.state.kernels[name]
+        k.set_args(*[v.buffer for v in views])
+        self.exe.cl.enqueue_nd_range_kernel(self.state.queue, k, self.exe.loop_sizes[name],
+                                            self.exe.local_size)
 
 
 class _OpenCLState:
@@ -197,7 +239,12 @@ class OpenCLExecutable(Executable):
         units = self.device.max_compute_units
         self.local_size = (min(LOCAL_SIZE, self.device.max_work_group_size),)
         self.calls: list = []
+        loop_kernels = []
         for op in _operations(low):
+            if isinstance(op, _Loop):
+                self.calls.append(op)
+                loop_kernels += op.op.kernels
+                continue
             if callable(op):
                 self.calls.append(op)
                 continue
@@ -207,7 +254,10 @@ class OpenCLExecutable(Executable):
                                           f"no OpenCL form")
             size = (global_size(parallel_extent(k), units, self.local_size[0]),)
             self.calls.append(_Launch(k.name, size, tuple(variables)))
-        self.kernel_names = sorted({c.kernel for c in self.calls if isinstance(c, _Launch)})
+        self.kernel_names = sorted({c.kernel for c in self.calls if isinstance(c, _Launch)}
+                                   | {k.name for k in loop_kernels})
+        self.loop_sizes = {k.name: (global_size(parallel_extent(k), units,
+                                                self.local_size[0]),) for k in loop_kernels}
 
     def new_state(self) -> _OpenCLState:
         return _OpenCLState(self)
@@ -220,6 +270,8 @@ class OpenCLExecutable(Executable):
                 k = state.kernels[call.kernel]
                 k.set_args(*[views[v].buffer for v in call.variables])
                 enqueue(state.queue, k, call.global_size, self.local_size)
+            elif isinstance(call, _Loop):
+                device_loops.run(call.op, _OpenCLMemory(self, state, call.op), views)
             else:
                 call(views)
 

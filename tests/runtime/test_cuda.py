@@ -20,7 +20,7 @@ from fx.devices import cupy_module
 from fx.lowering import op_info
 from fx.lowering.kernel_ir import Param
 from fx.lowering.pipeline import lower
-from fx.runtime import nvrtc
+from fx.runtime import device_loops, nvrtc
 from fx.runtime.cuda import THREADS, kernel_iterations, launch_config, pack_args
 
 needs_gpu = pytest.mark.skipif(cupy_module() is None, reason="needs a CUDA device and CuPy")
@@ -69,6 +69,29 @@ def test_lowering_for_cuda_is_pure_and_uses_cuda_choices():
     for k in low.kernels:
         iters, lanes = kernel_iterations(k)
         assert iters == 64 and lanes == 32
+
+
+def test_loops_with_kernel_bodies_are_device_loops_on_cuda():
+    """On CUDA a scan/while/cond whose bodies are kernels is run by the executor on the
+    device (fx.runtime.device_loops): its renamed body kernels are in the program's module
+    (compiled for sm_90 with the others), a scan without literals can be captured in a CUDA
+    graph, and a body with a library call stays a host loop."""
+    def f(x):
+        c, ys = fx.lax.scan(lambda c, xi: (fnp.tanh(c + xi), c * 2), x[0], x)
+        z = fx.lax.while_loop(lambda v: v[0] < 10.0, lambda v: v * 1.5 + 1.0, fnp.abs(c))
+        return ys, z
+
+    low = lower(fx.make_jaxpr(f)(fnp.ones((6, 32), np.float32)), "cuda")
+    loops = [op for op in low.ops if op.device]
+    assert len(loops) == 2 and not any(op.native for op in loops)
+    for op in loops:
+        assert op.kernels and all(f"void {k.name}(" in low.source for k in op.kernels)
+        assert set(op.kernels) <= set(low.kernels)
+    assert [device_loops.capturable(op) for op in loops] == [True, False]  # while reads back
+    assert "launched on the device" in low.as_text()
+    with_gemm = lower(fx.make_jaxpr(lambda a: fx.lax.scan(
+        lambda c, m: (c @ m, None), a[0], a)[0])(fnp.ones((3, 64, 64), np.float32)), "cuda")
+    assert [op.device for op in with_gemm.ops if op.label.startswith("loop")] == [False]
 
 
 def test_row_reductions_are_warp_per_row_on_cuda():

@@ -223,3 +223,52 @@ def test_fx_platform_refuses_a_compile_only_target():
     with pytest.raises(ValueError, match=r"'opencl' is a compile target only.*backend='opencl'"):
         devices._default_backend("opencl")
     assert devices._default_backend("cpu") == "cpu"
+
+
+def _loops(x, w):
+    def body(c, xi):
+        return fnp.tanh(c * 0.5 + xi), (c.sum(), xi * 2, 3.0)  # a literal result too
+
+    c, (s, ys, threes) = fx.lax.scan(body, x[0], x)
+    back, _ = fx.lax.scan(lambda c, xi: (c + xi, None), c, x, reverse=True)
+    passthrough, _ = fx.lax.scan(lambda c, xi: ((c[0], c[1] + xi), None), (c, c), x)
+    empty, _ = fx.lax.scan(lambda c, xi: (c * xi, c), c, x[:0])
+    y = fx.lax.fori_loop(0, 3, lambda i, v: v + fnp.sin(v) * i, c)
+    z = fx.lax.while_loop(lambda v: v[0] < 10.0, lambda v: v * 1.5 + 1.0, fnp.abs(c) + 0.1)
+    q = fx.lax.cond(w[0, 0] > 0, lambda a: a * 2.0, lambda a: a - 1.0, c)
+    return y, s, ys, threes, back, passthrough, empty, z, q
+
+
+@needs_device
+def test_loops_run_on_the_device_as_the_host_loop_does(monkeypatch):
+    """Loops whose bodies are all kernels run as launch sequences on the device
+    (fx.runtime.device_loops): bitwise the results of the host loop over the compiled body,
+    close to the CPU's; a while reads its predicate once per iteration."""
+    rng = np.random.default_rng(0)
+    x = rng.random((5, 4), np.float32)
+    w = rng.random((4, 4), np.float32)
+    closed = fx.make_jaxpr(_loops)(x, w)
+    device = lower(closed, backends.OPENCL)
+    kinds = [op.label for op in device.ops if op.label.startswith(("loop", "conditional"))]
+    assert len(kinds) == 7 and all("launched on the device" in k for k in kinds), kinds
+    assert "launched on the device" in device.as_text()
+    host = lower(closed, dataclasses.replace(backends.OPENCL, device_loops=False))
+    assert not any(op.device for op in host.ops)
+    from fx.runtime import opencl
+
+    reads = []
+    real_read = opencl._OpenCLMemory.read
+    monkeypatch.setattr(opencl._OpenCLMemory, "read",
+                        lambda self, v: reads.append(1) or real_read(self, v))
+    got = fx.tree_util.tree_leaves(device.compile()([x, w]))
+    want = fx.tree_util.tree_leaves(host.compile()([x, w]))
+    for a, b in zip(got, want):
+        assert_bitwise(np.asarray(a), np.asarray(b))
+    cpu = fx.tree_util.tree_leaves(fx.jit(_loops)(x, w))
+    for a, b in zip(got, cpu):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-6)
+    c = np.asarray(fx.lax.scan(lambda c, xi: (fnp.tanh(c * 0.5 + xi), None), x[0], x)[0])
+    v, trips = np.abs(c) + np.float32(0.1), 0
+    while v[0] < 10.0:
+        v, trips = v * 1.5 + 1.0, trips + 1
+    assert len(reads) == (trips + 1) + 1  # the while's predicate per test, the cond's index
