@@ -170,6 +170,14 @@ CASES = [
      lambda r: [r.standard_normal((9, 40)).astype(fnp.bfloat16)]),
     ("mixed_precision", lambda x: (x.astype(fnp.float32) * 2).astype(fnp.float16),
      lambda r: [r.standard_normal(1000).astype(np.float16)]),
+    # device loops (fx.runtime.device_loops): a scan with scanned outputs, a while, a cond
+    ("device_scan", lambda x: fx.lax.scan(lambda c, xi: (fnp.tanh(c + xi), c * 2), x[0], x)[1],
+     lambda r: [r.standard_normal((7, 300)).astype(np.float32)]),
+    ("device_while", lambda x: fx.lax.while_loop(lambda v: v[0] < 50.0,
+                                                 lambda v: v * 1.5 + 1.0, fnp.abs(x)),
+     lambda r: [r.standard_normal(64).astype(np.float32)]),
+    ("device_cond", lambda x: fx.lax.cond(x[0] > 0, fnp.sin, fnp.cos, x),
+     lambda r: [r.standard_normal(64).astype(np.float32)]),
 ]
 
 
@@ -184,6 +192,26 @@ def test_gpu_matches_cpu(name, f, make):
     np.testing.assert_allclose(np.asarray(gpu, np.float64), np.asarray(cpu, np.float64),
                                rtol=2e-2 if np.asarray(cpu).dtype.itemsize == 2 else 2e-5,
                                atol=1e-5)
+
+
+@pytest.mark.cuda
+@needs_gpu
+def test_gpu_scan_captured_as_one_graph(monkeypatch):
+    """FX_CUDA_GRAPHS=1: a program with a scan is captured whole and replayed."""
+    monkeypatch.setenv("FX_CUDA_GRAPHS", "1")
+
+    def f(x):
+        return fx.lax.scan(lambda c, xi: (fnp.tanh(c + xi), c * 2), x[0], x)[1]
+
+    x = np.random.default_rng(1).standard_normal((9, 128)).astype(np.float32)
+    exe = lower(fx.make_jaxpr(f)(x), "cuda").compile()
+    assert exe.use_graph
+    import cupy
+
+    got = [cupy.asnumpy(exe([cupy.asarray(x)])[0]) for _ in range(2)]
+    want = np.asarray(fx.jit(f, backend="cpu")(x))
+    for g in got:
+        np.testing.assert_allclose(g, want, rtol=2e-5, atol=1e-6)
 
 
 @pytest.mark.cuda
