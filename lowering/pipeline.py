@@ -13,6 +13,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from fx.avals import ShapedArray
+from fx.callback import pure_callback_p
+from fx.debug import debug_print_p
 from fx.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var, check_jaxpr, has_effects
 from fx.lowering import backends, control_flow, program
 from fx.lowering import conv as _conv  # noqa: F401  (registers the convolution impls)
@@ -34,6 +36,9 @@ from fx.lowering.op_info import Choice, host_only_prims, select
 from fx.lowering.program import Buffer
 from fx.lowering.simplify_algebra import simplify_algebra
 from fx.lowering.text import lowered_as_text
+
+# Primitives running the user's Python on the host (their steps are host callbacks).
+CALLBACKS = frozenset([pure_callback_p, debug_print_p])
 
 PASSES = (lower_convolutions, merge_reduced_axes, simplify_algebra, fold_constants,
           eliminate_common_subexpressions, eliminate_dead_code)
@@ -218,7 +223,9 @@ def _ir_op(t: int, st: Step, buffers) -> program.Op:
     if impl.library is not None or impl.describe is not None:
         routine = impl.describe(st.group) if impl.describe is not None else impl.name
         return program.LibraryCall(t, reads, writes, cost, routine=routine, run=run)
-    return program.HostCall(t, reads, writes, cost, run=run)
+    kind = program.HostCallback if any(e.primitive in CALLBACKS for e in st.group.eqns) \
+        else program.HostCall
+    return kind(t, reads, writes, cost, run=run)
 
 
 def _steps(groups: list[FusionGroup], backend: backends.Backend, have_compiler: bool, name: str

@@ -7,7 +7,8 @@ constant, or an offset in the arena):
 - :class:`Launch`: one generated kernel over buffers, in its parameter order;
 - :class:`LibraryCall`: a routine (BLAS matmul, LAPACK, FFT) writing its outputs in place;
 - :class:`HostCall`: the primitives' NumPy implementations, op by op (on a backend whose
-  buffers are not in host memory, with copies to the host and back);
+  buffers are not in host memory, with copies to the host and back); a
+  :class:`HostCallback` when it runs the user's Python;
 - :class:`Loop` (``scan``, ``while``) and :class:`Conditional` (``cond``), each holding its
   bodies as lowered programs of their own. A *native* one is rendered into one function of
   the generated code; otherwise it runs on the host over its bodies' compiled executables.
@@ -105,6 +106,14 @@ class HostCall(Op):
     @property
     def label(self) -> str:
         return "host_call" + _copied(self)
+
+
+class HostCallback(HostCall):
+    """A host call running the user's Python (``pure_callback``, ``debug.print``)."""
+
+    @property
+    def label(self) -> str:
+        return "host_callback" + _copied(self)
 
 
 @dataclass(frozen=True, eq=False)

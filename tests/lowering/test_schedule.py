@@ -80,7 +80,10 @@ def test_small_programs_and_programs_with_effects_stay_serial():
         fx.debug.print("x {}", a[0][0, 0])
         return _towers(*a)
 
-    assert fx.jit(printing).lower(*_args()).program.schedule.waves == ()
+    low = fx.jit(printing).lower(*_args()).program
+    assert low.schedule.waves == ()
+    assert [type(op) for op in low.ops].count(program.HostCallback) == 1
+    assert "host_callback (step" in low.as_text()
 
 
 def _buf(kind, slot, nbytes=64, offset=-1):
