@@ -4,12 +4,14 @@ Shows the optimized jaxpr, then the schedule: one line per step with its fusion 
 ``fx.named_scope`` names its equations were traced under (jax carries these as locations in
 its lowered text), the implementation operator selection chose (and why), and where each
 buffer lives (argument, output, constant, or an arena offset; in-place reuse marked), then the
+program the runtime calls (``lowering.program``: segments of launches, library and host calls,
+loops; with the concurrent waves of the dependency schedule, where there are any), then the
 memory summary.
 
 ``as_text(stage)`` shows one stage of the pipeline alone, as Triton's stages: ``"jaxpr"`` (the
 optimized jaxpr), ``"groups"`` (the fusion groups), ``"selection"`` (each group's chosen
-implementation and why), ``"plan"`` (the schedule with every buffer's place and the memory
-summary) and ``"source"`` (the kernels in the backend's dialect).
+implementation and why), ``"plan"`` (the schedule with every buffer's place, the program and
+the memory summary) and ``"source"`` (the kernels in the backend's dialect).
 """
 
 from __future__ import annotations
