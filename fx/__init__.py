@@ -60,5 +60,6 @@ from fx.ad_checkpoint import checkpoint, checkpoint_policies, remat
 from fx.tracing import make_jaxpr
 from fx.vectorize import vmap
 from fx import scipy
+from fx import export  # onnx itself is imported only when exporting
 
 __version__ = "0.1.0"

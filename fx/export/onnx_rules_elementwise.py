@@ -1,0 +1,191 @@
+"""ONNX rules of the elementwise primitives: arithmetic, comparisons, logic, selection, casts
+and the floating-point functions.
+
+Most are one ONNX operator (``Add``, ``Exp``, ``Equal`` ...), registered through the family
+helpers :func:`_direct` and :func:`_composed`. The rest are spelled in a few operators with
+fx's semantics: ``rem`` is C's truncated remainder (``Mod`` with ``fmod=1``), ``round`` away
+from zero, ``integer_pow`` by repeated squaring (exact for integers), ``select_n`` on an int32
+selector as nested ``Where`` (clamped as fx's impl clamps), ordering comparisons of bools
+through int32 (ONNX orders only numbers), shifts through the unsigned type of the same width.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+
+from fx.export.onnx_export import Ctx, Value, register
+from fx.lax import primitives as P
+
+
+def _is_float(v: Value) -> bool:
+    return np.dtype(v.dtype).kind == "f" or np.dtype(v.dtype).name == "bfloat16"
+
+
+def _is_bool(v: Value) -> bool:
+    return np.dtype(v.dtype) == np.bool_
+
+
+def _one_op(op_type: str, ctx: Ctx, *args: Value, **params) -> str:
+    return ctx.op(op_type, *args)
+
+
+def _direct(prim, op_type: str) -> None:
+    register(prim)(partial(_one_op, op_type))
+
+
+for _prim, _op in [
+    (P.add_p, "Add"), (P.add_any_p, "Add"), (P.sub_p, "Sub"), (P.mul_p, "Mul"),
+    (P.pow_p, "Pow"), (P.max_p, "Max"), (P.min_p, "Min"),
+    (P.neg_p, "Neg"), (P.sign_p, "Sign"), (P.floor_p, "Floor"), (P.ceil_p, "Ceil"),
+    (P.abs_p, "Abs"), (P.exp_p, "Exp"), (P.log_p, "Log"), (P.sqrt_p, "Sqrt"),
+    (P.tanh_p, "Tanh"), (P.logistic_p, "Sigmoid"), (P.sin_p, "Sin"), (P.cos_p, "Cos"),
+    (P.tan_p, "Tan"), (P.asin_p, "Asin"), (P.acos_p, "Acos"), (P.atan_p, "Atan"),
+    (P.sinh_p, "Sinh"), (P.cosh_p, "Cosh"), (P.asinh_p, "Asinh"), (P.acosh_p, "Acosh"),
+    (P.atanh_p, "Atanh"), (P.stop_gradient_p, "Identity"), (P.eq_p, "Equal"),
+]:
+    _direct(_prim, _op)
+
+
+@register(P.div_p)
+def _div(ctx: Ctx, x: Value, y: Value) -> str:
+    # ONNX's integer Div truncates toward zero, as fx's (C's) does.
+    return ctx.op("Div", x, y)
+
+
+@register(P.rem_p)
+def _rem(ctx: Ctx, x: Value, y: Value) -> str:
+    return ctx.op("Mod", x, y, fmod=1)  # the sign of the dividend, for ints and floats
+
+
+@register(P.ne_p)
+def _ne(ctx: Ctx, x: Value, y: Value) -> str:
+    return ctx.op("Not", ctx.op("Equal", x, y))
+
+
+def _ordered(op_type: str, ctx: Ctx, x: Value, y: Value) -> str:
+    if _is_bool(x):  # ONNX orders numbers only
+        return ctx.op(op_type, ctx.cast(x, np.int32), ctx.cast(y, np.int32))
+    return ctx.op(op_type, x, y)
+
+
+for _prim, _op in [(P.lt_p, "Less"), (P.le_p, "LessOrEqual"), (P.gt_p, "Greater"),
+                   (P.ge_p, "GreaterOrEqual")]:
+    register(_prim)(partial(_ordered, _op))
+
+
+def _logical(bool_op: str, int_op: str, ctx: Ctx, *args: Value) -> str:
+    return ctx.op(bool_op if _is_bool(args[0]) else int_op, *args)
+
+
+for _prim, _ops in [(P.and_p, ("And", "BitwiseAnd")), (P.or_p, ("Or", "BitwiseOr")),
+                    (P.xor_p, ("Xor", "BitwiseXor")), (P.not_p, ("Not", "BitwiseNot"))]:
+    register(_prim)(partial(_logical, *_ops))
+
+
+def _shift(direction: str, ctx: Ctx, x: Value, y: Value) -> str:
+    # ONNX shifts unsigned integers only; a shift by the width or more is 0, as in fx.
+    bits = np.dtype(x.dtype).itemsize * 8
+    unsigned = np.dtype(f"uint{bits}")
+    shifted = ctx.op("BitShift", ctx.cast(x, unsigned), ctx.cast(y, unsigned),
+                     direction=direction)
+    too_far = ctx.op("Or", ctx.op("Less", y, ctx.scalar(0, y.dtype)),
+                     ctx.op("GreaterOrEqual", y, ctx.scalar(bits, y.dtype)))
+    out = ctx.op("Where", too_far, ctx.scalar(0, unsigned), shifted)
+    return ctx.cast(Value(out, x.shape, unsigned), x.dtype)
+
+
+register(P.shift_left_p)(partial(_shift, "LEFT"))
+register(P.shift_right_logical_p)(partial(_shift, "RIGHT"))
+
+
+@register(P.select_n_p)
+def _select_n(ctx: Ctx, which: Value, *cases: Value) -> str:
+    if len(cases) == 1:
+        return ctx.op("Identity", cases[0])
+    if _is_bool(which):
+        return ctx.where(which, cases[1], cases[0], cases[0].dtype)
+    out = cases[0].name
+    for i, case in enumerate(cases[1:], 1):  # index clamped into range, as fx's impl does
+        pick = ctx.op("GreaterOrEqual", which, ctx.scalar(i, which.dtype))
+        out = ctx.where(pick, case, out, case.dtype)
+    return out
+
+
+@register(P.clamp_p)
+def _clamp(ctx: Ctx, lo: Value, x: Value, hi: Value) -> str:
+    return ctx.op("Min", ctx.op("Max", x, lo), hi)
+
+
+@register(P.convert_element_type_p)
+def _convert(ctx: Ctx, x: Value, *, new_dtype, weak_type) -> str:
+    if np.dtype(new_dtype) == np.bool_ and not _is_bool(x):
+        return ctx.op("Not", ctx.op("Equal", x, ctx.scalar(0, x.dtype)))
+    return ctx.op("Identity", ctx.cast(x, new_dtype))
+
+
+# --- floating functions spelled in several operators ---------------------------------------------
+
+
+def _composed(prim, build) -> None:
+    @register(prim)
+    def rule(ctx: Ctx, x: Value, **params) -> str:
+        return build(ctx, x, lambda v: ctx.scalar(v, x.dtype))
+
+
+_composed(P.exp2_p, lambda ctx, x, c: ctx.op("Pow", c(2), x))
+_composed(P.log1p_p, lambda ctx, x, c: ctx.op("Log", ctx.op("Add", x, c(1))))
+_composed(P.expm1_p, lambda ctx, x, c: ctx.op("Sub", ctx.op("Exp", x), c(1)))
+_composed(P.rsqrt_p, lambda ctx, x, c: ctx.op("Reciprocal", ctx.op("Sqrt", x)))
+_composed(P.cbrt_p, lambda ctx, x, c: ctx.op(
+    "Mul", ctx.op("Sign", x), ctx.op("Pow", ctx.op("Abs", x), c(1 / 3))))
+_composed(P.is_finite_p, lambda ctx, x, c: ctx.op(
+    "Not", ctx.op("Or", ctx.op("IsInf", x), ctx.op("IsNaN", x))))
+
+
+@register(P.round_p)
+def _round(ctx: Ctx, x: Value, *, rounding_method) -> str:
+    if rounding_method == 1:
+        return ctx.op("Round", x)  # half to even
+    half = ctx.scalar(0.5, x.dtype)
+    magnitude = ctx.op("Floor", ctx.op("Add", ctx.op("Abs", x), half))
+    return ctx.op("Mul", ctx.op("Sign", x), magnitude)
+
+
+@register(P.integer_pow_p)
+def _integer_pow(ctx: Ctx, x: Value, *, y: int) -> str:
+    if y == 0:
+        return ctx.op("Expand", ctx.scalar(1, x.dtype), ctx.op("Shape", x))
+    acc, base_, n = None, x.name, abs(y)
+    while n:  # repeated squaring: exact for integers, as fx's impl
+        if n & 1:
+            acc = base_ if acc is None else ctx.op("Mul", acc, base_)
+        n >>= 1
+        if n:
+            base_ = ctx.op("Mul", base_, base_)
+    if y < 0:
+        return ctx.op("Reciprocal", acc)
+    return ctx.op("Identity", acc) if acc == x.name else acc
+
+
+@register(P.atan2_p)
+def _atan2(ctx: Ctx, y: Value, x: Value) -> str:
+    c = partial(ctx.scalar, dtype=x.dtype)
+    base_ = ctx.op("Atan", ctx.op("Div", y, x))
+    up = ctx.op("Where", ctx.op("Less", y, c(0)), c(-np.pi), c(np.pi))
+    left = ctx.op("Add", base_, up)  # x < 0: the angle of the opposite quadrant
+    vertical = ctx.op("Where", ctx.op("Less", y, c(0)), c(-np.pi / 2),
+                      ctx.op("Where", ctx.op("Greater", y, c(0)), c(np.pi / 2), c(0)))
+    out = ctx.op("Where", ctx.op("Less", x, c(0)), left, base_)
+    return ctx.op("Where", ctx.op("Equal", x, c(0)), vertical, out)
+
+
+@register(P.erf_p)
+def _erf(ctx: Ctx, x: Value) -> str:
+    return ctx.op("Erf", x)
+
+
+@register(P.erfc_p)
+def _erfc(ctx: Ctx, x: Value) -> str:
+    return ctx.op("Sub", ctx.scalar(1, x.dtype), ctx.op("Erf", x))
