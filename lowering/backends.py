@@ -50,6 +50,11 @@ class Backend:
     # Control flow whose bodies are all kernels runs as launch sequences the executor makes
     # on the device (``fx.runtime.device_loops``) instead of host loops over body programs.
     device_loops: bool = False
+    # The estimated cost (operator selection's, about ns of one CPU core) from which a step
+    # independent of others runs apart from them (CPU: on a worker thread, whose hand-off
+    # costs ~10-20 us; CUDA: on a side stream, an event pair of a few us).
+    concurrent_cost: float = 200_000.0
+    apart: str = "on worker threads"  # where such a step runs, for as_text()
     # Whether generated kernels can be compiled here (CPU: a C compiler is installed; device
     # targets compile with their runtime).
     compiler_available: Callable[[], bool] = lambda: True
@@ -95,14 +100,15 @@ CPU = Backend("cpu", platforms.CPU, render.C, alignment=64, source=_c_source,
               native_loops=True, executor=CpuExecutable,
               compiler_available=lambda: cc.compiler() is not None)
 CUDA = Backend("cuda", platforms.CUDA, render.CUDA, alignment=256, source=_cuda_source,
-               native_loops=False, executor=CudaExecutable, device_loops=True)
+               native_loops=False, executor=CudaExecutable, device_loops=True,
+               concurrent_cost=20_000.0, apart="on side streams")
 
 # OpenCL devices (PoCL's CPU runtime here; AMD and Intel GPUs): device memory as on CUDA, the
 # alignment PoCL and most GPU drivers report as CL_DEVICE_MEM_BASE_ADDR_ALIGN (sub-buffers of
 # the arena start at planned offsets; the executor checks the device's).
 OPENCL = Backend("opencl", platforms.OPENCL, OPENCL_DIALECT, alignment=128,
                  source=_opencl_source, native_loops=False, executor=OpenCLExecutable,
-                 device_loops=True)
+                 device_loops=True, concurrent_cost=float("inf"))  # one in-order queue
 
 BACKENDS: dict[str, Backend] = {b.name: b for b in (CPU, CUDA, OPENCL)}
 

@@ -157,7 +157,7 @@ def lower(closed: ClosedJaxpr, backend: str | backends.Backend = "cpu", name: st
     stats.fuse = clock.lap()
     steps = _steps(groups, backend, have_compiler, name)
     effects = any(has_effects(e) for e in jaxpr.eqns)
-    steps, times = (steps, None) if effects else _wave_order(steps)
+    steps, times = (steps, None) if effects else _wave_order(steps, backend.concurrent_cost)
     stats.select = clock.lap()
     buffers, plan = _plan(jaxpr, steps, n_consts, backend, donated, times)
     stats.plan = clock.lap()
@@ -172,7 +172,8 @@ def lower(closed: ClosedJaxpr, backend: str | backends.Backend = "cpu", name: st
     low = Program(name, backend, jaxpr, list(closed.consts), steps, buffers, plan, out_sources,
                   have_compiler=have_compiler)
     low.ops = [_op(t, s, buffers, backend) for t, s in enumerate(steps)]
-    low.schedule = program.schedule(low.ops, concurrent=not effects)
+    low.schedule = program.schedule(low.ops, concurrent=not effects,
+                                    concurrent_cost=backend.concurrent_cost)
     low.kernels = [s.kernel for s in steps if s.kernel is not None]
     low.kernels += [k for op in low.ops if isinstance(op, program.ControlFlow)
                     and (op.native or op.device) for k in op.kernels]
@@ -291,7 +292,8 @@ def _unique(xs):
     return out
 
 
-def _wave_order(steps: list[Step]) -> tuple[list[Step], list[int] | None]:
+def _wave_order(steps: list[Step], concurrent_cost: float
+                ) -> tuple[list[Step], list[int] | None]:
     """Where independent large steps may run at the same time (two GEMM towers), the steps
     in dependency-level order (by their data: a step's level is one past its inputs'
     producers') and each one's level, the time memory planning then reads, so that steps of
@@ -304,7 +306,7 @@ def _wave_order(steps: list[Step]) -> tuple[list[Step], list[int] | None]:
         for v in s.outputs:
             producer[v] = t
     big = Counter(lv for lv, s in zip(level, steps)
-                  if s.choice.impl.cost(s.group) >= program.CONCURRENT_COST)
+                  if s.choice.impl.cost(s.group) >= concurrent_cost)
     if max(big.values(), default=0) < 2:
         return steps, None
     order = sorted(range(len(steps)), key=lambda t: (level[t], t))

@@ -209,7 +209,8 @@ class Schedule:
 
     ``waves`` is the dependency schedule: per wave (see :func:`waves`), the ``calls``
     indices the calling thread runs and those a runtime may hand to worker threads (all but
-    the first of the wave's calls that pay for a thread: ``CONCURRENT_COST``). It is empty
+    the first of the wave's calls that pay for running apart: the backend's
+    ``concurrent_cost``). It is empty
     when no wave holds two such calls; the runtime then calls them in order."""
 
     calls: tuple[Segment | Op, ...]
@@ -237,12 +238,14 @@ def compile_work(kernels) -> int:
     return work
 
 
-def schedule(ops: list[Op], concurrent: bool = True) -> Schedule:
+def schedule(ops: list[Op], concurrent: bool = True,
+             concurrent_cost: float = 200_000.0) -> Schedule:
     """Group consecutive native operations into segments ``fx_segN``; every other operation
     is called on its own. Segments and the kernels they call are split into units of about
     ``UNIT_WORK``. Within a unit, kernels equal but for their name are compiled once (the
     layers of a deep network repeat): the later launches call the first one. With
-    ``concurrent`` (a program without effects), the dependency waves are computed too."""
+    ``concurrent`` (a program without effects), the dependency waves are computed too, and
+    calls estimated at ``concurrent_cost`` or more may run apart from the others."""
     calls: list = []
     units: list[Unit] = []
     segment: list[Op] = []
@@ -297,15 +300,10 @@ def schedule(ops: list[Op], concurrent: bool = True) -> Schedule:
     close_unit()
     split = []
     for wave in waves(calls) if concurrent else ():
-        big = [i for i in wave if calls[i].cost >= CONCURRENT_COST]
+        big = [i for i in wave if calls[i].cost >= concurrent_cost]
         split.append((tuple(i for i in wave if i not in big[1:]), tuple(big[1:])))
     concurrent = any(there for _, there in split)
     return Schedule(tuple(calls), tuple(units), tuple(split) if concurrent else ())
-
-
-# A call worth handing to another thread: about 0.2 ms of estimated work (a thread hand-off
-# costs ~10-20 us; kernels and library calls below this run faster in order).
-CONCURRENT_COST = 200_000.0
 
 
 def _writes(op: Op) -> tuple[Buffer, ...]:

@@ -132,7 +132,7 @@ def _full_text(low, namer, with_jaxpr: bool) -> str:
             lines.append(f"  {call.label} (step {call.step})")
     if low.schedule.waves:
         lines.append("# concurrency: calls of one wave are independent; those after '||' run "
-                     "on worker threads")
+                     f"{low.backend.apart}")
         for w, (here, there) in enumerate(low.schedule.waves):
             if there:
                 name = [_call_name(low.schedule.calls[i]) for i in here + there]

@@ -120,15 +120,22 @@ class _CudaState:
     stream waits for that event before its kernels touch the arena, so handing the state on
     never needs a host synchronization."""
 
-    __slots__ = ("arena", "views", "ready")
+    __slots__ = ("arena", "views", "ready", "cp", "streams")
 
     def __init__(self, exe: CudaExecutable):
+        self.cp, self.streams = exe.cp, []
         self.arena = exe.cp.empty(max(exe.arena_bytes, 1), dtype=exe.cp.uint8)
         self.views = dict(exe.const_views)
         for t in exe.temps:
             view = self.arena[t.offset:t.offset + t.aval.nbytes].view(t.aval.dtype)
             self.views[t.var] = view.reshape(t.aval.shape)
         self.ready = None
+
+    def side_stream(self, j: int):
+        """The state's ``j``-th stream for concurrent steps (made on first use)."""
+        while len(self.streams) <= j:
+            self.streams.append(self.cp.cuda.Stream(non_blocking=True))
+        return self.streams[j]
 
 
 class CudaExecutable(Executable):
@@ -153,18 +160,20 @@ class CudaExecutable(Executable):
         cp = self.cp
         self.module = cp.RawModule(code=low.source, options=NVRTC_OPTIONS) if low.source else None
         sm = cp.cuda.Device().attributes.get("MultiProcessorCount", 132)
-        self.calls = []
+        self.groups = []  # per schedule call, what it runs (a segment: its launches)
         self.loop_kernels = {}  # device loops' kernels: name -> (function, launch config)
         for call in low.schedule.calls:
+            group = []
+            self.groups.append(group)
             if call.device:
-                self.calls.append(("loop", call, None, None, None))
+                group.append(("loop", call, None, None, None))
                 for k in call.kernels:
                     self.loop_kernels[k.name] = (self.module.get_function(k.name),
                                                  launch_config(*kernel_iterations(k),
                                                                sm_count=sm))
                 continue
             if not call.native:
-                self.calls.append(("py", call.run, None, None, None))
+                group.append(("py", call.run, None, None, None))
                 continue
             for launch in call.ops:  # a segment: its launches in order
                 k = launch.kernel
@@ -174,8 +183,9 @@ class CudaExecutable(Executable):
                     cfg = launch_config(*kernel_iterations(k), sm_count=sm)
                 names = [p.name for p in k.params]
                 variables = [b.var for b in launch.args]
-                self.calls.append(("kernel", self.module.get_function(launch.callee), cfg,
-                                   list(zip(names, variables)), k.params))
+                group.append(("kernel", self.module.get_function(launch.callee), cfg,
+                              list(zip(names, variables)), k.params))
+        self.calls = [c for group in self.groups for c in group]
         # Kernels and scans (which never read back) can be captured: the graph then holds
         # the whole loop, every iteration's copies and launches.
         self.use_graph = os.environ.get("FX_CUDA_GRAPHS") == "1" and all(
@@ -187,8 +197,11 @@ class CudaExecutable(Executable):
     def new_state(self) -> _CudaState:
         return _CudaState(self)
 
-    def _launch(self, views) -> None:
-        for kind, fn, cfg, binding, params in self.calls:
+    # Independent large steps run on several streams (see _launch_waves).
+    concurrent = True
+
+    def _launch(self, views, calls=None) -> None:
+        for kind, fn, cfg, binding, params in self.calls if calls is None else calls:
             if kind == "kernel":
                 bufs = {name: views[v] for name, v in binding}
                 fn(cfg.grid, cfg.block, pack_args(params, bufs), shared_mem=cfg.shared_mem)
@@ -196,6 +209,27 @@ class CudaExecutable(Executable):
                 device_loops.run(fn, _CudaMemory(self, views[fn.scratch.var]), views)
             else:
                 fn(views)
+
+    def _launch_waves(self, views, state: _CudaState) -> None:
+        """The dependency schedule on streams: in each wave the calls handed off run on the
+        state's side streams, each waiting for an event recorded on the calling stream where
+        the wave starts; the calling stream runs the rest, then waits for the side streams'
+        events, so the next wave sees everything."""
+        main = self.cp.cuda.get_current_stream()
+        for here, there in self.waves:
+            joins = []
+            if there:
+                fork = main.record()
+                for j, i in enumerate(there):
+                    side = state.side_stream(j)
+                    side.wait_event(fork)
+                    with side:
+                        self._launch(views, self.groups[i])
+                    joins.append(side.record())
+            for i in here:
+                self._launch(views, self.groups[i])
+            for event in joins:
+                main.wait_event(event)
 
     def _arguments(self, args: list) -> dict:
         cp = self.cp
@@ -224,7 +258,10 @@ class CudaExecutable(Executable):
             views.update(self._arguments(args))
             for o in self.outputs:
                 views[o.var] = cp.empty(o.aval.shape, o.aval.dtype)
-            self._launch(views)
+            if self.waves:
+                self._launch_waves(views, state)
+            else:
+                self._launch(views)
         finally:
             state.ready = stream.record()  # also after a failed launch: some may be queued
         return self._results(views)
