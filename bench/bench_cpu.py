@@ -146,6 +146,16 @@ def isa_level() -> str:
 _XLA_ISA = {"x86-64-v2": "SSE4_2", "x86-64-v3": "AVX2"}
 
 
+def restart_on_one_thread() -> None:
+    """Run this script again with OpenBLAS, OpenMP and XLA on one thread each (thread pools
+    size themselves when their libraries load, so the process must start with them set)."""
+    if os.environ.get("OPENBLAS_NUM_THREADS") != "1":
+        os.environ.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", XLA_FLAGS=(
+            os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false "
+            "intra_op_parallelism_threads=1").strip())
+        os.execv(sys.executable, [sys.executable, *sys.argv])
+
+
 def hold_jax_to_march() -> None:
     """Cap XLA's CPU code at the ISA fx compiles for (call before jax is first used)."""
     isa = _XLA_ISA.get(cc.MARCH)

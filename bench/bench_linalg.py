@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 import numpy as np
 import scipy.linalg
-from bench_cpu import hold_jax_to_march, print_machine, row, timeit_each
+from bench_cpu import hold_jax_to_march, print_machine, restart_on_one_thread, row, timeit_each
 
 import fx
 import fx.numpy as fnp
@@ -103,12 +102,8 @@ def main() -> None:
     ap.add_argument("--one-thread", action="store_true")
     ap.add_argument("--only", default="", help="run the rows whose name starts with this")
     args = ap.parse_args()
-    if args.one_thread and os.environ.get("OPENBLAS_NUM_THREADS") != "1":
-        # Thread pools size themselves when their libraries load: start again with them set.
-        os.environ.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", XLA_FLAGS=(
-            os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false "
-            "intra_op_parallelism_threads=1").strip())
-        os.execv(sys.executable, [sys.executable, *sys.argv])
+    if args.one_thread:
+        restart_on_one_thread()
     hold_jax_to_march()
     import jax
     import jax.numpy as jnp

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 import numpy as np
-from bench_cpu import hold_jax_to_march, print_machine, timeit_each
+from bench_cpu import hold_jax_to_march, print_machine, restart_on_one_thread, timeit_each
 
 import fx
 import fx.numpy as fnp
@@ -36,11 +35,8 @@ def main() -> None:
     ap.add_argument("--one-thread", action="store_true")
     ap.add_argument("--repeat", type=int, default=15)
     args = ap.parse_args()
-    if args.one_thread and os.environ.get("OPENBLAS_NUM_THREADS") != "1":
-        os.environ.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", XLA_FLAGS=(
-            os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false "
-            "intra_op_parallelism_threads=1").strip())
-        os.execv(sys.executable, [sys.executable, *sys.argv])
+    if args.one_thread:
+        restart_on_one_thread()
     hold_jax_to_march()
     import jax
     import jax.numpy as jnp
