@@ -110,12 +110,34 @@ def _dynamic_update_slice(ctx: Ctx, x: Value, update: Value, *starts: Value) -> 
     return ctx.op("ScatterND", x, indices, update)
 
 
+def interior_pad(ctx: Ctx, x: Value, interior, value: str) -> Value:
+    """``x`` with ``interior[d]`` copies of ``value`` between neighbours along each axis ``d``:
+    per axis, a new axis after it padded to ``1 + p``, merged into it, the tail cut off."""
+    name, shape = x.name, list(x.shape)
+    for d, p in enumerate(interior):
+        if not p:
+            continue
+        name = ctx.op("Unsqueeze", name, ctx.ints([d + 1]))
+        pads = [0] * (len(shape) + 1) * 2
+        pads[len(shape) + 1 + d + 1] = p
+        name = ctx.op("Pad", name, ctx.ints(pads), value, mode="constant")
+        merged = shape[d] * (1 + p)
+        name = ctx.op("Reshape", name, ctx.shape_tensor(shape[:d] + [merged] + shape[d + 1:]),
+                      allowzero=1)
+        shape[d] = merged - p
+        name = ctx.op("Slice", name, ctx.ints([0]), ctx.shape_tensor([shape[d]]),
+                      ctx.ints([d]))
+    return Value(name, tuple(shape), x.dtype)
+
+
 @register(P.pad_p)
 def _pad(ctx: Ctx, x: Value, padding_value: Value, *, padding_config) -> str:
-    name = x.name
+    original = x.name
     if any(interior for _, _, interior in padding_config):
-        raise ctx.error("interior padding (lax.pad with a nonzero interior) has no ONNX "
-                        "spelling here yet")
+        if any(isinstance(d, Sym) and p for d, (_, _, p) in zip(x.shape, padding_config)):
+            raise ctx.error("interior padding of the batch axis")
+        x = interior_pad(ctx, x, [p for _, _, p in padding_config], padding_value.name)
+    name = x.name
     lo = [max(lo, 0) for lo, _, _ in padding_config]
     hi = [max(hi, 0) for _, hi, _ in padding_config]
     if any(lo) or any(hi):
@@ -126,7 +148,7 @@ def _pad(ctx: Ctx, x: Value, padding_value: Value, *, padding_config) -> str:
         ends = [-c if c else INT64_MAX for c in crop_hi]
         name = ctx.op("Slice", name, ctx.ints(crop_lo), ctx.ints(ends),
                       ctx.ints(range(x.ndim)))
-    return name if name != x.name else ctx.op("Identity", x)
+    return name if name != original else ctx.op("Identity", name)
 
 
 @register(P.iota_p, shape_params=("shape",))
@@ -177,3 +199,72 @@ def _gather(ctx: Ctx, operand: Value, indices: Value, *, axes, mode, fill_value)
 @register(P.cumsum_p)
 def _cumsum(ctx: Ctx, x: Value, *, axis, reverse) -> str:
     return ctx.op("CumSum", x, ctx.scalar(int(axis), np.int64), reverse=int(bool(reverse)))
+
+
+def _scatter_rule(reduction: str):
+    """``scatter_add/mul/min/max`` as ``ScatterND`` on the operand with the indexed axes in
+    front (repeated indices combine, as in fx); in fill/drop mode an out-of-range row's
+    update becomes the reduction's identity at a clamped position."""
+
+    def rule(ctx: Ctx, operand: Value, indices: Value, updates: Value, *, axes, mode) -> str:
+        k = len(axes)
+        if k == 0:
+            raise ctx.error("a scatter with no indexed axes")
+        rest = [d for d in range(operand.ndim) if d not in axes]
+        perm = list(axes) + rest
+        moved = _perm(ctx, operand, perm)
+        idx = ctx.cast(indices, np.int64)
+        upper = ctx.shape_tensor([operand.shape[a] - 1 for a in axes])
+        zero = ctx.ints([0] * k)
+        safe = ctx.op("Min", ctx.op("Max", idx, zero), upper)
+        upd = updates.name
+        if mode is not GatherScatterMode.CLIP:
+            inside = ctx.op("And", ctx.op("GreaterOrEqual", idx, zero),
+                            ctx.op("LessOrEqual", idx, upper))
+            ok = ctx.op("Cast", ctx.op("ReduceMin", ctx.op("Cast", inside, to=_onnx(np.int32)),
+                                       ctx.ints([-1]), keepdims=0), to=_onnx(np.bool_))
+            if rest:
+                ok = ctx.op("Unsqueeze", ok, ctx.ints(range(indices.ndim - 1, updates.ndim)))
+            identity = _IDENTITY[reduction](np.dtype(operand.dtype))
+            upd = ctx.where(ok, upd, ctx.scalar(identity, operand.dtype), operand.dtype)
+        out = ctx.op("ScatterND", moved, safe, upd, reduction=reduction)
+        inverse = [0] * len(perm)
+        for i, p in enumerate(perm):
+            inverse[p] = i
+        return _perm(ctx, out, inverse)
+
+    return rule
+
+
+def _extreme(dtype: np.dtype, top: bool):
+    if dtype.kind == "f":
+        return np.inf if top else -np.inf
+    if dtype == np.bool_:
+        return top
+    info = np.iinfo(dtype)
+    return info.max if top else info.min
+
+
+_IDENTITY = {"add": lambda dt: 0, "mul": lambda dt: 1, "min": lambda dt: _extreme(dt, True),
+             "max": lambda dt: _extreme(dt, False)}
+register(P.scatter_add_p)(_scatter_rule("add"))
+register(P.scatter_mul_p)(_scatter_rule("mul"))
+register(P.scatter_min_p)(_scatter_rule("min"))
+register(P.scatter_max_p)(_scatter_rule("max"))
+
+
+@register(P.sort_p)
+def _sort(ctx: Ctx, *operands: Value, dimension, is_stable, num_keys) -> list[str]:
+    """``TopK`` (smallest first, over the whole axis): ONNX breaks its ties by the lower index,
+    so it is a stable sort; the other operands follow the key through ``GatherElements``."""
+    if num_keys != 1:
+        raise ctx.error(f"a sort on {num_keys} keys (ONNX's TopK takes one)")
+    key = operands[0]
+    src = ctx.cast(key, np.int32) if np.dtype(key.dtype) == np.bool_ else key.name
+    k = ctx.dim(key.shape[dimension])
+    values, order = ctx.op("TopK", src, k, n_out=2, axis=int(dimension), largest=0, sorted=1)
+    outs = [ctx.cast(Value(values, key.shape, np.dtype(np.int32)), key.dtype)
+            if np.dtype(key.dtype) == np.bool_ else values]
+    for x in operands[1:]:
+        outs.append(ctx.op("GatherElements", x, order, axis=int(dimension)))
+    return outs

@@ -3,10 +3,11 @@
 ``dot_general`` is a ``MatMul`` where its dimension numbers are MatMul's (contract the last lhs
 axis with the first of a matrix, or batched matrices with leading batch axes), an ``Einsum``
 otherwise. ``conv_general_dilated`` transposes its operands to NCHW/OIHW, runs ``Conv`` and
-transposes the result to its output layout. ``reduce_window_*`` moves the windowed axes last
-and folds the others into N and C, pads explicitly with the reduction's identity (ONNX pools
-refuse pads as wide as the window) and runs ``MaxPool`` (``min``: of the negation) or
-``AveragePool`` times the window size (``sum``).
+transposes the result to its output layout (an lhs dilation, the transposed convolutions of
+``conv_transpose``, first puts zeros between the input's pixels). ``reduce_window_*`` moves
+the windowed axes last and folds the others into N and C, pads explicitly with the
+reduction's identity (ONNX pools refuse pads as wide as the window) and runs ``MaxPool``
+(``min``: of the negation) or ``AveragePool`` times the window size (``sum``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from fx.export.onnx_export import Ctx, Value, dim_product, onnx_dtype, register
+from fx.export.onnx_rules_arrays import interior_pad
 from fx.lax import primitives as P
 
 
@@ -80,9 +82,6 @@ def _transposed(ctx: Ctx, x: Value | str, perm) -> str:
 def _conv(ctx: Ctx, lhs: Value, rhs: Value, *, window_strides, padding, lhs_dilation,
           rhs_dilation, dimension_numbers, feature_group_count, batch_group_count, precision,
           preferred_element_type) -> str:
-    if any(d != 1 for d in lhs_dilation):
-        raise ctx.error(f"lhs_dilation={tuple(lhs_dilation)} (a transposed convolution) has no "
-                        "ONNX rule yet")
     if batch_group_count != 1:
         raise ctx.error(f"batch_group_count={batch_group_count} (a convolution's weight "
                         "gradient) has no ONNX rule")
@@ -93,6 +92,11 @@ def _conv(ctx: Ctx, lhs: Value, rhs: Value, *, window_strides, padding, lhs_dila
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     dtype = preferred_element_type or lhs.dtype
     x = _transposed(ctx, ctx.cast(lhs, dtype), lhs_spec)
+    if any(d != 1 for d in lhs_dilation):  # a transposed convolution: zeros between pixels
+        nchw = tuple(lhs.shape[d] for d in lhs_spec)
+        x = interior_pad(ctx, Value(x, nchw, np.dtype(dtype)), [0, 0] + [d - 1 for d in
+                                                                   lhs_dilation],
+                         ctx.scalar(0, dtype)).name
     w = _transposed(ctx, ctx.cast(rhs, dtype), rhs_spec)
     pads = [lo for lo, _ in padding] + [hi for _, hi in padding]
     y = ctx.op("Conv", x, w, strides=list(window_strides), pads=pads,

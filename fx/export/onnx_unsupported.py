@@ -49,12 +49,9 @@ NOT_EXPORTABLE: dict[Primitive, str] = {
     custom_lin_p: "exists only inside linearized jaxprs being transposed (reverse mode)",
     P.nextafter_p: "a bit-level float operation with no ONNX operator (ONNX has no bitcast)",
     P.bitcast_convert_type_p: "ONNX has no bitcast between dtypes",
-    P.sort_p: ("ONNX's TopK is not stable and sorts one operand; a stable multi-operand sort "
-               "is not written yet"),
-    **{p: ("ONNX's ScatterND leaves repeated indices unspecified and has no drop mode for "
-           "out-of-range rows; fx's deterministic scatters are not written in it yet")
-       for p in (P.scatter_p, P.scatter_add_p, P.scatter_mul_p, P.scatter_min_p,
-                 P.scatter_max_p)},
+    P.scatter_p: ("ONNX's ScatterND without a reduction leaves the winner of repeated "
+                  "indices unspecified, where fx keeps the last update; scatter_add and the "
+                  "other combining scatters are exported"),
     pure_callback_p: "calls back into Python, which an ONNX graph cannot do",
     debug_print_p: ("prints from Python at run time; remove fx.debug.print before exporting "
                     "(ONNX graphs cannot print)"),

@@ -138,6 +138,10 @@ KERNEL_HWIO = rng.standard_normal((3, 3, 2, 4)).astype(np.float32)
 KERNEL_GROUPED = rng.standard_normal((4, 1, 3, 3)).astype(np.float32)
 
 
+def _at(x):
+    return fnp.asarray(x).at
+
+
 def _nhwc_conv(x):
     return lax.conv_general_dilated(x, KERNEL_HWIO, (2, 1), ((1, 1), (0, 2)),
                                     rhs_dilation=(1, 2),
@@ -210,6 +214,16 @@ CASES = [
     Case("dynamic_update_slice_batch", lambda x, i: lax.dynamic_update_slice(
         x, fnp.ones((2, 3), np.float32), (i, 1)), (f32(6), np.array(-1, np.int32))),
     Case("pad", lambda x: lax.pad(x, np.float32(-1), ((0, 0, 0), (2, -1, 0))), (f32(5),)),
+    Case("pad_interior", lambda x: lax.pad(x, np.float32(5), ((0, 0, 0), (1, -2, 2))),
+         (f32(4),)),
+    Case("scatter_add", lambda x: _at(x)[:, IDX].add(1.5), (f32(4),)),
+    Case("scatter_mul_min_max", lambda x: (_at(x)[:, IDX].multiply(2.0), _at(x)[:, IDX].min(0.0),
+                                           _at(x)[:, IDX + 1].max(0.5, mode="drop")), (f32(4),)),
+    Case("scatter_batch_rows", lambda x, i, u: _at(x)[i].add(u),
+         (f32(3), lambda b: rng.integers(0, b, (b,)), f32(3)), dynamic=False),
+    Case("sort", lambda x: (fnp.sort(x, axis=1), fnp.sort(x, axis=0)), (f32(5),)),
+    Case("argsort_ties", lambda x: fnp.argsort(x, axis=1), (i32(8, lo=0, hi=3),)),
+    Case("sort_bool", lambda x: fnp.sort(x, axis=1), (boolean(6),)),
     Case("take", lambda x: fnp.take(x, IDX, axis=1), (f32(4),)),
     Case("take_rows", lambda x, i: x[i], (f32(4), lambda b: rng.integers(0, b, (b,)))),
     Case("take_clip", lambda x: fnp.take(x, IDX + 2, axis=1, mode="clip"), (f32(4),)),
@@ -247,6 +261,11 @@ CASES = [
     Case("conv_nhwc_strided_dilated", _nhwc_conv, (f32(7, 8, 2),)),
     Case("conv_grouped", lambda x: lax.conv_general_dilated(
         x, KERNEL_GROUPED, (1, 1), "VALID", feature_group_count=2), (f32(2, 5, 5),)),
+    Case("conv_transpose", lambda x: lax.conv_transpose(
+        x, KERNEL_HWIO, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")),
+         (f32(4, 5, 2),)),
+    Case("conv_lhs_dilated", lambda x: lax.conv_general_dilated(
+        x, KERNEL_OIHW, (1, 1), ((2, 1), (0, 0)), lhs_dilation=(2, 3)), (f32(2, 4, 3),)),
     Case("max_pool_nhwc", _pool("max", (1, 2, 2, 1), (1, 2, 2, 1), "VALID"), (f32(4, 6, 3),)),
     Case("max_pool_padded", _pool("max", (1, 1, 3, 3), (1, 1, 1, 1), "SAME"), (f32(2, 4, 5),)),
     Case("min_pool", _pool("min", (1, 3), (1, 2), ((0, 0), (1, 1))), (f32(7),)),
