@@ -446,8 +446,9 @@ def unsupported_poly(eqn: JaxprEqn, message: str) -> NotPolymorphic:
 
 
 class Exporter:
-    def __init__(self, poly: Polymorphism):
+    def __init__(self, poly: Polymorphism, opset: int):
         self.poly = poly
+        self.opset = opset
 
     def translate(self, jaxpr: ClosedJaxpr | Jaxpr, args: Sequence[Value], graph: Graph,
                   consts: Sequence[Value] | None = None) -> list[Value]:
@@ -554,9 +555,13 @@ def to_onnx(fn: Callable, *example_args, opset: int = 21, dynamic_batch: bool = 
     :class:`ExportError` for a primitive with no ONNX translation, naming it, its operand types
     and the source line it came from.
     """
-    from onnx import helper
+    try:
+        from onnx import helper
+    except ImportError:
+        raise ImportError("fx.export.to_onnx needs the onnx package: pip install "
+                          "'fx[export]' (onnx and onnxruntime)") from None
 
-    from fx.export import (  # noqa: F401  (register rules)  # noqa: F401
+    from fx.export import (  # noqa: F401  (registers the rules)
         onnx_rules_arrays,
         onnx_rules_control,
         onnx_rules_elementwise,
@@ -598,7 +603,7 @@ def to_onnx(fn: Callable, *example_args, opset: int = 21, dynamic_batch: bool = 
               for i, v in enumerate(closed.jaxpr.invars)]
     if dynamic_batch and batched:
         graph.batch_source = inputs[batched[0]]
-    outs = Exporter(poly).translate(closed, inputs, graph)
+    outs = Exporter(poly, opset).translate(closed, inputs, graph)
     out_names = []
     for i, o in enumerate(outs):
         out_names.append(f"output_{i}")

@@ -141,6 +141,9 @@ def _window_rule(kind: str):
                      strides=[window_strides[d] for d in spatial])
         dil = [window_dilation[d] for d in spatial]
         if any(d != 1 for d in dil):
+            if kind == "sum" and ctx.exporter.opset < 19:
+                raise ctx.error("a dilated sum window needs AveragePool's dilations "
+                                "(opset 19 or later)")
             attrs["dilations"] = dil
         if kind == "sum":
             name = ctx.op("AveragePool", name, **attrs)

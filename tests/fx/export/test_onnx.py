@@ -64,10 +64,11 @@ def run_onnx(model, args) -> list[np.ndarray]:
     return sess.run(None, {f"input_{i}": np.asarray(x) for i, x in enumerate(leaves)})
 
 
-def check(fn, args_at: Callable[[int], tuple], dynamic: bool = True, tol: float = 1e-5):
-    model = to_onnx(fn, *args_at(BATCH), dynamic_batch=dynamic)
+def check(fn, args_at: Callable[[int], tuple], dynamic: bool = True, tol: float = 1e-5,
+          opset: int = 21, batches: tuple[int, int] = (BATCH, RUN_BATCH)):
+    model = to_onnx(fn, *args_at(batches[0]), dynamic_batch=dynamic, opset=opset)
     onnx.checker.check_model(model, full_check=True)
-    args = args_at(RUN_BATCH if dynamic else BATCH)
+    args = args_at(batches[1] if dynamic else batches[0])
     want = [np.asarray(x) for x in tree_util.tree_leaves(fn(*args))]
     got = run_onnx(model, args)
     assert len(got) == len(want)
@@ -387,6 +388,13 @@ def test_refuses_what_is_not_batch_polymorphic():
     assert model.graph.output[0].type.tensor_type.shape.dim[0].dim_value == 2
 
 
+def test_refuses_a_constant_that_follows_the_batch():
+    # take_along_axis builds NumPy row indices arange(x.shape[0]): a closed-over constant.
+    args = (np.ones((4, 3), np.float32), np.zeros((4, 2), np.int32))
+    with pytest.raises(ExportError, match="closed-over constant.*dynamic_batch=False"):
+        to_onnx(lambda x, i: fnp.take_along_axis(x, i, axis=1), *args)
+
+
 def test_rejects_old_opsets():
     with pytest.raises(ValueError, match="opset"):
         to_onnx(lambda x: x, np.ones(3, np.float32), opset=11)
@@ -418,3 +426,38 @@ def test_every_primitive_is_exportable_or_listed():
     both = sorted(p.name for p in NOT_EXPORTABLE if p in onnx_rules)
     assert not both, f"listed as not exportable but have a rule: {both}"
     assert all(reason.strip() for reason in NOT_EXPORTABLE.values())
+
+
+# --- slower sweeps (-m slow) ------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("opset", [18, 19, 21])
+def test_table_at_other_opsets_and_batch_sizes(opset):
+    failures = []
+    for export_batch, run_batch in ((2, 17), (6, 3)):
+        for case in CASES:
+            try:
+                check(case.fn, case.make, case.dynamic, case.tol, opset=opset,
+                      batches=(export_batch, run_batch))
+            except Exception as e:  # collect all, report together
+                failures.append(f"{case.name} at batch {export_batch}: {type(e).__name__}: {e}")
+    assert not failures, "\n".join(failures)
+
+
+# The exported models are valid ONNX, but onnxruntime's CPU provider has only float32 kernels
+# for these functions ("Could not find an implementation for Acos(7)").
+NO_FLOAT64_KERNEL = {"acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "erf", "erfc",
+                     "sinh", "tan"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [np.float64, np.float16])
+@pytest.mark.parametrize("name", sorted(UNARY_FLOAT))
+def test_unary_in_other_float_dtypes(name, dtype):
+    if dtype == np.float64 and name in NO_FLOAT64_KERNEL:
+        with pytest.raises(Exception, match="NOT_IMPLEMENTED"):
+            check(UNARY_FLOAT[name], lambda b: (f32(4)(b).astype(dtype),))
+        return
+    tol = 1e-2 if dtype == np.float16 else 1e-10
+    check(UNARY_FLOAT[name], lambda b: (f32(4)(b).astype(dtype),), tol=tol)
