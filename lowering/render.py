@@ -16,6 +16,7 @@ import numpy as np
 from fx import dtypes
 from fx.lowering import kernel_ir as ir
 from fx.lowering.prelude import PRELUDE
+from fx.lowering.prelude_special import needed_source
 
 F32, F64 = dtypes.float32, dtypes.float64
 
@@ -88,6 +89,13 @@ _COMMON = {
     ("polygamma", "*"): "fx_polygamma({1}, {0})",
     ("logistic", "f64"): "fx_logistic({0})",
 }
+# The special functions of lowering/prelude_special.py (computed in double, see
+# scalar_ops._via_double): op -> fx_<op>(operands...).
+for _op, _n in [("igamma", 2), ("igammac", 2), ("igamma_grad_a", 2), ("betainc", 3),
+                ("zeta", 2), ("expn", 2), ("bessel_i0e", 1), ("bessel_i1e", 1), ("erfcx", 1),
+                ("dawsn", 1), ("expi", 1), ("spence", 1), ("ndtri", 1), ("sici_si", 1),
+                ("sici_ci", 1), ("fresnel_s", 1), ("fresnel_c", 1)]:
+    _COMMON[(_op, "f64")] = f"fx_{_op}({', '.join(f'{{{i}}}' for i in range(_n))})"
 # Unary libm functions: float32 name + "f", float64 plain.
 _LIBM = ("exp", "exp2", "log", "log1p", "expm1", "cbrt", "tanh", "sin", "cos", "tan", "asin",
          "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "lgamma")
@@ -612,10 +620,16 @@ def _shfl_operand(name: str, dt) -> str:
 
 
 def render_module(kernels: list[ir.Kernel], dialect: Dialect, extra: str = "") -> str:
-    """One translation unit holding every kernel (plus ``extra``, e.g. C entry points)."""
+    """One translation unit holding every kernel (plus ``extra``, e.g. C entry points): the
+    dialect's prelude, ``PRELUDE``, the special functions the kernels call (only those: they
+    are long), the kernels."""
     r = Renderer(dialect)
+    bodies = [k.render(r) for k in kernels]
     parts = [dialect.file_prelude, PRELUDE]
-    parts += [k.render(r) for k in kernels]
+    special = needed_source("\n".join(bodies))
+    if special:
+        parts.append(special)
+    parts += bodies
     if extra:
         parts.append(extra)
     return "\n\n".join(parts) + "\n"

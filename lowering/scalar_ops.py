@@ -29,8 +29,10 @@ from fx.lax import complex_parts as cx
 from fx.lax import elementwise as ew
 from fx.lax import reductions as red
 from fx.lax import special as sp
+from fx.lax import special_functions as spf
 from fx.lax import structural as st
 from fx.lowering import kernel_ir as ir
+from fx.scipy.special import _primitives as scipy_prims
 
 
 class Pattern(enum.IntEnum):
@@ -79,7 +81,8 @@ for _prim, _op in [
 ]:
     _named(_prim, _op)
 
-# Functions computed in double whatever the operand type (digamma & co.).
+# Functions computed in double whatever the operand type (digamma & co.; the special functions
+# of lowering/prelude_special.py, whose eager impls compute in float64 too).
 _VIA_DOUBLE = {"digamma", "erf_inv", "polygamma"}
 
 
@@ -92,6 +95,17 @@ def _via_double(op: str, args, dt, extra=()):
 
 for _prim, _op in [(sp.digamma_p, "digamma"), (sp.erf_inv_p, "erf_inv")]:
     scalar_rules[_prim] = lambda args, params, dt, op=_op: _via_double(op, args, dt)
+
+for _prim in [spf.igamma_p, spf.igammac_p, spf.igamma_grad_a_p, spf.zeta_p,
+              spf.bessel_i0e_p, spf.bessel_i1e_p, scipy_prims.erfcx_p, scipy_prims.dawsn_p,
+              scipy_prims.expi_p, scipy_prims.expn_p, scipy_prims.spence_p, scipy_prims.ndtri_p,
+              scipy_prims.si_p, scipy_prims.ci_p, scipy_prims.fresnel_s_p,
+              scipy_prims.fresnel_c_p]:
+    patterns[_prim] = Pattern.ELEMENTWISE
+    scalar_rules[_prim] = lambda args, params, dt, op=_prim.name: _via_double(op, args, dt)
+patterns[spf.regularized_incomplete_beta_p] = Pattern.ELEMENTWISE
+scalar_rules[spf.regularized_incomplete_beta_p] = lambda args, params, dt: _via_double(
+    "betainc", args, dt)
 
 patterns[sp.polygamma_p] = Pattern.ELEMENTWISE
 scalar_rules[sp.polygamma_p] = lambda args, params, dt: _via_double(

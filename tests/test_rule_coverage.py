@@ -40,17 +40,8 @@ KNOWN_GAPS: dict[str, str] = {
 
 # Elementwise primitives (batched by the elementwise batchers) without a kernel rule: a jit
 # runs a group holding one as an unfused NumPy step. Each entry says why.
-_SERIES = ("a series or continued fraction with a data-dependent number of terms; no prelude "
-           "function spells it yet, so under jit it is a NumPy step")
-_RATIONAL = ("piecewise rational/Chebyshev approximations; no prelude function spells it "
-             "yet, so under jit it is a NumPy step")
-NO_KERNEL: dict[str, str] = {
-    **{n: _SERIES for n in ("igamma", "igammac", "igamma_grad_a",
-                            "regularized_incomplete_beta", "zeta", "expn")},
-    **{n: _RATIONAL for n in ("bessel_i0e", "bessel_i1e", "dawsn", "erfcx", "expi",
-                              "fresnel_c", "fresnel_s", "ndtri", "sici_ci", "sici_si",
-                              "spence")},
-}
+NO_KERNEL: dict[str, str] = {}
+
 
 def _all_primitives() -> dict[str, Primitive]:
     found: dict[str, Primitive] = {}
