@@ -41,7 +41,10 @@ MIN_OPSET = 18  # axes of ReduceMax & co. as inputs, BitwiseAnd, Pad with axes
 
 class ExportError(NotImplementedError):
     """The function cannot be exported to ONNX as asked (an unsupported primitive, or a
-    batch-dependent shape under ``dynamic_batch=True``)."""
+    batch-dependent shape under ``dynamic_batch=True``). ``located`` errors already name the
+    equation and its source line."""
+
+    located = False
 
 
 @dataclass(frozen=True)
@@ -199,6 +202,17 @@ class Graph:
             (top._batch,) = top.node("Shape", [src.name], start=0, end=1)
         return top._batch
 
+    def dim(self, d: Dim) -> str:
+        """A 1-D int64 tensor ``[d]``."""
+        if not isinstance(d, Sym):
+            return self.const(np.asarray([d], np.int64))
+        out = self.batch()
+        if d.scale != 1:
+            out = self.node("Mul", [out, self.const(np.asarray([d.scale], np.int64))])[0]
+        if d.offset:
+            out = self.node("Add", [out, self.const(np.asarray([d.offset], np.int64))])[0]
+        return out
+
 
 class Ctx:
     """What a rule sees: the graph it emits into and the equation it translates."""
@@ -233,15 +247,8 @@ class Ctx:
         return self.graph.const(np.asarray(value, dtype=dtype))
 
     def dim(self, d: Dim) -> str:
-        """A 1-D int64 tensor ``[d]``."""
-        if not isinstance(d, Sym):
-            return self.ints([d])
-        out = self.graph.batch()
-        if d.scale != 1:
-            out = self.op("Mul", out, self.ints([d.scale]))
-        if d.offset:
-            out = self.op("Add", out, self.ints([d.offset]))
-        return out
+        """A 1-D int64 tensor ``[d]``, computed from the batch if ``d`` is symbolic."""
+        return self.graph.dim(d)
 
     def shape_tensor(self, dims: Sequence[Dim]) -> str:
         """A 1-D int64 tensor of ``dims``, symbolic entries computed from the batch."""
@@ -304,7 +311,9 @@ def describe_eqn(eqn: JaxprEqn) -> str:
 
 
 def unsupported(eqn: JaxprEqn, message: str) -> ExportError:
-    return ExportError(f"fx.export.to_onnx: cannot export {describe_eqn(eqn)}: {message}")
+    e = ExportError(f"fx.export.to_onnx: cannot export {describe_eqn(eqn)}: {message}")
+    e.located = True
+    return e
 
 
 # --- batch polymorphism: three traces walked in step --------------------------------------------
@@ -406,7 +415,7 @@ class Polymorphism:
                 if sym:
                     self.params[eqn] = sym
             except NotPolymorphic as e:
-                if "cannot export" in str(e):
+                if e.located:
                     raise
                 raise unsupported_poly(eqn, str(e)) from None
         for vs in zip(*(j.outvars for j in jaxprs)):
@@ -438,8 +447,10 @@ class Polymorphism:
 
 
 def unsupported_poly(eqn: JaxprEqn, message: str) -> NotPolymorphic:
-    return NotPolymorphic(f"fx.export.to_onnx(dynamic_batch=True): {describe_eqn(eqn)} is not "
-                          f"polymorphic in the batch dimension: {message}{_HINT}")
+    e = NotPolymorphic(f"fx.export.to_onnx(dynamic_batch=True): {describe_eqn(eqn)} is not "
+                       f"polymorphic in the batch dimension: {message}{_HINT}")
+    e.located = True
+    return e
 
 
 # --- the translator ---------------------------------------------------------------------------
@@ -475,9 +486,9 @@ class Exporter:
     def literal(self, graph: Graph, lit: Literal, sym: Sym | None) -> Value:
         if sym is None:
             return Value(graph.const(lit.value), lit.aval.shape, lit.aval.dtype)
-        ctx = Ctx(graph, None, [], self)  # type: ignore[arg-type]
-        scalar = ctx.op("Squeeze", ctx.dim(sym), ctx.ints([0]))
-        return Value(ctx.cast(scalar, lit.aval.dtype), (), lit.aval.dtype)
+        (scalar,) = graph.node("Squeeze", [graph.dim(sym), graph.const(np.asarray([0]))])
+        (value,) = graph.node("Cast", [scalar], to=onnx_dtype(lit.aval.dtype))
+        return Value(value, (), lit.aval.dtype)
 
     def constant(self, graph: Graph, var: Var, value) -> Value:
         return Value(graph.const(np.asarray(value)), self.poly.shape(var), var.aval.dtype)
@@ -506,7 +517,7 @@ class Exporter:
         try:
             names = rule.fn(ctx, *ins, **params)
         except ExportError as e:
-            if "cannot export" in str(e) or "not polymorphic" in str(e):
+            if e.located:
                 raise
             raise unsupported(eqn, str(e)) from None
         if isinstance(names, str):
@@ -591,9 +602,9 @@ def to_onnx(fn: Callable, *example_args, opset: int = 21, dynamic_batch: bool = 
                     " Every input's leading dimension is the batch: close over the parameters "
                     f"instead of passing them{_HINT}") from e
         try:
-            poly.walk([closed] + traces[1:])
+            poly.walk(traces)
         except NotPolymorphic as e:
-            if "dynamic_batch" in str(e):
+            if e.located:
                 raise
             raise NotPolymorphic(f"fx.export.to_onnx(dynamic_batch=True): {e}{_HINT}") from None
     else:

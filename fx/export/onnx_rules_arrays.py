@@ -201,6 +201,60 @@ def _cumsum(ctx: Ctx, x: Value, *, axis, reverse) -> str:
     return ctx.op("CumSum", x, ctx.scalar(int(axis), np.int64), reverse=int(bool(reverse)))
 
 
+def _logaddexp(ctx: Ctx, a: str, b: str, dtype) -> str:
+    top = ctx.op("Max", a, b)
+    gap = ctx.op("Neg", ctx.op("Abs", ctx.op("Sub", a, b)))
+    tail = ctx.op("Log", ctx.op("Add", ctx.scalar(1, dtype), ctx.op("Exp", gap)))
+    # Two -inf operands: their difference is NaN, the sum's log is -inf.
+    both_inf = ctx.op("IsInf", top, detect_positive=0)
+    return ctx.op("Where", both_inf, top, ctx.op("Add", top, tail))
+
+
+def _cumulative(kind: str):
+    """``cumprod``/``cummax``/``cummin``/``cumlogsumexp`` as a Hillis-Steele scan: after the
+    steps 1, 2, 4, ... each element has combined all those before it (the axis must have a
+    static length). Exact for max and min; the products and log-sum-exps associate
+    differently from fx's sequential loop, so they agree to rounding."""
+
+    def rule(ctx: Ctx, x: Value, *, axis, reverse) -> str:
+        n = x.shape[axis]
+        if isinstance(n, Sym):
+            raise ctx.error(f"a cumulative {kind} along the batch axis")
+        name = x.name
+        if np.dtype(x.dtype) == np.bool_:
+            raise ctx.error(f"a cumulative {kind} of bools")
+        if reverse:
+            name = ctx.op("Slice", name, ctx.ints([-1]), ctx.ints([INT64_MIN]),
+                          ctx.ints([axis]), ctx.ints([-1]))
+        identity = {"prod": 1, "max": _extreme(np.dtype(x.dtype), False),
+                    "min": _extreme(np.dtype(x.dtype), True),
+                    "logsumexp": -np.inf}[kind]
+        step = 1
+        while step < n:
+            pads = [0] * (2 * x.ndim)
+            pads[axis] = step
+            shifted = ctx.op("Pad", ctx.op("Slice", name, ctx.ints([0]), ctx.ints([n - step]),
+                                           ctx.ints([axis])),
+                             ctx.ints(pads), ctx.scalar(identity, x.dtype), mode="constant")
+            if kind == "logsumexp":
+                name = _logaddexp(ctx, name, shifted, x.dtype)
+            else:
+                name = ctx.op({"prod": "Mul", "max": "Max", "min": "Min"}[kind], name, shifted)
+            step *= 2
+        if reverse:
+            name = ctx.op("Slice", name, ctx.ints([-1]), ctx.ints([INT64_MIN]),
+                          ctx.ints([axis]), ctx.ints([-1]))
+        return name if name != x.name else ctx.op("Identity", name)
+
+    return rule
+
+
+register(P.cumprod_p)(_cumulative("prod"))
+register(P.cummax_p)(_cumulative("max"))
+register(P.cummin_p)(_cumulative("min"))
+register(P.cumlogsumexp_p)(_cumulative("logsumexp"))
+
+
 def _scatter_rule(reduction: str):
     """``scatter_add/mul/min/max`` as ``ScatterND`` on the operand with the indexed axes in
     front (repeated indices combine, as in fx); in fill/drop mode an out-of-range row's

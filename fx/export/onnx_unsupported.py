@@ -22,8 +22,6 @@ _LINALG = ("a LAPACK-style decomposition or solve: ONNX has no operator for it (
            "MatMul); export the model without it or precompute it")
 _COLLECTIVE = ("a named-axis collective exists only inside fx.vmap(..., axis_name=...), where "
                "it becomes an ordinary reduction; a top-level jaxpr never contains one unbound")
-_CUMULATIVE = ("ONNX has CumSum only; this scan would need a Loop over the axis (not "
-               "written yet)")
 _GRADIENT = "appears only in derivatives (training-time programs); inference graphs lack it"
 
 NOT_EXPORTABLE: dict[Primitive, str] = {
@@ -43,7 +41,6 @@ NOT_EXPORTABLE: dict[Primitive, str] = {
         linalg.tridiagonal_p, linalg.tridiagonal_solve_p)},
     **{p: _COLLECTIVE for p in (P.psum_p, P.pmax_p, P.pmin_p, P.all_gather_p,
                                 P.axis_index_p)},
-    **{p: _CUMULATIVE for p in (P.cumprod_p, P.cummax_p, P.cummin_p, P.cumlogsumexp_p)},
     P.select_and_gather_add_p: _GRADIENT + " (the tangent of max pooling)",
     P.select_and_scatter_add_p: _GRADIENT + " (the cotangent of max pooling)",
     custom_lin_p: "exists only inside linearized jaxprs being transposed (reverse mode)",

@@ -236,6 +236,12 @@ CASES = [
     Case("iota_int", lambda x: fnp.arange(x.shape[1]) * 2 + x, (i32(4),)),
     Case("cumsum", lambda x: (fnp.cumsum(x, axis=1), lax.cumsum(x, axis=1, reverse=True)),
          (f32(4),)),
+    Case("cumulative", lambda x: (lax.cumprod(x, axis=1), lax.cummax(x, axis=1),
+                                  lax.cummin(x, axis=1, reverse=True),
+                                  lax.cumlogsumexp(x, axis=1)), (f32(7),)),
+    Case("cumulative_int", lambda x: (lax.cummax(x, axis=1), lax.cumprod(x % 3, axis=1,
+                                                                          reverse=True)),
+         (i32(5),)),
     # reductions
     Case("reductions", lambda x: (x.sum(1), x.max(1), x.min(0), fnp.prod(x, 1), x.mean(1),
                                   x.mean()),
@@ -370,13 +376,19 @@ def test_scan_rnn():
 
 def test_unsupported_primitive_names_it_its_shapes_and_the_line():
     def f(x):
-        return lax.cummax(x, axis=1)  # the line the error points at
+        return fnp.linalg.cholesky(x)  # the line the error points at
 
     with pytest.raises(ExportError) as e:
-        to_onnx(f, np.ones((2, 3), np.float32))
+        to_onnx(f, np.eye(3, dtype=np.float32)[None], dynamic_batch=False)
     msg = str(e.value)
-    assert "'cummax'" in msg and "f32[2,3]" in msg and "test_onnx.py" in msg, msg
-    assert "CumSum only" in msg  # the listed reason
+    assert "'cholesky'" in msg and "f32[1,3,3]" in msg and "test_onnx.py" in msg, msg
+    assert "LAPACK" in msg  # the listed reason
+
+
+def test_a_rule_that_refuses_names_the_equation():
+    kernel = np.ones((2, 1, 3, 3), np.int32)
+    with pytest.raises(ExportError, match=r"'conv_general_dilated' \(operands i32.*floating"):
+        to_onnx(lambda x: lax.conv(x, kernel, (1, 1), "SAME"), np.ones((2, 1, 5, 5), np.int32))
 
 
 def test_refuses_what_is_not_batch_polymorphic():
