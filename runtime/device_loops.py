@@ -37,6 +37,7 @@ class _Body:
                       for b in low.buffers.values() if b.kind == "temp"}
         by_position = {b.position: b.var for b in low.buffers.values() if b.kind == "input"}
         self.inputs = [by_position.get(i) for i in range(len(low.jaxpr.invars))]
+        self.literals: dict = {}  # result position -> the literal's device copy (made once)
 
     def run(self, inputs: list, dests: list) -> None:
         """Run the body with argument views ``inputs`` writing its results into ``dests``."""
@@ -45,9 +46,11 @@ class _Body:
             if var is not None:
                 bound[var] = view
         after, taken = [], set()
-        for dest, (kind, src) in zip(dests, self.low.out_sources):
+        for j, (dest, (kind, src)) in enumerate(zip(dests, self.low.out_sources)):
             if kind == "literal":
-                after.append((dest, None, src))
+                if j not in self.literals:
+                    self.literals[j] = mem.constant(src, _aval(dest))
+                after.append((dest, None, self.literals[j]))
             elif src.kind == "output" and src.var not in taken:
                 taken.add(src.var)
                 bound[src.var] = dest
@@ -56,8 +59,7 @@ class _Body:
         for op in self.low.ops:
             mem.launch(self.prefix + op.kernel.name, op.kernel, [bound[b.var] for b in op.args])
         for dest, var, literal in after:
-            src = bound[var] if var is not None else mem.constant(literal, _aval(dest))
-            mem.copy(dest, src, _nbytes(dest))
+            mem.copy(dest, bound[var] if var is not None else literal, _nbytes(dest))
 
 
 def _aval(view):
