@@ -1,6 +1,11 @@
 """Smoke tests: every example runs end to end with a few steps (each in a fresh interpreter,
 as a user would run it) and prints what it promises. The accuracy targets need the full runs
-(``python examples/mlp_digits.py`` etc.), which are too long for CI."""
+(``python examples/mlp_digits.py`` etc.), which are too long for CI.
+
+The default run trains the two classifiers (the README's main job is the MLP's); the other
+examples (10-22 s each with a cold compile cache, most of it compiling in a fresh process)
+run with ``-m slow``, as their parts are unit-tested: jit against jax, vmap of grad, Hessian
+products."""
 
 from __future__ import annotations
 
@@ -40,6 +45,7 @@ def test_classifier_examples_train(name, steps, floor):
     assert _percent("train accuracy", out) >= floor
 
 
+@pytest.mark.slow
 def test_compare_with_jax_agrees():
     # The MLP only: jax's compilation of the CNN's initialisation alone takes several seconds.
     # The full run (both models, 100 steps) is what the example's default does.
@@ -52,6 +58,7 @@ def test_compare_with_jax_agrees():
     assert "agree to 0.0001 relative over 12 steps" in out
 
 
+@pytest.mark.slow
 def test_per_example_grads():
     out = run_example("per_example_grads.py", "--steps", "2", "--batch-size", "8")
     m = re.search(r"max \|difference\| = ([0-9.e+-]+)", out)
@@ -59,6 +66,7 @@ def test_per_example_grads():
     assert "test accuracy after 2 DP-SGD steps" in out
 
 
+@pytest.mark.slow
 def test_hessian_vector():
     out = run_example("hessian_vector.py", "--steps", "3")
     m = re.search(r"explicit H @ v: max \|difference\| ([0-9.e+-]+)", out)
@@ -67,6 +75,7 @@ def test_hessian_vector():
     assert len(losses) == 3 and losses[2] < losses[0], out
 
 
+@pytest.mark.slow
 def test_plot_option_without_matplotlib_is_a_clear_error(tmp_path):
     try:
         import matplotlib  # noqa: F401
