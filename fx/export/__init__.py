@@ -6,6 +6,7 @@ primitive (``fx.export.onnx_export.onnx_rules``), into an ``onnx.ModelProto``; p
 no translation are listed with their reasons in ``fx.export.onnx_unsupported.NOT_EXPORTABLE``.
 """
 
-from fx.export.onnx_export import ExportError, register, save_onnx, to_onnx
+from fx.export.errors import ExportError
+from fx.export.onnx_export import register, save_onnx, to_onnx
 
 __all__ = ["ExportError", "register", "save_onnx", "to_onnx"]
