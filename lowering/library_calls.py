@@ -2,14 +2,16 @@
 
 A group holding one of these primitives alone is a library call, as in XLA's CPU backend:
 the primitive's impl calls the routine named below (through SciPy, NumPy without it), and
-``as_text()`` shows ``cpu.library`` with the routine. They have no GPU implementation yet
-(cuSOLVER/cuFFT through CuPy): a CUDA program runs them on the host, with explicit copies.
+``as_text()`` shows ``cpu.library`` with the routine. On the CUDA backend most of them are
+cuSOLVER/cuBLAS/cuFFT calls through CuPy (:mod:`fx.lowering.cuda_library`); the others
+(``host_only_prims``) run on the host there, with explicit copies.
 """
 
 from __future__ import annotations
 
 from fx.lax import linalg_householder, linalg_schur, linalg_solvers, linalg_spectral
 from fx.lax.fft import fft_p
+from fx.lowering import cuda_library as _cuda_library  # noqa: F401  (their GPU routines)
 from fx.lowering.fusion import FusionGroup, GroupKind
 from fx.lowering.op_info import OpImpl, host_only_prims, register
 
