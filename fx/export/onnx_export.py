@@ -9,13 +9,13 @@ returns the names of its outputs. Call primitives (``jit``, ``checkpoint``, ``cu
 (the jaxpr's constvars) and every constant a rule needs become initializers of the top graph,
 visible inside the subgraphs of ``If`` and ``Loop``.
 
-Symbolic batch (``dynamic_batch=True``): :mod:`fx.export.onnx_batch` traces the function at
-three leading sizes and finds which dimensions, integer parameters and scalar literals follow
-the batch (as :class:`Sym`). Rules see symbolic shapes in ``Value.shape`` and, for the
-parameters they declare in ``register(..., shape_params=...)``, symbolic parameters; they build
-runtime sizes with ``ctx.shape_tensor``/``ctx.dim``, computed from a ``Shape`` of the first
-batched input. A batch-dependent parameter a rule did not declare is refused, so no rule can
-bake the example's batch size into the model.
+Symbolic batch (``dynamic_batch=True``): the function is traced at three leading sizes and
+:mod:`fx.export.onnx_batch` walks the traces to find which dimensions, integer parameters and
+scalar literals follow the batch (as :class:`Sym`). Rules see symbolic shapes in
+``Value.shape`` and, for the parameters they declare in ``register(..., shape_params=...)``,
+symbolic parameters; they build runtime sizes with ``ctx.shape_tensor``/``ctx.dim``, computed
+from a ``Shape`` of the first batched input. A batch-dependent parameter a rule did not
+declare is refused, so no rule can bake the example's batch size into the model.
 """
 
 from __future__ import annotations
@@ -117,6 +117,7 @@ class Graph:
             self.initializers: list = []
             self._counter = itertools.count()
             self._consts: dict[tuple, str] = {}
+            self._by_id: dict[int, tuple[Any, str]] = {}
             self.batch_source: Value | None = None
             self._batch: str | None = None
 
@@ -298,7 +299,11 @@ class Exporter:
         return Value(value, (), lit.aval.dtype)
 
     def constant(self, graph: Graph, var: Var, value) -> Value:
-        return Value(graph.const(np.asarray(value)), self.poly.shape(var), var.aval.dtype)
+        # One initializer per constant object, however often its body is inlined.
+        known = graph.top._by_id.get(id(value))
+        if known is None or known[0] is not value:
+            known = graph.top._by_id[id(value)] = (value, graph.const(np.asarray(value)))
+        return Value(known[1], self.poly.shape(var), var.aval.dtype)
 
     def equation(self, graph: Graph, eqn: JaxprEqn, ins: list[Value]) -> list[Value]:
         from fx.interpreters.call import body_param

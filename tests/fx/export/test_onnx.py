@@ -353,6 +353,13 @@ def test_stax_cnn(tmp_path):
     assert onnx.load(str(path)).graph.node
 
 
+def test_a_body_inlined_twice_shares_its_weights():
+    big = rng.standard_normal((64, 64)).astype(np.float32)
+    layer = fx.jit(lambda h: fnp.tanh(h @ big))
+    model = check(lambda x: layer(layer(x)), lambda b: (f32(64)(b),), tol=1e-4)
+    assert sum(np.prod(t.dims) == 64 * 64 for t in model.graph.initializer) == 1
+
+
 def test_scan_rnn():
     wx = rng.standard_normal((3, 8)).astype(np.float32) * 0.5
     wh = rng.standard_normal((8, 8)).astype(np.float32) * 0.3
