@@ -343,12 +343,17 @@ class Exporter:
 def _trace(fn: Callable, args: tuple, batch: int | None):
     leaves, tree = tree_util.tree_flatten(args)
     if batch is not None:
-        leaves = [ShapeDtypeStruct((batch,) + tuple(np.shape(x))[1:], _dtype(x),
+        leaves = [ShapeDtypeStruct((batch,) + _shape(x)[1:], _dtype(x),
                                    bool(getattr(getattr(x, "aval", None), "weak_type", False)))
-                  if np.ndim(x) >= 1 else x for x in leaves]
+                  if _shape(x) else x for x in leaves]
     closed, out_shape = make_jaxpr(fn, return_shape=True)(*tree_util.tree_unflatten(tree, leaves))
     jaxpr, _ = dce_jaxpr(closed.jaxpr)
     return ClosedJaxpr(jaxpr, closed.consts), out_shape
+
+
+def _shape(x) -> tuple[int, ...]:
+    aval = getattr(x, "aval", None)  # fx arrays, tracers and ShapeDtypeStructs
+    return tuple(int(d) for d in (aval.shape if aval is not None else np.shape(x)))
 
 
 def _dtype(x):
@@ -360,10 +365,10 @@ def to_onnx(fn: Callable, *example_args, opset: int = 21, dynamic_batch: bool = 
             name: str | None = None):
     """Export ``fn``, traced on ``example_args``, as an ``onnx.ModelProto``.
 
-    The model's inputs are the leaves of ``example_args`` (flattened as pytrees, in
-    ``fx.tree_util`` order, named ``input_0``, ``input_1``, ...), its outputs the leaves of
-    ``fn``'s result (``output_0``, ...). Arrays ``fn`` closes over become initializers, so close
-    over the trained parameters rather than passing them::
+    ``example_args`` are pytrees of arrays or ``fx.ShapeDtypeStruct``s. The model's inputs are
+    their leaves in ``fx.tree_util`` order (``input_0``, ``input_1``, ...), its outputs the
+    leaves of ``fn``'s result (``output_0``, ...). Arrays ``fn`` closes over become
+    initializers, so close over the trained parameters rather than passing them::
 
         >>> import numpy as np, fx.numpy as fnp
         >>> w = np.ones((3, 2), np.float32)
@@ -376,7 +381,7 @@ def to_onnx(fn: Callable, *example_args, opset: int = 21, dynamic_batch: bool = 
     it; a program whose structure or sizes are not polymorphic in it is refused with an error
     naming the equation. ``dynamic_batch=False`` exports the example's shapes exactly. Raises
     :class:`ExportError` for a primitive with no ONNX translation, naming it, its operand types
-    and the source line it came from.
+    and the source line it came from. ``opset`` is the ONNX opset imported (18 or later).
     """
     try:
         from onnx import helper
@@ -396,10 +401,10 @@ def to_onnx(fn: Callable, *example_args, opset: int = 21, dynamic_batch: bool = 
                          f"{MIN_OPSET}")
     closed, _ = _trace(fn, example_args, None)
     leaves = tree_util.tree_leaves(example_args)
-    batched = [i for i, x in enumerate(leaves) if np.ndim(x) >= 1]
+    batched = [i for i, x in enumerate(leaves) if _shape(x)]
     poly = Polymorphism()
     if dynamic_batch and batched:
-        b0 = int(np.shape(leaves[batched[0]])[0])
+        b0 = _shape(leaves[batched[0]])[0]
         poly.batches = (b0, b0 + 2, b0 + 5)
         traces = [closed]
         for b in poly.batches[1:]:

@@ -360,6 +360,14 @@ def test_a_body_inlined_twice_shares_its_weights():
     assert sum(np.prod(t.dims) == 64 * 64 for t in model.graph.initializer) == 1
 
 
+def test_shape_dtype_structs_stand_for_the_examples():
+    spec = fx.ShapeDtypeStruct((2, 4), np.float32)
+    model = to_onnx(lambda x: fnp.tanh(x @ W), spec)
+    onnx.checker.check_model(model, full_check=True)
+    x = f32(4)(9)
+    np.testing.assert_allclose(run_onnx(model, (x,))[0], np.tanh(x @ W), rtol=1e-5, atol=1e-5)
+
+
 def test_scan_rnn():
     wx = rng.standard_normal((3, 8)).astype(np.float32) * 0.5
     wh = rng.standard_normal((8, 8)).astype(np.float32) * 0.3
