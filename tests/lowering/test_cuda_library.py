@@ -56,6 +56,8 @@ def _lowered(prim, args, params):
 def _run_with_numpy(prim, args, params):
     """The GPU routine run with NumPy/SciPy as the array modules, on the step's buffers."""
     low, step = _lowered(prim, args, params)
+    assert step.choice.impl.name == "cuda.library" and step.placement == "device"
+    assert cuda_library.ROUTINES[prim].routine in low.as_text()
     eqn = step.group.eqns[0]
     views = dict(zip(low.jaxpr.invars, args))
     views.update({v: np.full(v.aval.shape, -7, v.aval.dtype) for v in eqn.outvars})
@@ -304,6 +306,10 @@ GPU_CASES = [
                                                                lower=True, transpose_a=True,
                                                                conjugate_a=True),
      lambda: [_triangular((2, 5, 5), C64), _matrix((2, 3, 5), C64)]),
+    ("lu", lambda a: fx.lax.linalg.lu(a), lambda: [_matrix((3, 5, 4), F64)]),
+    ("tridiagonal", lambda dl, d, du, b: fx.lax.linalg.tridiagonal_solve(dl, d, du, b),
+     lambda: [_matrix((2, 6), F32), _matrix((2, 6), F32) + 5, _matrix((2, 6), F32),
+              _matrix((2, 6, 3), F32)]),
     ("qr", lambda a: fnp.linalg.qr(a, mode="complete"), lambda: [_matrix((2, 7, 4), F64)]),
     ("eigh", lambda a: fnp.linalg.eigh(a), lambda: [_spd((3, 6, 6), F64)]),
     ("eigh_large", lambda a: fnp.linalg.eigh(a), lambda: [_spd((64, 64), F32)]),
