@@ -6,7 +6,9 @@ helpers :func:`_direct` and :func:`_composed`. The rest are spelled in a few ope
 fx's semantics: ``rem`` is C's truncated remainder (``Mod`` with ``fmod=1``), ``round`` away
 from zero, ``integer_pow`` by repeated squaring (exact for integers), ``select_n`` on an int32
 selector as nested ``Where`` (clamped as fx's impl clamps), ordering comparisons of bools
-through int32 (ONNX orders only numbers), shifts through the unsigned type of the same width.
+through int32 (ONNX orders only numbers), shifts through the unsigned type of the same width,
+``log1p``/``expm1`` with Goldberg's and Kahan's corrections (relative precision near 0).
+``erfc`` is ``1 - erf``: exact to rounding in absolute terms, not in its far tail.
 """
 
 from __future__ import annotations
@@ -135,8 +137,30 @@ def _composed(prim, build) -> None:
 
 
 _composed(P.exp2_p, lambda ctx, x, c: ctx.op("Pow", c(2), x))
-_composed(P.log1p_p, lambda ctx, x, c: ctx.op("Log", ctx.op("Add", x, c(1))))
-_composed(P.expm1_p, lambda ctx, x, c: ctx.op("Sub", ctx.op("Exp", x), c(1)))
+
+
+@register(P.log1p_p)
+def _log1p(ctx: Ctx, x: Value) -> str:
+    # Goldberg's trick: log(u) * x / (u - 1) with u = 1 + x cancels u's rounding error, so
+    # tiny x keep their relative precision (log(1 + x) alone returns 0 below one ulp of 1).
+    one = ctx.scalar(1, x.dtype)
+    u = ctx.op("Add", x, one)
+    log_u = ctx.op("Log", u)
+    scaled = ctx.op("Div", ctx.op("Mul", log_u, x), ctx.op("Sub", u, one))
+    exact = ctx.op("Or", ctx.op("Equal", u, one), ctx.op("IsInf", u))
+    return ctx.op("Where", exact, ctx.op("Where", ctx.op("Equal", u, one), x, log_u), scaled)
+
+
+@register(P.expm1_p)
+def _expm1(ctx: Ctx, x: Value) -> str:
+    # Kahan's trick: (u - 1) * x / log(u) with u = exp(x), exact where u rounds to 1.
+    one = ctx.scalar(1, x.dtype)
+    u = ctx.op("Exp", x)
+    um1 = ctx.op("Sub", u, one)
+    scaled = ctx.op("Div", ctx.op("Mul", um1, x), ctx.op("Log", u))
+    plain = ctx.op("Or", ctx.op("IsInf", u), ctx.op("Equal", um1, ctx.scalar(-1, x.dtype)))
+    return ctx.op("Where", ctx.op("Equal", u, one), x, ctx.op("Where", plain, um1, scaled))
+
 _composed(P.rsqrt_p, lambda ctx, x, c: ctx.op("Reciprocal", ctx.op("Sqrt", x)))
 _composed(P.cbrt_p, lambda ctx, x, c: ctx.op(
     "Mul", ctx.op("Sign", x), ctx.op("Pow", ctx.op("Abs", x), c(1 / 3))))
@@ -148,9 +172,13 @@ _composed(P.is_finite_p, lambda ctx, x, c: ctx.op(
 def _round(ctx: Ctx, x: Value, *, rounding_method) -> str:
     if rounding_method == 1:
         return ctx.op("Round", x)  # half to even
-    half = ctx.scalar(0.5, x.dtype)
-    magnitude = ctx.op("Floor", ctx.op("Add", ctx.op("Abs", x), half))
-    return ctx.op("Mul", ctx.op("Sign", x), magnitude)
+    # Away from zero: the integer part, plus one where the (exact) fraction is at least 1/2
+    # (adding 0.5 before flooring would round 0.49999997 up).
+    magnitude = ctx.op("Abs", x)
+    whole = ctx.op("Floor", magnitude)
+    frac = ctx.op("Sub", magnitude, whole)
+    up = ctx.cast(ctx.op("GreaterOrEqual", frac, ctx.scalar(0.5, x.dtype)), x.dtype)
+    return ctx.op("Mul", ctx.op("Sign", x), ctx.op("Add", whole, up))
 
 
 @register(P.integer_pow_p)

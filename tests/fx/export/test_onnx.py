@@ -87,6 +87,10 @@ UNARY_FLOAT = {
     "neg": lax.neg, "sign": lax.sign, "floor": lax.floor, "ceil": lax.ceil, "abs": lax.abs,
     "exp": lax.exp, "exp2": lax.exp2, "log": lambda x: lax.log(lax.abs(x) + 0.5),
     "log1p": lambda x: lax.log1p(lax.abs(x)), "expm1": lax.expm1,
+    "log1p_tiny": lambda x: lax.log1p(x * 1e-6) * 1e6, "expm1_tiny": lambda x: lax.expm1(
+        x * 1e-6) * 1e6,
+    "round_halves": lambda x: (lax.round(fnp.array([0.5, -0.5, 1.5, 2.5, 0.49999997, -2.5],
+                                                    np.float32)) + x[:1, :1]),
     "sqrt": lambda x: lax.sqrt(lax.abs(x)), "rsqrt": lambda x: lax.rsqrt(lax.abs(x) + 0.1),
     "cbrt": lax.cbrt, "tanh": lax.tanh, "logistic": lax.logistic, "sin": lax.sin,
     "cos": lax.cos, "tan": lambda x: lax.tan(x * 0.5), "asin": lambda x: lax.asin(x * 0.4),
