@@ -440,7 +440,6 @@ MISSING_FROM_FX = {
     "make_array_from_callback": "issue 18, multi-process",
     "make_array_from_process_local_data": "issue 18, multi-process",
     "make_array_from_single_device_arrays": "issue 18, multi-process",
-    "export": "issue 15 (export and serialization)",
     "ffi": "issue 15 (foreign functions)",
     "custom_batching": "custom_vmap: not planned yet",
     "image": "jax.image resizing: not planned yet",
