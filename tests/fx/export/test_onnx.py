@@ -486,6 +486,8 @@ NO_FLOAT64_KERNEL = {"acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", 
 @pytest.mark.parametrize("dtype", [np.float64, np.float16])
 @pytest.mark.parametrize("name", sorted(UNARY_FLOAT))
 def test_unary_in_other_float_dtypes(name, dtype):
+    if dtype == np.float16 and name.endswith("_tiny"):
+        pytest.skip("1e-6 underflows and 1e6 overflows in float16")
     if dtype == np.float64 and name in NO_FLOAT64_KERNEL:
         with pytest.raises(Exception, match="NOT_IMPLEMENTED"):
             check(UNARY_FLOAT[name], lambda b: (f32(4)(b).astype(dtype),))
