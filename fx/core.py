@@ -52,6 +52,14 @@ class Primitive:
         self.multiple_results = multiple_results
         self.impl: Callable | None = None
         self.abstract_eval: Callable | None = None
+        _PRIMITIVES.setdefault(name, []).append(self)
+
+    def __reduce__(self):
+        # Pickled by name (``fx.export``'s serialized programs): the rules live in code.
+        if _PRIMITIVES.get(self.name) != [self]:
+            raise TypeError(f"fx: primitive {self.name!r} is not the only one of its name; "
+                            "it cannot be serialized")
+        return (primitive_named, (self.name,))
 
     def def_impl(self, impl: Callable) -> Callable:
         self.impl = impl
@@ -70,6 +78,31 @@ class Primitive:
 
     def __repr__(self) -> str:
         return self.name
+
+
+# Every primitive by name (one each, but for primitives made at run time).
+_PRIMITIVES: dict[str, list[Primitive]] = {}
+
+
+def primitive_named(name: str) -> Primitive:
+    """The primitive called ``name`` (importing fx's modules if none is loaded yet)."""
+    found = _PRIMITIVES.get(name)
+    if not found:
+        import importlib
+        import pkgutil
+
+        import fx
+
+        for info in pkgutil.walk_packages(fx.__path__, "fx."):
+            if ".tests" not in info.name:
+                try:
+                    importlib.import_module(info.name)
+                except ImportError:  # an optional dependency's module
+                    pass
+        found = _PRIMITIVES.get(name)
+    if not found or len(found) > 1:
+        raise ValueError(f"fx: no unique primitive named {name!r} in this fx")
+    return found[0]
 
 
 # --- values and abstract values ----------------------------------------------------------------
