@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fx.export.onnx_export import Ctx, Sym, Value, register
+from fx.export.onnx_export import Ctx, Sym, Value, dim_product, register
 from fx.lax import primitives as P
 from fx.lax.indexing import GatherScatterMode, default_fill_value
 
@@ -288,6 +288,66 @@ def _scatter_rule(reduction: str):
         return _perm(ctx, out, inverse)
 
     return rule
+
+
+MAX_SCATTER_ROWS = 4096  # the last-writer search compares every pair of rows
+
+
+@register(P.scatter_p)
+def _scatter_set(ctx: Ctx, operand: Value, indices: Value, updates: Value, *, axes,
+                 mode) -> str:
+    """``scatter`` (set) as a ``ScatterND`` that no row order can change: every row writes
+    the update of the last row with its index (fx keeps the last update; ScatterND leaves
+    repeated indices unspecified). Out-of-range rows in drop mode write to an extra slot past
+    the end of each indexed axis, sliced off afterwards."""
+    k = len(axes)
+    n = dim_product(indices.shape[:-1])
+    if k == 0 or isinstance(n, Sym) or n > MAX_SCATTER_ROWS:
+        raise ctx.error(f"a scatter of {n} rows on {k} axes (the last-writer search takes "
+                        f"1 to {MAX_SCATTER_ROWS} rows with a static count)")
+    rest = [d for d in range(operand.ndim) if d not in axes]
+    perm = list(axes) + rest
+    moved = _perm(ctx, operand, perm)
+    sizes = [operand.shape[a] for a in axes]
+    rest_shape = [operand.shape[d] for d in rest]
+    rows = ctx.op("Reshape", ctx.cast(indices, np.int64), ctx.ints([n, k]))
+    upd = ctx.op("Reshape", updates, ctx.shape_tensor([n] + rest_shape), allowzero=1)
+    upper = ctx.shape_tensor([d - 1 for d in sizes])
+    zero = ctx.ints([0] * k)
+    safe = ctx.op("Min", ctx.op("Max", rows, zero), upper)
+    drop = mode is not GatherScatterMode.CLIP
+    if drop:
+        inside = ctx.op("And", ctx.op("GreaterOrEqual", rows, zero),
+                        ctx.op("LessOrEqual", rows, upper))
+        ok = ctx.op("Cast", ctx.op("ReduceMin", ctx.op("Cast", inside, to=_onnx(np.int32)),
+                                   ctx.ints([1]), keepdims=1), to=_onnx(np.bool_))
+        safe = ctx.op("Where", ok, safe, ctx.shape_tensor(sizes))  # the extra slot
+        pads = [0] * (2 * operand.ndim)
+        for a in range(k):
+            pads[operand.ndim + a] = 1
+        fill = ctx.scalar(np.zeros((), operand.dtype), operand.dtype)
+        moved = ctx.op("Pad", moved, ctx.ints(pads), fill, mode="constant")
+        sizes = [d + 1 for d in sizes]
+    strides, acc = [], 1
+    for d in reversed(sizes):
+        strides.insert(0, acc)
+        acc = d * acc
+    lin = ctx.op("ReduceSum", ctx.op("Mul", safe, ctx.shape_tensor(strides)), ctx.ints([1]),
+                 keepdims=0)
+    same = ctx.op("Equal", ctx.op("Unsqueeze", lin, ctx.ints([1])),
+                  ctx.op("Unsqueeze", lin, ctx.ints([0])))
+    later = ctx.const(np.triu(np.ones((n, n), np.bool_)))
+    order = ctx.const(np.broadcast_to(np.arange(n, dtype=np.int64), (n, n)))
+    last = ctx.op("ReduceMax", ctx.op("Where", ctx.op("And", same, later), order,
+                                      ctx.scalar(-1, np.int64)), ctx.ints([1]), keepdims=0)
+    out = ctx.op("ScatterND", moved, safe, ctx.op("Gather", upd, last, axis=0))
+    if drop:
+        out = ctx.op("Slice", out, ctx.ints([0] * k), ctx.shape_tensor([d - 1 for d in sizes]),
+                     ctx.ints(range(k)))
+    inverse = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inverse[p] = i
+    return _perm(ctx, out, inverse)
 
 
 def _extreme(dtype: np.dtype, top: bool):

@@ -46,9 +46,6 @@ NOT_EXPORTABLE: dict[Primitive, str] = {
     custom_lin_p: "exists only inside linearized jaxprs being transposed (reverse mode)",
     P.nextafter_p: "a bit-level float operation with no ONNX operator (ONNX has no bitcast)",
     P.bitcast_convert_type_p: "ONNX has no bitcast between dtypes",
-    P.scatter_p: ("ONNX's ScatterND without a reduction leaves the winner of repeated "
-                  "indices unspecified, where fx keeps the last update; scatter_add and the "
-                  "other combining scatters are exported"),
     pure_callback_p: "calls back into Python, which an ONNX graph cannot do",
     debug_print_p: ("prints from Python at run time; remove fx.debug.print before exporting "
                     "(ONNX graphs cannot print)"),

@@ -226,6 +226,12 @@ CASES = [
                                            _at(x)[:, IDX + 1].max(0.5, mode="drop")), (f32(4),)),
     Case("scatter_batch_rows", lambda x, i, u: _at(x)[i].add(u),
          (f32(3), lambda b: rng.integers(0, b, (b,)), f32(3)), dynamic=False),
+    Case("scatter_set", lambda x, u: _at(x)[:, np.array([3, 1, 3, 0, 1])].set(u[:, :5]),
+         (f32(4), f32(6))),
+    Case("scatter_set_drop", lambda x: _at(x)[:, np.array([5, 1, -9, 1])].set(
+        fnp.arange(4, dtype=np.float32), mode="drop"), (f32(4),)),
+    Case("scatter_set_rows", lambda x, i: _at(x)[i].set(7.0, mode="clip"),
+         (i32(3), lambda b: np.array([0, b + 3, 1], np.int32)), dynamic=False),
     Case("sort", lambda x: (fnp.sort(x, axis=1), fnp.sort(x, axis=0)), (f32(5),)),
     Case("argsort_ties", lambda x: fnp.argsort(x, axis=1), (i32(8, lo=0, hi=3),)),
     Case("sort_bool", lambda x: fnp.sort(x, axis=1), (boolean(6),)),
