@@ -342,7 +342,9 @@ def test_stax_mlp():
     init, apply = stax.serial(stax.Dense(32), stax.Relu, stax.Dense(16), stax.Tanh,
                               stax.Dense(10), stax.LogSoftmax)
     _, params = init(fx.random.PRNGKey(0), (-1, 64))
-    check(lambda x: apply(params, x), lambda b: (f32(64)(b),), tol=1e-4)
+    model = check(lambda x: apply(params, x), lambda b: (f32(64)(b),), tol=1e-4)
+    ops = {n.op_type for n in model.graph.node}
+    assert "MatMul" in ops and "Einsum" not in ops, ops
 
 
 def test_stax_cnn(tmp_path):
@@ -358,6 +360,7 @@ def test_stax_cnn(tmp_path):
     assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
     assert model.graph.output[0].type.tensor_type.shape.dim[0].dim_param == "batch"
     assert len(model.graph.initializer) >= 6  # the weights, closed over
+    assert {"Conv", "MaxPool", "AveragePool", "MatMul"} <= {n.op_type for n in model.graph.node}
     path = tmp_path / "cnn.onnx"
     save_onnx(path, fn, f32(12, 12, 1)(2))
     assert onnx.load(str(path)).graph.node
