@@ -400,7 +400,8 @@ def Dropout(rate: float, mode: str = "train") -> Layer:  # noqa: N802
     As in ``jax.example_libraries.stax``, **``rate`` is the probability of keeping** a unit
     (kept units are divided by ``rate``), so ``Dropout(0.9)`` drops 10%; the same key gives the
     same mask as jax's. With ``mode`` other than ``"train"`` the layer is the identity and
-    needs no key (jax's asks for one anyway).
+    needs no key (jax's asks for one anyway); ``apply_fun(..., mode="inference")`` chooses
+    the mode per call (``fx.export.freeze`` passes it).
     """
     if not 0 < rate <= 1:
         raise ValueError(f"Dropout: rate (the keep probability) must be in (0, 1], got {rate}")
@@ -409,7 +410,7 @@ def Dropout(rate: float, mode: str = "train") -> Layer:  # noqa: N802
         return input_shape, ()
 
     def apply_fun(params, inputs, **kwargs):
-        if mode != "train":
+        if kwargs.get("mode", mode) != "train":
             return inputs
         rng = kwargs.get("rng")
         if rng is None:
