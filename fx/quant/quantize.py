@@ -46,6 +46,7 @@ class QuantizedLayer:
     weight_scale: np.ndarray  # float32, shaped to broadcast against the layer's output
     input_scale: float
     float_bytes: int  # of the float weight it replaces
+    params: dict  # the int8 equation's parameters (e.g. a transposed weight's dimensions)
 
     @property
     def output_scale(self) -> np.ndarray:
@@ -99,10 +100,7 @@ def _quantized_eqn(q: QuantizedLayer, eqn, x):
     out_dtype = eqn.outvars[0].aval.dtype
     x_q = quantize_tensor(x, q.input_scale)
     operands = [x_q, q.weight] if q.layer.weight_operand == 1 else [q.weight, x_q]
-    params = dict(eqn.params, preferred_element_type=dtypes.int32)
-    if eqn.primitive is dot_general_p:
-        params["precision"] = None
-    acc = eqn.primitive.bind(*[fnp.asarray(o) for o in operands], **params)
+    acc = eqn.primitive.bind(*[fnp.asarray(o) for o in operands], **q.params)
     return (acc.astype(np.float32) * q.output_scale).astype(out_dtype)
 
 
@@ -145,6 +143,17 @@ def _output_scale(eqn, layer: Layer, scale: np.ndarray) -> np.ndarray:
     else:
         shape = [scale.shape[d] for d in batch] + [scale.shape[d] for d in free] + [1] * other_free
     return kept.reshape(shape)
+
+
+def _contiguous_rows(w_q: np.ndarray, layer: Layer, eqn):
+    """A dense ``x @ W`` weight stored transposed, ``(out, in)``, contracting its dimension
+    1: each output channel's weights are then one contiguous row, as the CPU int8 kernel reads
+    them (it packs any other layout on every call)."""
+    dn = eqn.params["dimension_numbers"]
+    (lc, rc), (lb, rb) = dn
+    if layer.weight_operand == 1 and w_q.ndim == 2 and not rb and tuple(rc) == (0,):
+        return np.ascontiguousarray(w_q.T), ((tuple(lc), (1,)), ((), ()))
+    return w_q, dn
 
 
 def _channel_axes(eqn, layer: Layer) -> tuple[int, ...]:
@@ -207,8 +216,12 @@ def quantize(fn, params, calibration: Calibration, weights: str = "per_channel_s
             continue
         w_q, scale = quantize_weight(w, _channel_axes(eqn, stats.layer),
                                      weights == "per_channel_symmetric")
+        int_params = dict(eqn.params, preferred_element_type=dtypes.int32)
+        if eqn.primitive is dot_general_p:
+            int_params["precision"] = None
+            w_q, int_params["dimension_numbers"] = _contiguous_rows(w_q, stats.layer, eqn)
         layers.append(QuantizedLayer(stats.layer, w_q, _output_scale(eqn, stats.layer, scale),
-                                     stats.scale, int(w.nbytes)))
+                                     stats.scale, int(w.nbytes), int_params))
     return QuantizedFunction(fn, params, layers)
 
 

@@ -1,0 +1,135 @@
+"""A generated int8 × int8 → int32 GEMM for CPU, exact, with the group's epilogue fused.
+
+``C[m, n] = sum_k A[m, k] B[k, n]`` for a plain 2-D ``dot_general`` of int8 operands with
+``preferred_element_type=int32`` (one contracting dimension, no batch dimensions; either
+layout: the strides are baked in). x86's integer dot-product instructions (``vpdpbusd`` with
+AVX-512 VNNI or AVX-VNNI; ``vpmaddubsw`` before them) multiply *unsigned* by signed bytes,
+so the kernel reads A offset by 128 as uint8 (``a ^ 0x80``) and subtracts
+``128 * sum_k B[k, n]`` from each column afterwards; every step is integer arithmetic, so the
+result is exact (|C| < 2^31 for K < 2^17).
+
+The kernel is loop IR (``kernel_ir``), so both dialects render it. Its parallel loop runs
+over blocks of NR columns (NR the largest of 4..1 dividing N); each block sums its columns
+of B once, then computes MR×NR tiles of C as MR·NR dot products of K-long rows (A's rows, B's
+columns; contiguous when B is laid out ``(N, K)``, as ``fx.quant`` stores its weights): one
+loop over k with MR·NR ``int32 += (int32)(uint8)(a ^ 0x80) * (int32)b`` accumulators, which
+GCC's vectorizer turns into one dot-product instruction per accumulator per vector of k
+(its ``usdot_prod`` pattern; ``vpmaddwd`` on AVX2, still exact). M, N and K are constants of
+the kernel; the rows M leaves over make one smaller tile.
+
+The epilogue (the int32 product's dequantization, bias, activation and the next layer's
+requantization, when fusion put them in the group) is generated from the group's equations by the
+ordinary codegen after each tile, reading the corrected sums in place of the product.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from fx import dtypes
+from fx.jaxpr import Var
+from fx.lax import linalg
+from fx.lowering import kernel_ir as ir
+from fx.lowering.codegen import KernelBuilder
+from fx.lowering.fusion import FusionGroup, GroupKind
+
+MR, NR = 4, 4
+
+
+def canonical_int8_dot(eqn) -> bool:
+    """A 2-D int8 × 2-D int8 product into int32, one contracting dimension, no batch."""
+    if eqn.primitive is not linalg.dot_general_p:
+        return False
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lhs, rhs = eqn.invars
+    return (isinstance(lhs, Var) and isinstance(rhs, Var) and lhs.aval.ndim == 2
+            and rhs.aval.ndim == 2 and len(lc) == 1 and not lb
+            and lhs.aval.dtype == dtypes.int8 and rhs.aval.dtype == dtypes.int8
+            and eqn.outvars[0].aval.dtype == dtypes.int32
+            and lhs.aval.shape[lc[0]] < 1 << 17)
+
+
+def applies(g: FusionGroup) -> bool:
+    return g.kind is GroupKind.GEMM and not g.prologue and canonical_int8_dot(g.anchor)
+
+
+def describe(g: FusionGroup) -> str:
+    m, n, k = _sizes(g.anchor)
+    return f"int8 dot products (uint8-offset A, vpdpbusd where the ISA has it), M={m} N={n} K={k}"
+
+
+def _sizes(dot) -> tuple[int, int, int]:
+    (lc, rc), _ = dot.params["dimension_numbers"]
+    lhs, rhs = dot.invars
+    m = lhs.aval.shape[1 - lc[0]]
+    return m, rhs.aval.shape[1 - rc[0]], lhs.aval.shape[lc[0]]
+
+
+def _int(e: ir.Expr) -> ir.Expr:
+    return ir.Op("cast", (e,), dtypes.int32)
+
+
+def _i32(v: int) -> ir.Const:
+    return ir.Const(v, dtypes.int32)
+
+
+def gemm_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[Var]) -> ir.Kernel:
+    dot = group.anchor
+    (lc, rc), _ = dot.params["dimension_numbers"]
+    lhs, rhs = dot.invars
+    M, N, K = _sizes(dot)
+    # Element strides of A[m, k] and B[k, n] in their buffers.
+    a_sm, a_sk = (K, 1) if lc[0] == 1 else (1, M)
+    b_sk, b_sn = (1, K) if rc[0] == 1 else (N, 1)
+    nr = next(d for d in range(NR, 0, -1) if N % d == 0)  # the column blocks tile N exactly
+
+    epi = FusionGroup(GroupKind.ELEMENTWISE, group.epilogue, group.id)
+    b = KernelBuilder(epi, name, inputs, outputs)
+    a_buf, b_buf = b.param_of[lhs], b.param_of[rhs]
+    n0 = ir.imul(ir.Sym("nb", ir.INDEX), ir.const_index(nr))
+    k = ir.Sym("k", ir.INDEX)
+
+    def a_at(m: ir.Expr) -> ir.Expr:  # A[m, k] + 128 as an unsigned byte, widened
+        x = ir.Load(a_buf, ir.iadd(ir.imul(m, ir.const_index(a_sm)),
+                                   ir.imul(k, ir.const_index(a_sk))), dtypes.int8)
+        u = ir.Op("xor", (ir.Op("cast", (x,), dtypes.uint8), ir.Const(0x80, dtypes.uint8)),
+                  dtypes.uint8)
+        return _int(u)
+
+    def b_at(j: int) -> ir.Expr:
+        n = ir.iadd(n0, ir.const_index(j))
+        return _int(ir.Load(b_buf, ir.iadd(ir.imul(k, ir.const_index(b_sk)),
+                                           ir.imul(n, ir.const_index(b_sn))), dtypes.int8))
+
+    # The block's column sums (times 128: the offset A's rows carry).
+    body: list[ir.Stmt] = [ir.Decl(f"cs{j}", dtypes.int32, _i32(0)) for j in range(nr)]
+    body.append(ir.Loop("k", K, tuple(
+        ir.Assign(f"cs{j}", ir.Op("add", (ir.Sym(f"cs{j}", dtypes.int32), b_at(j)),
+                                  dtypes.int32)) for j in range(nr))))
+
+    def tile(m0: ir.Expr, mr: int) -> list[ir.Stmt]:
+        acc = {(i, j): f"s{i}_{j}" for i, j in itertools.product(range(mr), range(nr))}
+        stmts: list[ir.Stmt] = [ir.Decl(a, dtypes.int32, _i32(0)) for a in acc.values()]
+        inner: list[ir.Stmt] = [ir.Let(f"x{i}", a_at(ir.iadd(m0, ir.const_index(i))))
+                                for i in range(mr)]
+        inner += [ir.Let(f"y{j}", b_at(j)) for j in range(nr)]
+        inner += [ir.Assign(a, ir.Op("add", (ir.Sym(a, dtypes.int32), ir.Op(
+            "mul", (ir.Sym(f"x{i}", dtypes.int32), ir.Sym(f"y{j}", dtypes.int32)),
+            dtypes.int32)), dtypes.int32)) for (i, j), a in acc.items()]
+        stmts.append(ir.Loop("k", K, tuple(inner)))
+        b.push()
+        for (i, j), a in acc.items():
+            at = (ir.iadd(m0, ir.const_index(i)), ir.iadd(n0, ir.const_index(j)))
+            cs = ir.Op("mul", (_i32(128), ir.Sym(f"cs{j}", dtypes.int32)), dtypes.int32)
+            b.externals[(dot.outvars[0], at)] = ir.Op(
+                "sub", (ir.Sym(a, dtypes.int32), cs), dtypes.int32)
+            b.store_all(outputs, at)
+        return stmts + b.pop()
+
+    if M >= MR:
+        mt = ir.Sym("mt", ir.INDEX)
+        body.append(ir.Loop("mt", M // MR, tuple(tile(ir.imul(mt, ir.const_index(MR)), MR))))
+    if M % MR:
+        body += tile(ir.const_index(M - M % MR), M % MR)
+    loop = ir.Loop("nb", N // nr, tuple(body), parallel=True)
+    return ir.Kernel(name, b.params(), (loop,), work=M * N * K)

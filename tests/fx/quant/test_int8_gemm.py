@@ -1,0 +1,103 @@
+"""int8 × int8 → int32 ``dot_general``: bit-exact against NumPy's int32 products, eagerly and
+under ``fx.jit`` (where the CPU library's generated kernel ``cpu.int8_gemm`` computes it, its
+epilogue fused), and vectorized by GCC to the x86 dot-product instructions."""
+
+from __future__ import annotations
+
+import platform
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import fx
+from fx import lax
+from fx.runtime import cc
+
+# (M, K, N): odd sizes, tiles' edges, a K the vector width does not divide, single rows.
+SHAPES = [(1, 1, 1), (3, 5, 7), (5, 300, 7), (4, 64, 4), (17, 129, 33), (1, 784, 10),
+          (9, 64, 130)]
+
+
+def _operands(m, k, n, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-128, 128, (m, k)).astype(np.int8)
+    b = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    a.flat[0], b.flat[0] = -128, -128  # the extremes, whose product a uint8 offset must keep
+    return a, b
+
+
+def _reference(a, b, lc=1, rc=0):
+    a32, b32 = a.astype(np.int32), b.astype(np.int32)
+    return (a32 if lc == 1 else a32.T) @ (b32 if rc == 0 else b32.T)
+
+
+def _dot(lc, rc):
+    def f(a, b):
+        return lax.dot_general(a, b, (((lc,), (rc,)), ((), ())),
+                               preferred_element_type=np.int32)
+    return f
+
+
+@pytest.mark.parametrize("m,k,n", SHAPES)
+@pytest.mark.parametrize("lc,rc", [(1, 0), (1, 1), (0, 0)])
+def test_int8_dot_is_exact(m, k, n, lc, rc):
+    a, b = _operands(m, k, n, seed=m * 1000 + n)
+    a = a if lc == 1 else np.ascontiguousarray(a.T)
+    b = b if rc == 0 else np.ascontiguousarray(b.T)
+    want = _reference(a, b, lc, rc)
+    f = _dot(lc, rc)
+    eager = np.asarray(f(a, b))
+    assert eager.dtype == np.int32 and np.array_equal(eager, want)
+    jitted = fx.jit(f)
+    got = np.asarray(jitted(a, b))
+    assert got.dtype == np.int32 and np.array_equal(got, want)
+    if cc.compiler() is not None:
+        assert "cpu.int8_gemm" in jitted.lower(a, b).as_text("selection")
+
+
+def test_int8_dot_saturating_extremes():
+    # All -128: every product is 2^14, the sum K * 2^14 (no int16 saturation anywhere).
+    a = np.full((5, 1000), -128, np.int8)
+    b = np.full((1000, 6), -128, np.int8)
+    got = np.asarray(fx.jit(_dot(1, 0))(a, b))
+    assert np.array_equal(got, np.full((5, 6), 1000 * 16384, np.int32))
+
+
+def test_epilogue_fused_dequantization():
+    a, b = _operands(6, 70, 11, seed=3)
+    scale = np.linspace(0.01, 0.1, 11, dtype=np.float32)
+    bias = np.arange(11, dtype=np.float32)
+
+    def f(a, b):
+        acc = _dot(1, 0)(a, b)
+        return fx.numpy.maximum(acc.astype(np.float32) * scale + bias, 0.0)
+
+    jitted = fx.jit(f)
+    want = np.maximum(_reference(a, b).astype(np.float32) * scale + bias, 0.0)
+    np.testing.assert_array_equal(np.asarray(jitted(a, b)), want)
+    text = jitted.lower(a, b).as_text()
+    if cc.compiler() is not None:
+        step = re.search(r"gemm\[dot_general[^\]]*\]\n\s+impl: (\S+)", text)
+        assert step is not None and step.group(1) == "cpu.int8_gemm", text
+
+
+# --- what GCC makes of the tiles --------------------------------------------------------------
+
+_X86 = platform.machine().lower() in ("x86_64", "amd64")
+# -march level -> an instruction its code must hold in the tile loops.
+LEVELS = {"icelake-server": "vpdpbusd", "alderlake": "vpdpbusd", "x86-64-v3": "vpmaddwd"}
+
+
+@pytest.mark.skipif(not _X86 or shutil.which("gcc") is None, reason="needs GCC for x86-64")
+def test_tiles_use_the_dot_product_instructions():
+    a, b = _operands(64, 256, 64)
+    source = fx.jit(_dot(1, 1)).lower(a, np.ascontiguousarray(b.T)).as_text("source")
+    source = source[source.index("#include"):] if "#include" in source else source
+    flags = [f for f in cc.FLAGS if not f.startswith("-march") and f not in ("-shared", "-fPIC")]
+    for march, instruction in LEVELS.items():
+        asm = subprocess.run(["gcc", *flags, f"-march={march}", "-S", "-o", "-", "-x", "c", "-"],
+                             input=source, capture_output=True, text=True, check=True).stdout
+        assert instruction in asm, march
