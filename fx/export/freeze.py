@@ -15,7 +15,11 @@ takes keywords, so ``Dropout`` is the identity) and rewrites the jaxpr:
   beta``;
 - **softmax before argmax dropped**: ``argmax`` (``argmin``) over a softmax or log_softmax
   (or any ``exp``, shift by a per-row value, or division by a softmax denominator) of ``z``
-  along its axis is ``argmax`` of ``z`` (equal up to ties created by rounding).
+  along its axis is ``argmax`` of ``z`` (equal up to ties created by rounding);
+- **transposes cancelled**: a transpose is sunk through the elementwise operations after it
+  (unary functions, and binary ones with a scalar literal) until it meets a transpose that
+  undoes it, and both go (layout round trips such as NCHW -> NHWC -> NCHW around
+  activations).
 
 The result is an ordinary function: ``fx.jit`` compiles the optimized program and
 ``fx.export.to_onnx`` exports it (the constants become initializers). ``report(*args)``
@@ -40,7 +44,8 @@ from fx.lowering.eliminate_dead_code import eliminate_dead_code
 from fx.lowering.inline_calls import inline_calls
 from fx.lowering.rewrite import Renamer
 
-PASSES = ("weights precomputed", "affine layers folded", "softmax before argmax dropped")
+PASSES = ("weights precomputed", "affine layers folded", "softmax before argmax dropped",
+          "transposes cancelled")
 
 
 def freeze(apply_fn, params, **kwargs):
@@ -118,6 +123,7 @@ def optimize_for_inference(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, Counter]:
     eqns = _precompute(closed.jaxpr.eqns, values, counts)
     eqns, outvars = _fold_affine(eqns, values, closed.jaxpr.outvars, counts)
     eqns = _drop_before_argmax(eqns, counts)
+    eqns, outvars = _cancel_transposes(eqns, outvars, counts)
     jaxpr = Jaxpr([], closed.jaxpr.invars, outvars, eqns)
     jaxpr = eliminate_dead_code(jaxpr)
     used = {v for e in jaxpr.eqns for v in e.invars if isinstance(v, Var)}
@@ -343,3 +349,59 @@ def _drop_before_argmax(eqns, counts: Counter) -> list[JaxprEqn]:
                 counts["softmax before argmax dropped"] += 1
         out.append(e)
     return out
+
+
+# Elementwise primitives a transpose commutes with (one array operand; any other operand a
+# scalar literal).
+_LAYOUT_FREE = {"exp", "log", "tanh", "logistic", "neg", "abs", "sqrt", "rsqrt", "sin", "cos",
+                "exp2", "log1p", "expm1", "sign", "floor", "ceil", "round", "erf", "square",
+                "integer_pow", "convert_element_type", "max", "min", "add", "sub", "mul",
+                "div", "pow", "select_n"}
+
+
+def _cancel_transposes(eqns, outvars, counts: Counter):
+    """``transpose(f(...(transpose(x, p))), q)`` with ``q`` undoing ``p`` and ``f`` layout-free
+    elementwise operations of single use: ``f(...(x))``, the operations re-made in ``x``'s
+    layout."""
+    producers = {v: e for e in eqns for v in e.outvars}
+    uses = Counter(v for e in eqns for v in e.invars if isinstance(v, Var))
+    uses.update(v for v in outvars if isinstance(v, Var))
+    remade: dict[int, JaxprEqn] = {}  # id(equation) -> it in the untransposed layout
+    dropped: set[int] = set()
+    rename = Renamer()
+    for e in eqns:
+        if e.primitive.name != "transpose":
+            continue
+        q = e.params["permutation"]
+        chain, v, undone = [], e.invars[0], False
+        while isinstance(v, Var) and v in producers and uses[v] == 1:
+            p = producers[v]
+            if p.primitive.name == "transpose":
+                undone = tuple(p.params["permutation"][i] for i in q) == tuple(range(len(q)))
+                break
+            arrays = [a for a in p.invars if isinstance(a, Var)]
+            if p.primitive.name not in _LAYOUT_FREE or len(arrays) != 1 or any(
+                    isinstance(a, Literal) and a.aval.shape for a in p.invars):
+                break
+            chain.append(p)
+            v = arrays[0]
+        if not undone:
+            continue
+        inner = producers[v]
+        if id(inner) in dropped or any(id(p) in remade for p in chain):
+            continue  # part of a pair cancelled already
+        src = inner.invars[0]
+        cur = src
+        for p in reversed(chain):  # innermost first
+            out = Var(p.outvars[0].aval.update(shape=src.aval.shape))
+            arrays = [a for a in p.invars if isinstance(a, Var)]
+            remade[id(p)] = p.replace(invars=[cur if a is arrays[0] else a for a in p.invars],
+                                      outvars=[out])
+            cur = out
+        dropped.update((id(e), id(inner)))
+        rename.bind(e.outvars[0], cur)
+        counts["transposes cancelled"] += 1
+    if not dropped:
+        return eqns, outvars
+    out = [remade.get(id(e), e) for e in eqns if id(e) not in dropped]
+    return [rename.eqn(e) for e in out], [rename(v) for v in outvars]

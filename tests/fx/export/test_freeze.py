@@ -41,7 +41,7 @@ def test_each_pass_on_a_known_graph():
     x = _f32(6, 5)
     frozen = freeze(_bn_dense, _BN_PARAMS)
     assert frozen.report(x) == {"weights precomputed": 2, "affine layers folded": 1,
-                                "softmax before argmax dropped": 1}
+                                "softmax before argmax dropped": 1, "transposes cancelled": 0}
     names = _eqn_names(frozen, x)
     # Left: dense (folded weights) + bias, ReLU, dense (pre-transposed weights), argmax.
     assert names == ["dot_general", "broadcast_in_dim", "add", "max", "dot_general", "argmax"]
@@ -122,3 +122,18 @@ def test_conv_scale_folds_into_the_kernel_and_exports_to_onnx():
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     (got,) = sess.run(None, {sess.get_inputs()[0].name: x})
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_layout_round_trips_around_activations_cancel():
+    def f(p, x):  # NCHW -> NHWC, activation and scale, NHWC -> NCHW; then again
+        y = jnp.transpose(jnp.tanh(jnp.transpose(x, (0, 2, 3, 1)) * 2.0), (0, 3, 1, 2))
+        z = jnp.transpose(jnp.exp(jnp.transpose(y, (0, 2, 3, 1))), (0, 3, 1, 2))
+        kept = jnp.transpose(y, (0, 2, 3, 1))  # a transpose with no inverse stays
+        return z + p, kept
+
+    x = _f32(2, 3, 4, 5)
+    frozen = freeze(f, np.float32(1.0))
+    assert frozen.report(x)["transposes cancelled"] == 2
+    assert _eqn_names(frozen, x).count("transpose") == 1
+    for a, b in zip(frozen(x), f(np.float32(1.0), x)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # exact: same ops
