@@ -22,6 +22,8 @@ What XLA CPU (jaxlib 0.10.2) emits, read off its optimized LLVM IR and object co
   called eagerly.
 * XLA's CPU threads run with denormals-are-zero and flush-to-zero set: subnormal inputs and
   results are zeros here too (``flush_denormals``).
+* ``rsqrt`` comes from the CPU's approximation instruction, which no exactly rounded
+  composition reproduces: ``_xla_rsqrt`` runs the instruction itself.
 
 The match is to jaxlib's XLA on x86-64 with FMA (AVX2/AVX-512) and the process's glibc: on a
 CPU without FMA XLA would not fuse, and another libm gives other ``log``/``tan``/``pow`` bits.

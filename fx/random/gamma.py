@@ -9,10 +9,13 @@ rejection loop (an inner loop redraws the normal until ``1 + c x > 0``), the boo
 elements run side by side under ``vmap`` (a batched ``while_loop`` keeps iterating until every
 element has accepted, each keeping its accepted draw), which gives jax's numbers.
 
-Samples are bit-identical to jax's where fx's ``log``/``exp``/``erf_inv``/``pow`` give XLA's
-bits; they do not in general (fx's transcendental functions are not XLA's polynomials, see
-the tests), so samples agree to a few ulps, and an element whose acceptance test sits within
-an ulp of its threshold may take another draw than jax's (rare: about one in 10**6).
+Samples are bit-identical to jax's (XLA CPU's) on x86-64: the arithmetic is XLA's, its
+``log``/``exp``/``pow`` and fused multiply-adds from ``_xla_math``, and ``c = (1/3) / sqrt(d)``
+is computed as XLA rewrites it, ``(1/3) * rsqrt(d)`` with XLA's ``rsqrt`` (``_xla_rsqrt``: the
+CPU's approximation instruction and two Newton steps where XLA uses it, float32 with AVX and
+float64 with AVX-512F, else ``1 / sqrt(d)``). Where XLA's arithmetic differs (another libm,
+another XLA), samples agree to a few ulps, and an element whose acceptance test sits within an
+ulp of its threshold may take another draw than jax's.
 
 Gradients with respect to the shape parameter are implicit (``d sample / d a`` from the CDF,
 ``fx.lax.random_gamma_grad``), as jax's jvp of ``random_gamma_p``, so ``beta``, ``dirichlet``,
@@ -32,6 +35,7 @@ from fx.array import Array
 from fx.core import get_aval
 from fx.custom_derivatives import custom_jvp
 from fx.random import _xla_math as xm
+from fx.random._xla_rsqrt import rsqrt
 from fx.random.distributions import _uniform, normal
 from fx.random.sampling import (
     _broadcast_to,
@@ -64,7 +68,8 @@ def _gamma_one(key, alpha, log_space: bool):
     alpha_orig = alpha
     alpha = lax.select(boost_mask, alpha, lax.add(alpha, one))
     d = lax.sub(alpha, one_third)
-    c = lax.div(one_third, lax.sqrt(d))
+    # XLA rewrites jax's (1/3) / sqrt(d) into (1/3) * rsqrt(d), its rsqrt XLA CPU's own.
+    c = lax.mul(one_third, rsqrt(d))
 
     def cond(state):
         _, x, v, u = state

@@ -1,4 +1,5 @@
-"""fx/random/_xla_math.py: XLA CPU's log, log1p, exp, expm1, erf, erf_inv, tan, pow and lgamma.
+"""fx/random/_xla_math.py: XLA CPU's log, log1p, exp, expm1, erf, erf_inv, tan, pow and lgamma,
+and fx/random/_xla_rsqrt.py: its rsqrt.
 
 Each function against jax's ``jnp.log`` etc. under ``jax.jit`` on edge cases (zeros of both
 signs, subnormals, which XLA's CPU threads flush to zero, the overflow and underflow
@@ -22,6 +23,7 @@ from harness import assert_bitwise, same_mode
 
 import fx
 from fx.random import _xla_math as xm
+from fx.random._xla_rsqrt import rsqrt, uses_hardware_approximation
 
 ORACLE = {"log": jnp.log, "log1p": jnp.log1p, "exp": jnp.exp, "expm1": jnp.expm1,
           "erf": jax.lax.erf, "erf_inv": jax.lax.erf_inv, "tan": jnp.tan}
@@ -84,6 +86,33 @@ def test_matches_xla_bitwise_many_points(name, x64):
         for dtype in [np.float32] + ([np.float64] if x64 else []):
             _check(name, dtype, 200_000)
             _check(name, dtype, 20_000, "jit")
+
+
+@pytest.mark.parametrize("n", [500, pytest.param(200_000, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rsqrt_matches_xla_bitwise(dtype, n):
+    """The hardware approximation and XLA's Newton steps: eagerly, under jit and vmap; every
+    float32 in [1/4, 4) (every table entry, both exponent parities) in the slow run."""
+    if not uses_hardware_approximation(dtype):
+        pytest.skip(f"XLA CPU computes {np.dtype(dtype)} rsqrt as 1 / sqrt(x) on this CPU (no "
+                    "AVX for float32, no AVX-512F for float64): fx does too, checked only by "
+                    "FX_MARCH=x86-64-v3 against --xla_cpu_max_isa=AVX2 on an AVX-512 CPU")
+    with same_mode(True):
+        x = points(dtype, n)
+        if n > 500 and dtype == np.float32:
+            lo, hi = np.array([0.25, 4.0], np.float32).view(np.uint32)
+            x = np.concatenate([x, np.arange(lo, hi, dtype=np.uint32).view(np.float32)])
+        with np.errstate(all="ignore"):
+            want = jax.jit(jax.lax.rsqrt)(x)
+            assert_bitwise(rsqrt(x), want, f"rsqrt {np.dtype(dtype)}")
+            assert_bitwise(fx.jit(rsqrt)(x), want, f"rsqrt {np.dtype(dtype)} jit")
+            assert_bitwise(fx.vmap(rsqrt)(x[:300]), want[:300], f"rsqrt {np.dtype(dtype)} vmap")
+        if dtype == np.float32:
+            h = np.linspace(0.01, 300, 97).astype(np.float16)
+            assert_bitwise(rsqrt(h), jax.jit(jax.lax.rsqrt)(h), "rsqrt float16")
+        g = fx.vmap(fx.grad(rsqrt))(np.array([0.3, 2.0, 7.0], dtype))
+        np.testing.assert_allclose(np.asarray(g), jax.vmap(jax.grad(jax.lax.rsqrt))(
+            np.array([0.3, 2.0, 7.0], dtype)), rtol=1e-6)
 
 
 def test_pow_matches_xla_bitwise():
