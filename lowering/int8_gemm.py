@@ -6,7 +6,8 @@ layout: the strides are baked in). x86's integer dot-product instructions (``vpd
 AVX-512 VNNI or AVX-VNNI; ``vpmaddubsw`` before them) multiply *unsigned* by signed bytes,
 so the kernel reads A offset by 128 as uint8 (``a ^ 0x80``) and subtracts
 ``128 * sum_k B[k, n]`` from each column afterwards; every step is integer arithmetic, so the
-result is exact (|C| < 2^31 for K < 2^17).
+result is exact (the offset sums stay below 2^31 for K <= 2^16; longer products are left to
+the NumPy implementation).
 
 The kernel is loop IR (``kernel_ir``), so both dialects render it. Its parallel loop runs
 over blocks of NR columns (NR the largest of 4..1 dividing N); each block sums its columns
@@ -34,6 +35,8 @@ from fx.lowering.codegen import KernelBuilder
 from fx.lowering.fusion import FusionGroup, GroupKind
 
 MR, NR = 4, 4
+# The offset sums reach 255 * 128 * K, which int32 holds up to K = 2^16.
+MAX_K = 1 << 16
 
 
 def canonical_int8_dot(eqn) -> bool:
@@ -46,7 +49,7 @@ def canonical_int8_dot(eqn) -> bool:
             and rhs.aval.ndim == 2 and len(lc) == 1 and not lb
             and lhs.aval.dtype == dtypes.int8 and rhs.aval.dtype == dtypes.int8
             and eqn.outvars[0].aval.dtype == dtypes.int32
-            and lhs.aval.shape[lc[0]] < 1 << 17)
+            and lhs.aval.shape[lc[0]] <= MAX_K)
 
 
 def applies(g: FusionGroup) -> bool:
