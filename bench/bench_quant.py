@@ -2,7 +2,8 @@
 weights as constants: BLAS GEMMs), fx int8 (``fx.quant``: ``cpu.int8_gemm`` kernels with
 the dequantization, bias, ReLU and next requantization fused), and onnxruntime float and
 int8 (the same model exported by ``fx.export.to_onnx``, quantized by onnxruntime's
-``quantize_static`` in QDQ form, per-channel int8 weights, calibrated on the same batches)
+``quantize_static`` in QDQ form: uint8 activations, its x86 default, and per-channel int8
+weights, calibrated on the same batches)
 when onnx/onnxruntime are installed. Batch 1 and 256; medians; ratios against fx float
 (above 1: faster). Model bytes: the parameters, float and int8 (+ float scales, biases).
 
@@ -63,7 +64,7 @@ def onnxruntime_sessions(fn, calib: list, threads: int | None):
         f32, i8 = os.path.join(tmp, "f32.onnx"), os.path.join(tmp, "i8.onnx")
         onnx.save_model(fx.export.to_onnx(fn, calib[0]), f32)
         quantize_static(f32, i8, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
-                        activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
         return tuple(ort.InferenceSession(p, options, providers=["CPUExecutionProvider"])
                      for p in (f32, i8))
 
