@@ -413,6 +413,7 @@ FX_FN fx_c128 fx_sici_fraction(double t) {
 _SICI_SI = r"""
 FX_FN double fx_sici_si(double x) {
   double t = fabs(x), si;
+  if (x != x) return NAN;
   if (t == INFINITY) {
     si = 1.5707963267948966;
   } else if (t <= 2.0) {
@@ -424,7 +425,7 @@ FX_FN double fx_sici_si(double x) {
       if (!(fabs(term) > 2.220446049250313e-16 * fabs(si))) break;
     }
   } else {
-    si = 1.5707963267948966 + fx_sici_fraction(t > 2.0 ? t : 3.0).im;  /* NaN: as eager */
+    si = 1.5707963267948966 + fx_sici_fraction(t).im;
   }
   return copysign(si, x);
 }
@@ -466,6 +467,7 @@ FX_FN fx_c128 fx_fresnel_fraction(double t) {
 _FRESNEL = r"""
 FX_FN double fx_fresnel_NAME(double x) {
   double t = fabs(x), v;
+  if (x != x) return NAN;
   if (t == INFINITY) {
     v = 0.5;
   } else if (t < 1.5) {
@@ -477,7 +479,7 @@ FX_FN double fx_fresnel_NAME(double x) {
       if (!(fabs(term) > 2.220446049250313e-16 * fabs(v))) break;
     }
   } else {
-    v = fx_fresnel_fraction(t >= 1.5 ? t : 2.0).PART;  /* NaN: as eager */
+    v = fx_fresnel_fraction(t).PART;
   }
   return copysign(v, x);
 }

@@ -10,9 +10,11 @@ matrices, the trace and determinant through the eigenvalues.
 from __future__ import annotations
 
 import jax
+import jax.scipy.special as jss
 import numpy as np
 from jit_rows import FLOATS, Row
 
+import fx.scipy.special as fss
 from fx import lax
 
 C64, C128 = np.dtype(np.complex64), np.dtype(np.complex128)
@@ -93,13 +95,63 @@ def _linalg_args(rng, dt):
     return [(_spd(rng, 4, dt), _square(rng, 4, dt), rng.standard_normal((4, 2)).astype(dt))]
 
 
+# Random operands, then every combination of the edge values fx and jax agree on
+# (tests/fx/scipy/test_special.py's edge-case tests; zeta's limits differ, so it sees only the
+# random part). Each function is fused with a neighbouring op (its lowering/prelude_special.py
+# kernel).
+_N_RANDOM = 48
+_LAX_EDGES = np.array([0.0, 1.0, 0.5, 3.0, -1.0, np.inf, np.nan])
+
+
+def _fused(v):
+    return v * 2 + 1
+
+
 def _special_row(lax_):
     def f(a, x, b):
-        return (lax_.igamma(a, x), lax_.igammac(a, x), lax_.igamma_grad_a(a, x),
-                lax_.betainc(a, b, lax_.div(x, lax_.add(x, b))), lax_.zeta(lax_.add(a, b), x),
-                lax_.bessel_i0e(lax_.sub(x, b)), lax_.bessel_i1e(lax_.sub(x, b)))
+        r = slice(0, _N_RANDOM)
+        return [_fused(v) for v in (
+            lax_.igamma(a, x), lax_.igammac(a, x), lax_.igamma_grad_a(a, x),
+            lax_.betainc(a, b, lax_.div(x, lax_.add(x, b))), lax_.zeta(lax_.add(a, b)[r], x[r]),
+            lax_.bessel_i0e(lax_.sub(x, b)), lax_.bessel_i1e(lax_.sub(x, b)))]
 
     return f
+
+
+def _special_args(rng, dt):
+    edges = np.meshgrid(*[_LAX_EDGES] * 3, indexing="ij")
+    return [tuple(np.concatenate([np.exp(rng.uniform(-3, 4, _N_RANDOM)), g.ravel()]).astype(dt)
+                  for g in edges)]
+
+
+def _scipy_special_row(ss):
+    def f(x, e, pos, p, n, y):
+        return [_fused(v) for v in (ss.i0e(x), ss.i1e(x), ss.erfcx(x * 0.2), ss.dawsn(x),
+                                    *ss.sici(x), *ss.fresnel(x), ss.expi(e), ss.spence(pos),
+                                    ss.ndtri(p), ss.expn(n, y))]
+
+    return f
+
+
+# Random operands, then the edge values where fx and jax agree: jax's expi is NaN at 0 and
+# +-inf, its Ci at -inf, its expn does not terminate on 0, inf or nan; fx's erfcx(-1e30) is
+# -inf; jax's erfcx is 0 from about 9 (float32) or 26 (float64) on, so erfcx sees x / 5.
+_SCIPY_EDGES = [
+    [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-30, 40.0, np.inf, np.nan],
+    [1.0, -1.0, 0.5, -2.5, 3.0, 1e-30, -1e30, 45.0, np.nan],
+    [0.0, 1.0, 0.5, 1.5, 2.0, 3.0, 1e-30, -1.0, np.nan],
+    [0.0, 1.0, 0.5, 0.25, 0.75, 1e-30, -1.0, 2.0, np.nan],
+    [1.0, 2.0, 0.0, 5.0],
+    [0.5, 2.0, 0.05, 9.0],
+]
+
+
+def _scipy_special_args(rng, dt):
+    n = _N_RANDOM
+    random = [rng.uniform(-30, 30, n), rng.uniform(-40, 60, n), np.exp(rng.uniform(-5, 3, n)),
+              rng.uniform(0, 1, n), np.floor(rng.uniform(0, 7, n)),
+              np.exp(rng.uniform(-3, 3, n))]
+    return [tuple(np.concatenate([r, e]).astype(dt) for r, e in zip(random, _SCIPY_EDGES))]
 
 
 ROWS = [
@@ -108,9 +160,12 @@ ROWS = [
         FLOATS, slack=50.0),
     Row("linalg-decompositions-and-solves", _linalg_row(lax), _linalg_row(jax.lax),
         _linalg_args, FLOATS, slack=100.0, jax_tol=1e-4),
-    Row("special-functions", _special_row(lax), _special_row(jax.lax),
-        lambda rng, dt: [tuple(rng.uniform(0.5, 4.0, (6,)).astype(dt) for _ in range(3))],
-        FLOATS, jax_tol=1e-4),
+    Row("special-functions", _special_row(lax), _special_row(jax.lax), _special_args, FLOATS,
+        jax_tol=1e-4),
+    # float64 only (jax compiles these slowly); both dtypes against eager in
+    # test_jit_ops_scientific.py's edge-value test.
+    Row("special-functions-scipy", _scipy_special_row(fss), _scipy_special_row(jss),
+        _scipy_special_args, (np.dtype(np.float64),), jax_tol=1e-4),
     # One LAPACK on both sides (jaxlib's CPU kernels call SciPy's), so the forms agree.
     Row("schur-hessenberg-householder", _schur_householder_row(lax),
         _schur_householder_row(jax.lax),

@@ -8,7 +8,8 @@ array operands' dtype), computed in float64 by ``special_functions_numerics`` an
 that dtype. Derivatives are jax's: ``igamma``/``igammac`` in both arguments (``a`` through
 ``igamma_grad_a``), ``betainc`` in ``x`` only, ``zeta`` in ``q`` only (jax's primitive has
 none; ``fx.scipy.special.zeta`` differentiates both arguments), ``igamma_grad_a`` in neither.
-The jit compiler runs them as NumPy steps (no generated-kernel rule).
+Under jit they fuse into generated kernels (``lowering/prelude_special.py`` ports these
+algorithms to one element).
 """
 
 from __future__ import annotations

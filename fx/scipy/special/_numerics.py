@@ -230,7 +230,8 @@ def sici(x):
         ci = np.where(t <= 2, ci_s, ci_l)
         si = np.where(t == np.inf, np.pi / 2, si)
         ci = np.where(t == np.inf, 0.0, np.where(t == 0, -np.inf, ci))
-        return np.copysign(si, x), np.where(np.isnan(x), np.nan, ci)
+        nan = np.isnan(x)
+        return np.where(nan, np.nan, np.copysign(si, x)), np.where(nan, np.nan, ci)
 
 
 def fresnel(x):
@@ -262,7 +263,9 @@ def fresnel(x):
         c = np.where(t < 1.5, c_s, cs.real)
         s = np.where(t == np.inf, 0.5, s)
         c = np.where(t == np.inf, 0.5, c)
-        return np.copysign(s, x), np.copysign(c, x)
+        nan = np.isnan(x)
+        return (np.where(nan, np.nan, np.copysign(s, x)),
+                np.where(nan, np.nan, np.copysign(c, x)))
 
 
 def ndtri(p):

@@ -1,7 +1,8 @@
 """The primitives of ``fx.scipy.special`` (jax has none of these in lax: it writes each as a
 series or rational fit under a custom jvp). Values are computed in float64 by ``_numerics`` and
 rounded to the operand's dtype; each rule is the function's exact derivative, as jax's custom
-jvps give. Batching is elementwise; under jit they run as NumPy steps.
+jvps give. Batching is elementwise; under jit they fuse into generated kernels
+(``lowering/prelude_special.py`` ports the algorithms to one element).
 """
 
 from __future__ import annotations
