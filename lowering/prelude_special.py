@@ -554,5 +554,3 @@ def needed_source(text: str) -> str:
                 stack.append(dep)
     return "".join(f.source for f in FUNCTIONS if f.name in wanted).strip("\n")
 
-
-ALL_SOURCE = needed_source(" ".join(f"{f.name}(" for f in FUNCTIONS))
