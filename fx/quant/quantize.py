@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import fx.numpy as fnp
-from fx import dtypes, tree_util
+from fx import dtypes, lax, tree_util
 from fx.api import ShapeDtypeStruct
 from fx.lax.convolution import conv_general_dilated_p
 from fx.lax.linalg import dot_general_p
@@ -47,6 +47,9 @@ class QuantizedLayer:
     input_scale: float
     float_bytes: int  # of the float weight it replaces
     params: dict  # the int8 equation's parameters (e.g. a transposed weight's dimensions)
+    # A convolution computed as its input's patches times the kernel as an (O, I * window)
+    # matrix: one 2-D int8 product, which fx.jit runs on the int8 GEMM kernel.
+    as_patches: bool = False
 
     @property
     def output_scale(self) -> np.ndarray:
@@ -99,9 +102,35 @@ class QuantizedFunction:
 def _quantized_eqn(q: QuantizedLayer, eqn, x):
     out_dtype = eqn.outvars[0].aval.dtype
     x_q = quantize_tensor(x, q.input_scale)
-    operands = [x_q, q.weight] if q.layer.weight_operand == 1 else [q.weight, x_q]
-    acc = eqn.primitive.bind(*[fnp.asarray(o) for o in operands], **q.params)
+    if q.as_patches:
+        acc = _conv_as_product(x_q, q, eqn)
+    else:
+        operands = [x_q, q.weight] if q.layer.weight_operand == 1 else [q.weight, x_q]
+        acc = eqn.primitive.bind(*[fnp.asarray(o) for o in operands], **q.params)
     return (acc.astype(np.float32) * q.output_scale).astype(out_dtype)
+
+
+def _conv_as_product(x_q, q: QuantizedLayer, eqn):
+    """The int8 convolution ``eqn`` as patches (channel-major features, in the output's
+    layout; padding adds zeros, which is 0.0 at zero point 0) times the ``(O, I * window)``
+    kernel, laid out as ``eqn``'s output."""
+    p = eqn.params
+    _, rhs_spec, out_spec = p["dimension_numbers"]
+    window = [q.layer.weight_shape[d] for d in rhs_spec[2:]]
+    patches = lax.conv_general_dilated_patches(
+        x_q, window, p["window_strides"], p["padding"], p["lhs_dilation"], p["rhs_dilation"],
+        p["dimension_numbers"])
+    last = [out_spec[0], *out_spec[2:], out_spec[1]]  # batch, spatial..., features
+    if last != list(range(len(last))):
+        patches = lax.transpose(patches, last)
+    rows = patches.reshape(-1, patches.shape[-1])
+    acc = lax.dot_general(rows, fnp.asarray(q.weight), (((1,), (1,)), ((), ())),
+                          preferred_element_type=dtypes.int32)
+    acc = acc.reshape(*patches.shape[:-1], q.weight.shape[0])
+    back = [0] * len(last)
+    for position, axis in enumerate(last):
+        back[axis] = position
+    return lax.transpose(acc, back) if back != list(range(len(back))) else acc
 
 
 def quantize_tensor(x, scale: float):
@@ -217,11 +246,17 @@ def quantize(fn, params, calibration: Calibration, weights: str = "per_channel_s
         w_q, scale = quantize_weight(w, _channel_axes(eqn, stats.layer),
                                      weights == "per_channel_symmetric")
         int_params = dict(eqn.params, preferred_element_type=dtypes.int32)
+        as_patches = False
         if eqn.primitive is dot_general_p:
             int_params["precision"] = None
             w_q, int_params["dimension_numbers"] = _contiguous_rows(w_q, stats.layer, eqn)
+        elif eqn.params["feature_group_count"] == 1:
+            rhs_spec = eqn.params["dimension_numbers"][1]
+            w_q = np.ascontiguousarray(np.transpose(w_q, rhs_spec).reshape(w_q.shape[rhs_spec[0]],
+                                                                           -1))
+            as_patches = True
         layers.append(QuantizedLayer(stats.layer, w_q, _output_scale(eqn, stats.layer, scale),
-                                     stats.scale, int(w.nbytes), int_params))
+                                     stats.scale, int(w.nbytes), int_params, as_patches))
     return QuantizedFunction(fn, params, layers)
 
 

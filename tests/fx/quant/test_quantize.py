@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import fx
-import fx.numpy as fnp
 import fx.quant
 from fx import lax
 from fx.example_libraries import stax
@@ -108,6 +107,27 @@ def test_conv_layers_are_quantized():
     qfn = fx.quant.quantize(apply, params, cal)
     want = np.asarray(apply(params, x))
     np.testing.assert_allclose(np.asarray(qfn(x)), want, atol=0.05 * np.abs(want).max())
-    np.testing.assert_allclose(np.asarray(fx.jit(qfn)(x)), np.asarray(qfn(x)), rtol=1e-5,
-                               atol=1e-5)
-    assert fnp.asarray(qfn.layers[0].weight).dtype == np.int8
+    jitted = fx.jit(qfn)
+    np.testing.assert_allclose(np.asarray(jitted(x)), np.asarray(qfn(x)), rtol=1e-5, atol=1e-5)
+    # The convolution as patches times an (out, in * window) int8 kernel: both layers are
+    # int8 GEMM steps.
+    assert qfn.layers[0].weight.dtype == np.int8 and qfn.layers[0].weight.shape == (4, 9)
+    if cc.compiler() is not None:
+        assert jitted.lower(x).as_text("selection").count("cpu.int8_gemm ->") == 2
+
+
+def test_conv_layouts_strides_and_padding():
+    w = np.random.default_rng(4).normal(size=(5, 3, 3, 2)).astype(np.float32)  # OIHW
+
+    def fn(p, x):  # NCHW input, stride 2, explicit padding, dilation
+        return lax.conv_general_dilated(x, p, (2, 1), ((1, 2), (0, 1)), rhs_dilation=(1, 2),
+                                        dimension_numbers=("NCHW", "OIHW", "NCHW"))
+
+    x = np.random.default_rng(5).normal(size=(2, 3, 9, 8)).astype(np.float32)
+    qfn = fx.quant.quantize(fn, w, fx.quant.calibrate(fn, w, [x]))
+    assert qfn.layers[0].as_patches
+    want = np.asarray(fn(w, x))
+    got = np.asarray(qfn(x))
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, atol=0.03 * np.abs(want).max())
+    np.testing.assert_allclose(np.asarray(fx.jit(qfn)(x)), got, rtol=1e-5, atol=1e-5)
