@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
+from harness import run_doctests
 
 import fx
 import fx.quant
@@ -85,3 +88,8 @@ def test_calibrate_errors():
         fx.quant.calibrate(apply, params, [])
     with pytest.raises(ValueError):
         fx.quant.calibrate(apply, params, [np.ones((1, 2), np.float32)], method="mse")
+
+
+def test_docstring_examples():
+    modules = [sys.modules[f"fx.quant.{m}"] for m in ("calibration", "quantize")]
+    assert run_doctests(*modules) >= 10
