@@ -125,32 +125,28 @@ def _special_args(rng, dt):
 
 
 def _scipy_special_row(ss):
-    def f(x, e, pos, p, n, y):
+    def f(x, pos, p):
         return [_fused(v) for v in (ss.i0e(x), ss.i1e(x), ss.erfcx(x * 0.2), ss.dawsn(x),
-                                    *ss.sici(x), *ss.fresnel(x), ss.expi(e), ss.spence(pos),
-                                    ss.ndtri(p), ss.expn(n, y))]
+                                    *ss.sici(x), *ss.fresnel(x), ss.spence(pos), ss.ndtri(p))]
 
     return f
 
 
-# Random operands, then the edge values where fx and jax agree: jax's expi is NaN at 0 and
-# +-inf, its Ci at -inf, its expn does not terminate on 0, inf or nan; fx's erfcx(-1e30) is
-# -inf; jax's erfcx is 0 from about 9 (float32) or 26 (float64) on, so erfcx sees x / 5.
+# Random operands, then the edge values where fx and jax agree: jax's Ci is NaN at -inf; fx's
+# erfcx(-1e30) is -inf; jax's erfcx is 0 from about 9 (float32) or 26 (float64) on, so erfcx
+# sees x / 5. (expi and expn, which jax compiles slowly and whose edges it gets otherwise or
+# loops on, are compared with eager in test_jit_ops_scientific.py, with jax in
+# tests/fx/scipy/test_special.py.)
 _SCIPY_EDGES = [
     [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-30, 40.0, np.inf, np.nan],
-    [1.0, -1.0, 0.5, -2.5, 3.0, 1e-30, -1e30, 45.0, np.nan],
     [0.0, 1.0, 0.5, 1.5, 2.0, 3.0, 1e-30, -1.0, np.nan],
     [0.0, 1.0, 0.5, 0.25, 0.75, 1e-30, -1.0, 2.0, np.nan],
-    [1.0, 2.0, 0.0, 5.0],
-    [0.5, 2.0, 0.05, 9.0],
 ]
 
 
 def _scipy_special_args(rng, dt):
     n = _N_RANDOM
-    random = [rng.uniform(-30, 30, n), rng.uniform(-40, 60, n), np.exp(rng.uniform(-5, 3, n)),
-              rng.uniform(0, 1, n), np.floor(rng.uniform(0, 7, n)),
-              np.exp(rng.uniform(-3, 3, n))]
+    random = [rng.uniform(-30, 30, n), np.exp(rng.uniform(-5, 3, n)), rng.uniform(0, 1, n)]
     return [tuple(np.concatenate([r, e]).astype(dt) for r, e in zip(random, _SCIPY_EDGES))]
 
 

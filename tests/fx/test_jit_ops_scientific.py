@@ -33,15 +33,19 @@ SPECIAL_PRIMS = [
 
 
 def test_special_function_kernels_match_eager_at_the_edges():
-    """Every special function at every combination of EDGES, float32 and float64, each fused
-    with a neighbouring op: one program of kernels (no NumPy step), compared with eager."""
+    """Every special function at every combination of EDGES and at random operands, float32
+    and float64, each fused with a neighbouring op: one program of kernels (no NumPy step),
+    compared with eager."""
     nargs = {"igamma": 2, "igammac": 2, "igamma_grad_a": 2, "zeta": 2, "expn": 2,
              "regularized_incomplete_beta": 3}
+    rng = np.random.default_rng(0)
     cases = []
     for dtype in FLOATS:
         for prim in SPECIAL_PRIMS:
             grids = np.meshgrid(*[EDGES] * nargs.get(prim.name, 1), indexing="ij")
-            cases.append((prim, dtype, [g.ravel().astype(dtype) for g in grids]))
+            # then random operands of either sign over e^-4 ... e^4
+            cases.append((prim, dtype, [np.concatenate([g.ravel(), rng.choice([-1, 1], 64) * np.exp(
+                rng.uniform(-4, 4, 64))]).astype(dtype) for g in grids]))
     arrays = to_fx([a for _, _, a in cases])
 
     def f(arrays):
