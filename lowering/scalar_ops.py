@@ -83,7 +83,9 @@ for _prim, _op in [
 
 # Functions computed in double whatever the operand type (digamma & co.; the special functions
 # of lowering/prelude_special.py, whose eager impls compute in float64 too).
-_VIA_DOUBLE = {"digamma", "erf_inv", "polygamma"}
+_VIA_DOUBLE = {"digamma", "erf_inv", "polygamma", "igamma", "igammac", "igamma_grad_a", "betainc",
+               "zeta", "expn", "bessel_i0e", "bessel_i1e", "erfcx", "dawsn", "expi", "spence",
+               "ndtri", "sici_si", "sici_ci", "fresnel_s", "fresnel_c"}
 
 
 def _via_double(op: str, args, dt, extra=()):
