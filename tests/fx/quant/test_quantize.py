@@ -16,11 +16,12 @@ from fx import lax
 from fx.example_libraries import stax
 from fx.runtime import cc
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "mlp_digits.py"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 def _example():
-    spec = importlib.util.spec_from_file_location("mlp_digits_for_quant", EXAMPLE)
+    spec = importlib.util.spec_from_file_location("mlp_digits_for_quant",
+                                                  EXAMPLES / "mlp_digits.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -65,6 +66,32 @@ def test_int8_mlp_accuracy_within_half_a_point(digits_mlp, method):
     # Eager (NumPy's int32 products) and compiled agree.
     eager = np.asarray(qfn(x_test[:50]))
     np.testing.assert_allclose(np.asarray(jitted(x_test[:50])), eager, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_int8_cnn_accuracy_within_half_a_point():
+    ex = _example()
+    x_train, y_train, x_test, y_test = ex.load_digits(seed=0, image=True)
+    init, apply = stax.serial(  # examples/cnn_digits.py's LeNet, narrower
+        stax.Conv(8, (3, 3), padding="SAME"), stax.Relu, stax.MaxPool((2, 2), (2, 2)),
+        stax.Conv(16, (3, 3), padding="SAME"), stax.Relu, stax.MaxPool((2, 2), (2, 2)),
+        stax.Flatten, stax.Dense(64), stax.Relu, stax.Dense(10), stax.LogSoftmax)
+    params, _, _, _ = ex.train((init, apply), (x_train, y_train, x_test, y_test), seed=0,
+                               epochs=1, batch_size=64, lr=3e-3, steps=200, backend=None,
+                               name="cnn", progress=False)
+    batches = [x_train[i:i + 256] for i in range(0, 1024, 256)]
+    cal = fx.quant.calibrate(apply, params, batches, method="percentile")
+    assert [s.layer.primitive for s in cal.layers] == ["conv_general_dilated"] * 2 + [
+        "dot_general"] * 2
+    qfn = fx.quant.quantize(apply, params, cal)
+    float_acc = _accuracy(fx.jit(lambda x: apply(params, x)), x_test, y_test)
+    jitted = fx.jit(qfn)
+    int8_acc = _accuracy(jitted, x_test, y_test)
+    print(f"\ncnn: float {100 * float_acc:.2f}%  int8 {100 * int8_acc:.2f}%  "
+          f"bytes {qfn.float_bytes} -> {qfn.quantized_bytes}")
+    assert float_acc > 0.9 and abs(int8_acc - float_acc) <= 0.005
+    if cc.compiler() is not None:
+        assert jitted.lower(x_test).as_text("selection").count("cpu.int8_gemm ->") == 4
 
 
 def test_quantized_program_is_int8_products_between_float_ops():
