@@ -3,8 +3,9 @@ clipping threshold each calibration method reads from them.
 
 An :class:`Observer` sees every batch's values of one tensor (``observe``) and keeps the
 running minimum and maximum and a sample of ``|x|`` (all of it up to ``max_samples`` values,
-then an evenly strided subsample of each further batch). ``threshold(method)`` is the
-symmetric clipping range ``T``: values are quantized as ``round(x * 127 / T)`` in [-127, 127].
+then every 2nd, 4th, ... value of every batch, at most ``max_samples`` in all).
+``threshold(method)`` is the symmetric clipping range ``T``: values are quantized as
+``round(x * 127 / T)`` in [-127, 127].
 
 - ``minmax``: ``T = max |x|`` (nothing clipped).
 - ``percentile``: ``T`` = the given percentile of ``|x|`` (99.99 by default).
@@ -40,6 +41,7 @@ class Observer:
         self.max_samples = max_samples
         self._chunks: list[np.ndarray] = []
         self._kept = 0
+        self._stride = 1
 
     def observe(self, x) -> None:
         x = np.asarray(x, dtype=np.float32).ravel()
@@ -48,13 +50,15 @@ class Observer:
         self.min = min(self.min, float(x.min()))
         self.max = max(self.max, float(x.max()))
         self.count += x.size
-        room = self.max_samples - self._kept
-        if room <= 0:
-            room = max(1, x.size * self.max_samples // max(self.count, 1))
-        if x.size > room:  # an even stride keeps the sample representative of the batch
-            x = x[:: -(-x.size // room)]
-        self._chunks.append(np.abs(x))
-        self._kept += x.size
+        # Every ``stride``-th value of each batch; when the sample outgrows ``max_samples``
+        # every other kept value goes and the stride doubles, so each batch stays equally
+        # represented.
+        self._chunks.append(np.abs(x[::self._stride]))
+        self._kept += len(self._chunks[-1])
+        while self._kept > self.max_samples:
+            self._stride *= 2
+            self._chunks = [c[::2] for c in self._chunks]
+            self._kept = sum(len(c) for c in self._chunks)
 
     @property
     def magnitudes(self) -> np.ndarray:

@@ -93,3 +93,13 @@ def test_calibrate_errors():
 def test_docstring_examples():
     modules = [sys.modules[f"fx.quant.{m}"] for m in ("calibration", "quantize")]
     assert run_doctests(*modules) >= 10
+
+
+def test_observer_keeps_a_bounded_sample():
+    obs = Observer(max_samples=1000)
+    x = np.linspace(-2.0, 2.0, 4000, dtype=np.float32)
+    for _ in range(5):
+        obs.observe(x)
+    assert obs.count == 20_000 and (obs.min, obs.max) == (-2.0, 2.0)
+    assert 500 < len(obs.magnitudes) <= 1000
+    assert obs.threshold(Method.PERCENTILE, 50.0) == pytest.approx(1.0, abs=0.02)
