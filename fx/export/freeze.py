@@ -7,7 +7,7 @@ takes keywords, so ``Dropout`` is the identity) and rewrites the jaxpr:
 
 - **weights precomputed**: every equation whose operands are all constants (transposes,
   reshapes and casts of weights, products of constants) is evaluated once, but for
-  broadcasts that would make a constant larger than its operand;
+  broadcasts and anything else that would make a constant larger than its operands;
 - **affine layers folded**: a chain of per-feature ``add``/``sub``/``mul``/``div`` by
   constants after a dense (``dot_general``) or convolution whose weights are constant — an
   inference-mode BatchNorm, a scale, a bias — becomes the layer with scaled weights plus one
@@ -145,8 +145,10 @@ def _precompute(eqns, values: dict, counts: Counter) -> list[JaxprEqn]:
     out = []
     for eqn in eqns:
         consts = [isinstance(v, Literal) or v in values for v in eqn.invars]
-        grows = sum(v.aval.size for v in eqn.outvars) > 4 * max(
-            1, sum(v.aval.size for v in eqn.invars))
+        # A constant never grows: broadcasts stay equations (free in a fused kernel, and a
+        # broadcast to the batch's shape must stay one for the batch to stay symbolic).
+        grows = eqn.primitive.name == "broadcast_in_dim" or sum(
+            v.aval.size for v in eqn.outvars) > max(1, sum(v.aval.size for v in eqn.invars))
         if (not eqn.invars or not all(consts) or has_effects(eqn) or _subjaxprs(eqn)
                 or grows):
             out.append(eqn)

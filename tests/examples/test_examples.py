@@ -88,3 +88,18 @@ def test_plot_option_without_matplotlib_is_a_clear_error(tmp_path):
         run_example("mlp_digits.py", "--steps", "3", "--no-progress", "--plot",
                     str(tmp_path / "loss.png"))
         assert (tmp_path / "loss.png").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_deploy_digits_prints_the_four_models():
+    pytest.importorskip("onnxruntime")
+    out = run_example("deploy_digits.py", "--steps", "40", "--no-progress")
+    rows = re.findall(r"^(fx float|fx int8|onnxruntime float|onnxruntime int8)\s+\|\s+"
+                      r"([0-9.]+)%\s+\|\s+(\d+)", out, re.M)
+    assert [r[0] for r in rows] == ["fx float", "fx int8", "onnxruntime float",
+                                    "onnxruntime int8"], out
+    acc = {name: float(a) for name, a, _ in rows}
+    size = {name: int(b) for name, _, b in rows}
+    assert abs(acc["fx int8"] - acc["fx float"]) <= 2.0, out  # a short training run
+    assert size["fx int8"] * 3 < size["fx float"], out
+    assert "inference passes:" in out
