@@ -13,9 +13,13 @@ Samples are bit-identical to jax's (XLA CPU's) on x86-64: the arithmetic is XLA'
 ``log``/``exp``/``pow`` and fused multiply-adds from ``_xla_math``, and ``c = (1/3) / sqrt(d)``
 is computed as XLA rewrites it, ``(1/3) * rsqrt(d)`` with XLA's ``rsqrt`` (``_xla_rsqrt``: the
 CPU's approximation instruction and two Newton steps where XLA uses it, float32 with AVX and
-float64 with AVX-512F, else ``1 / sqrt(d)``). Where XLA's arithmetic differs (another libm,
-another XLA), samples agree to a few ulps, and an element whose acceptance test sits within an
-ulp of its threshold may take another draw than jax's.
+float64 with AVX-512F, else ``1 / sqrt(d)``), and ``dirichlet``, ``f`` and ``ball`` follow
+XLA's rewrites of their divisions. Exceptions: in float32, ``dirichlet`` (its softmax
+normalization rounds differently from XLA's for some rows), ``generalized_normal`` and ``ball``
+(their powers of the gamma samples differ in the last bit), and ``f`` under ``vmap`` (XLA
+groups its divisions otherwise when batched). Where XLA's arithmetic differs
+(another libm, another XLA), samples agree to a few ulps, and an element whose acceptance test
+sits within an ulp of its threshold may take another draw than jax's.
 
 Gradients with respect to the shape parameter are implicit (``d sample / d a`` from the CDF,
 ``fx.lax.random_gamma_grad``), as jax's jvp of ``random_gamma_p``, so ``beta``, ``dirichlet``,
@@ -240,12 +244,13 @@ def dirichlet(key, alpha, shape: Shape | None = None, dtype=None) -> Array:
     full = tuple(shape) + a_shape[-1:]
     alpha = _broadcast_to(lax.convert_element_type(alpha, dtype), full)
     log_g = _random_gamma(key, alpha, True)
-    # jax.nn.softmax: exp(x - max) / sum, the max outside the derivative.
+    # jax.nn.softmax: exp(x - max) / sum, the max outside the derivative; XLA divides by the
+    # broadcast sum as a multiplication by the broadcast 1 / sum.
     axis = len(full) - 1
     top = lax.stop_gradient(lax.reduce_max(log_g, (axis,)))
     e = xm.exp(lax.sub(log_g, lax.broadcast_in_dim(top, full, tuple(range(axis)))))
-    total = lax.reduce_sum(e, (axis,))
-    return lax.div(e, lax.broadcast_in_dim(total, full, tuple(range(axis))))
+    inv_total = lax.div(lax.full(shape, 1, dtype), lax.reduce_sum(e, (axis,)))
+    return lax.mul(e, lax.broadcast_in_dim(inv_total, full, tuple(range(axis))))
 
 
 def _chisquare(name: str, key, df, shape, dtype):
@@ -288,7 +293,8 @@ def f(key, dfnum, dfden, shape: Shape | None = None, dtype=None) -> Array:
     chi_d = _chisquare(name, key_dfd, dfden, shape, dtype)
     dfnum = _broadcast_to(_param(name, "dfnum", dfnum, dtype), shape)
     dfden = _broadcast_to(_param(name, "dfden", dfden, dtype), shape)
-    return lax.div(lax.div(chi_n, dfnum), lax.div(chi_d, dfden))
+    # XLA rewrites jax's (chi_n / dfnum) / (chi_d / dfden) into (chi_n dfden) / (dfnum chi_d).
+    return lax.div(lax.mul(chi_n, dfden), lax.mul(dfnum, chi_d))
 
 
 def t(key, df, shape: Shape | None = None, dtype=None) -> Array:
@@ -371,5 +377,6 @@ def ball(key, d: int, p: float = 2, shape: Shape = (), dtype=None) -> Array:
     g = _generalized_normal(k1, p, (*shape, d), dtype)
     e = _exponential(k2, shape, dtype)
     total = lax.add(lax.reduce_sum(_power(lax.abs(g), p), (len(shape),)), e)
-    r = _power(total, 1 / p)
-    return lax.div(g, lax.broadcast_in_dim(r, (*shape, d), tuple(range(len(shape)))))
+    # XLA rewrites jax's g / total ** (1 / p) into g * total ** -(1 / p).
+    inv_r = xm.pow(total, lax.full_like(total, -(1 / p)))
+    return lax.mul(g, lax.broadcast_in_dim(inv_r, (*shape, d), tuple(range(len(shape)))))
