@@ -216,11 +216,13 @@ def _make(module, name, args):
 
 # Each initializer test draws and compares many shapes and compiles one program per dtype
 # (~10-25 s with a cold compile cache): the families' second forms and jax's xavier aliases
-# of glorot_* and kaiming_* of he_* run with -m slow (each sampler keeps one default test,
-# and he_uniform's second form the axis arguments).
+# of glorot_* and kaiming_* of he_*, and he_*/lecun_normal (the variance-scaling samplers
+# glorot_normal and lecun_uniform already run) run with -m slow (each sampler keeps one
+# default test, and he_uniform's second form the axis arguments).
 _SLOW_INITS = {"normal", "truncated_normal", "glorot_uniform", "xavier_normal",
                "xavier_uniform", "truncated_normal(1.0, None, -1.0, 0.5)", "kaiming_uniform",
-               "kaiming_normal", "glorot_normal(0, 1)"}
+               "kaiming_normal", "glorot_normal(0, 1)", "he_uniform", "he_normal",
+               "lecun_normal"}
 
 
 @pytest.mark.parametrize("name, args", [

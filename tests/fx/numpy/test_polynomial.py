@@ -133,8 +133,10 @@ GRAD_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", [  # polyfit_full repeats polyfit's lstsq derivative (~12 s)
-    pytest.param(c, marks=pytest.mark.slow) if c.name == "polyfit_full" else c
+# polyfit's derivatives through lstsq in x and y (~20 s with a cold cache) and polyfit_full's
+# (the same again) run with -m slow; polyfit_cov keeps a polyfit derivative in the default run.
+@pytest.mark.parametrize("case", [
+    pytest.param(c, marks=pytest.mark.slow) if c.name in ("polyfit", "polyfit_full") else c
     for c in GRAD_CASES], ids=repr)
 def test_derivatives(case):
     rng = np.random.default_rng(3)
