@@ -70,6 +70,7 @@ class CpuExecutable(Executable):
     large steps run on worker threads at the same time (``run_waves``)."""
 
     concurrent = True
+    threaded_libraries = True  # BLAS and OpenMP kernels: see pool.concurrency_enabled
 
     def load(self, low) -> None:
         self.lib = cc.build(low.source) if low.source else None

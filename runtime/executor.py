@@ -68,7 +68,7 @@ class Executable:
         # The dependency schedule (``program.Schedule.waves``): per wave, the calls this
         # thread runs and those handed to the worker threads. Empty: calls run in order.
         self.waves = ()
-        if self.concurrent and pool.concurrency_enabled():
+        if self.concurrent and pool.concurrency_enabled(self.threaded_libraries):
             self.waves = low.schedule.waves
 
     # --- what a target implements -----------------------------------------------------------
@@ -86,8 +86,10 @@ class Executable:
     def run(self, state, args: list) -> list:
         raise NotImplementedError
 
-    # Whether independent calls of this target may run on worker threads (see run_waves).
+    # Whether independent calls of this target may run apart (see run_waves), and whether its
+    # calls are multithreaded themselves (then only where they run on one thread each).
     concurrent = False
+    threaded_libraries = False
 
     # --- the dependency schedule ------------------------------------------------------------
 

@@ -80,6 +80,16 @@ def in_worker() -> bool:
     return getattr(_local, "worker", False)
 
 
-def concurrency_enabled() -> bool:
-    """``FX_CONCURRENT=0`` runs every program's steps in order."""
-    return os.environ.get("FX_CONCURRENT", "1") != "0"
+def concurrency_enabled(threaded_libraries: bool = False) -> bool:
+    """Whether independent steps run at the same time: ``FX_CONCURRENT=1`` or ``0`` says so;
+    unset, yes — but for a target whose steps are themselves multithreaded
+    (``threaded_libraries``: the CPU's BLAS and OpenMP kernels), only where they run on one
+    thread each (``OPENBLAS_NUM_THREADS=1`` and ``OMP_NUM_THREADS=1``): otherwise one large
+    GEMM already uses every core, and two at once oversubscribe them (the MLP training step
+    on 2 cores measured ~17% slower with default BLAS threads)."""
+    setting = os.environ.get("FX_CONCURRENT")
+    if setting is not None:
+        return setting != "0"
+    if not threaded_libraries:
+        return True
+    return all(os.environ.get(k) == "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"))

@@ -40,19 +40,20 @@ def test_independent_gemms_share_a_wave_and_show_in_as_text():
 
 def test_concurrent_schedule_is_bitwise_the_serial_one(monkeypatch):
     args = _args()
+    monkeypatch.setenv("FX_CONCURRENT", "1")
     concurrent = fx.jit(_towers)
     assert concurrent.lower(*args).compile()._exe.waves  # really scheduled concurrently
     monkeypatch.setenv("FX_CONCURRENT", "0")
     serial = fx.jit(lambda *a: _towers(*a))
     assert not serial.lower(*args).compile()._exe.waves
     want = np.asarray(serial(*args))
-    monkeypatch.delenv("FX_CONCURRENT")
     got = np.asarray(concurrent(*args))
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
     np.testing.assert_allclose(got, np.asarray(_towers(*args)), rtol=1e-5, atol=1e-5)
 
 
-def test_concurrent_programs_called_from_many_threads():
+def test_concurrent_programs_called_from_many_threads(monkeypatch):
+    monkeypatch.setenv("FX_CONCURRENT", "1")
     f = fx.jit(_towers)
     inputs = [_args(seed=s) for s in range(6)]
     want = [np.asarray(f(*a)) for a in inputs]
@@ -134,3 +135,19 @@ def test_an_error_in_a_concurrent_call_is_raised_after_the_wave_ends():
     with pytest.raises(ValueError, match="step 1 failed"):
         _Waves().run_waves(call)
     assert sorted(done) == [0, 2]
+
+
+def test_cpu_concurrency_by_default_only_where_steps_run_on_one_thread(monkeypatch):
+    from fx.runtime import pool
+
+    monkeypatch.delenv("FX_CONCURRENT", raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    assert pool.concurrency_enabled(threaded_libraries=True)
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS")
+    assert not pool.concurrency_enabled(threaded_libraries=True)  # BLAS uses every core
+    assert pool.concurrency_enabled(threaded_libraries=False)  # streams on a GPU
+    monkeypatch.setenv("FX_CONCURRENT", "1")
+    assert pool.concurrency_enabled(threaded_libraries=True)
+    monkeypatch.setenv("FX_CONCURRENT", "0")
+    assert not pool.concurrency_enabled(threaded_libraries=False)
