@@ -31,11 +31,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fx import dtypes
 from fx.core import Primitive
 from fx.jaxpr import JaxprEqn, Literal, Var
 from fx.lax import linalg_host, linalg_householder, linalg_solvers, linalg_spectral
-from fx.lax.fft import FftType, fft_p
+from fx.lax.fft import FftType, empty_transform, fft_p
 from fx.lowering.fusion import FusionGroup, GroupKind
 from fx.lowering.op_info import OpImpl, register
 
@@ -269,16 +268,9 @@ _FFT_FUNCTIONS = {FftType.FFT: "fftn", FftType.IFFT: "ifftn", FftType.RFFT: "rff
 def _fft(xp, xsl, x, *, fft_type, fft_lengths):
     k = len(fft_lengths)
     axes = tuple(range(x.ndim - k, x.ndim))
-    if fft_type == FftType.IRFFT:
-        out_shape = x.shape[:-k] + tuple(fft_lengths)
-    elif fft_type == FftType.RFFT:
-        out_shape = x.shape[:-1] + (fft_lengths[-1] // 2 + 1,)
-    else:
-        out_shape = x.shape
-    if 0 in out_shape or 0 in x.shape[x.ndim - k:]:
-        dtype = (dtypes.real_dtype(x.dtype) if fft_type == FftType.IRFFT
-                 else dtypes.complex_dtype(x.dtype))
-        return [xp.zeros(out_shape, dtype)]  # NumPy and CuPy refuse empty transforms
+    empty = empty_transform(x.shape, x.dtype, fft_type, fft_lengths)
+    if empty is not None:
+        return [xp.zeros(*empty)]
     return [getattr(xp.fft, _FFT_FUNCTIONS[fft_type])(x, s=tuple(fft_lengths), axes=axes)]
 
 

@@ -103,6 +103,22 @@ def _pocketfft():
         return np.fft
 
 
+def empty_transform(x_shape, dtype, fft_type, fft_lengths):
+    """``(shape, dtype)`` of the transform of an input with a zero-size dimension (NumPy and
+    CuPy refuse empty transforms: the result is zeros of this type), else None."""
+    k = len(fft_lengths)
+    if fft_type == FftType.IRFFT:
+        out_shape = tuple(x_shape[:-k]) + tuple(fft_lengths)
+    elif fft_type == FftType.RFFT:
+        out_shape = tuple(x_shape[:-1]) + (fft_lengths[-1] // 2 + 1,)
+    else:
+        out_shape = tuple(x_shape)
+    if 0 not in out_shape and 0 not in tuple(x_shape[len(x_shape) - k:]):
+        return None
+    return out_shape, (dtypes.real_dtype(dtype) if fft_type == FftType.IRFFT
+                       else dtypes.complex_dtype(dtype))
+
+
 @fft_p.def_impl
 def _fft_impl(x, *, fft_type, fft_lengths):
     x = np.asarray(x)
@@ -110,14 +126,9 @@ def _fft_impl(x, *, fft_type, fft_lengths):
     axes = tuple(range(x.ndim - k, x.ndim))
     out_dtype = (dtypes.real_dtype(x.dtype) if fft_type == FftType.IRFFT
                  else dtypes.complex_dtype(x.dtype))
-    if fft_type == FftType.IRFFT:
-        out_shape = x.shape[:-k] + tuple(fft_lengths)
-    elif fft_type == FftType.RFFT:
-        out_shape = x.shape[:-1] + (fft_lengths[-1] // 2 + 1,)
-    else:
-        out_shape = x.shape
-    if 0 in out_shape or 0 in x.shape[x.ndim - k:]:
-        return np.zeros(out_shape, out_dtype)  # NumPy refuses empty transforms
+    empty = empty_transform(x.shape, x.dtype, fft_type, fft_lengths)
+    if empty is not None:
+        return np.zeros(*empty)
     out = getattr(_pocketfft(), _FUNCTION[fft_type])(x, s=tuple(fft_lengths), axes=axes)
     return np.asarray(out, out_dtype)
 
