@@ -70,6 +70,7 @@ class Step:
     kernel: ir.Kernel | None = None
     placement: str = "device"  # "host": a CUDA program runs this step on the CPU
     loop: control_flow.LoopPlan | None = None  # for scan / while / cond steps
+    cost: float = 0.0  # the chosen implementation's estimate (scheduling reads it)
 
 
 @dataclass
@@ -200,7 +201,7 @@ def _op(t: int, st: Step, buffers, backend: backends.Backend) -> program.Op:
 def _ir_op(t: int, st: Step, buffers) -> program.Op:
     reads = tuple(buffers[v] for v in st.inputs)
     writes = tuple(buffers[v] for v in st.outputs)
-    cost = st.choice.impl.cost(st.group)
+    cost = st.cost
     if st.kernel is not None:
         return program.Launch(t, reads, writes, cost, kernel=st.kernel, callee=st.kernel.name)
     if st.loop is not None:
@@ -247,22 +248,26 @@ def _steps(groups: list[FusionGroup], backend: backends.Backend, have_compiler: 
             tail.inputs = _unique([v for e in tail.eqns for v in e.invars
                                    if isinstance(v, Var) and v not in local])
             tail.outputs = list(g.outputs)
-            steps.append(Step(head, choice, head.inputs, [prod]))
-            steps.append(Step(tail, select(tail, backend, have_compiler), tail.inputs,
-                              tail.outputs))
+            tail_choice = select(tail, backend, have_compiler)
+            steps.append(Step(head, choice, head.inputs, [prod],
+                              cost=choice.impl.cost(head)))
+            steps.append(Step(tail, tail_choice, tail.inputs, tail.outputs,
+                              cost=tail_choice.impl.cost(tail)))
         elif choice.impl.control_flow:
             tag = re.sub(r"\W", "_", f"{name}_{g.id}")
             loop = control_flow.plan(g.eqns[0], tag, lower, backend, have_compiler)
             # Every result gets a buffer (the loop writes them all, read later or not).
             outs = list(g.eqns[0].outvars) + (
                 [loop.scratch] if loop.scratch is not None else [])
-            steps.append(Step(g, choice, list(g.inputs), outs, loop=loop))
+            steps.append(Step(g, choice, list(g.inputs), outs, loop=loop,
+                              cost=choice.impl.cost(g)))
         else:
             placement = "device"
             if backend.host_steps_need_copies and choice.impl.op_by_op and any(
                     e.primitive in host_only_prims for e in g.eqns):
                 placement = "host"  # no GPU implementation: split the graph here
-            steps.append(Step(g, choice, list(g.inputs), list(g.outputs), placement=placement))
+            steps.append(Step(g, choice, list(g.inputs), list(g.outputs), placement=placement,
+                              cost=choice.impl.cost(g)))
     return steps
 
 
@@ -306,7 +311,7 @@ def _wave_order(steps: list[Step], concurrent_cost: float
         for v in s.outputs:
             producer[v] = t
     big = Counter(lv for lv, s in zip(level, steps)
-                  if s.choice.impl.cost(s.group) >= concurrent_cost)
+                  if s.cost >= concurrent_cost)
     if max(big.values(), default=0) < 2:
         return steps, None
     order = sorted(range(len(steps)), key=lambda t: (level[t], t))
