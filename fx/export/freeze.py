@@ -37,9 +37,11 @@ import numpy as np
 
 from fx import dtypes, tree_util
 from fx.array import Array
-from fx.core import EVAL_TRACE, set_current_trace
+from fx.core import EVAL_TRACE, get_aval, set_current_trace
 from fx.interpreters.eval import eval_jaxpr
 from fx.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, has_effects
+from fx.lax.base import broadcast_in_dim_p
+from fx.lax.elementwise import add_p
 from fx.lowering.eliminate_dead_code import eliminate_dead_code
 from fx.lowering.inline_calls import inline_calls
 from fx.lowering.rewrite import Renamer
@@ -84,8 +86,7 @@ class Frozen:
         from fx.tracing import make_jaxpr
 
         leaves, in_tree = tree_util.tree_flatten(args)
-        avals = tuple((tuple(np.shape(x)), np.dtype(x.dtype) if hasattr(x, "dtype")
-                       else np.asarray(x).dtype) for x in leaves)
+        avals = tuple((a.shape, a.dtype) for a in map(get_aval, leaves))
         key = (in_tree, avals)
         with self._lock:
             hit = self._programs.get(key)
@@ -273,11 +274,11 @@ def _fold_affine(eqns, values: dict, outvars, counts: Counter):
         bias_v = Var(y.aval.update(shape=(n,), weak_type=False))
         values[bias_v] = shift.astype(y.aval.dtype)
         bias_b = Var(y.aval)
-        bcast = JaxprEqn(_primitive("broadcast_in_dim"), [bias_v], [bias_b],
+        bcast = JaxprEqn(broadcast_in_dim_p, [bias_v], [bias_b],
                          {"shape": tuple(y.aval.shape), "broadcast_dimensions": (axis,)},
                          e.source_info)
         out = Var(y.aval)
-        add = JaxprEqn(_primitive("add"), [new_y, bias_b], [out], {}, e.source_info)
+        add = JaxprEqn(add_p, [new_y, bias_b], [out], {}, e.source_info)
         replaced[id(e)] = [lin, bcast, add]
         dead.update(id(c) for c in chain)
         rename.bind(cur, out)
@@ -288,12 +289,6 @@ def _fold_affine(eqns, values: dict, outvars, counts: Counter):
             continue
         result.extend(replaced.get(id(e), [e]))
     return [rename.eqn(e) for e in result], [rename(v) for v in outvars]
-
-
-def _primitive(name: str):
-    from fx.core import primitive_named
-
-    return primitive_named(name)
 
 
 def _row_constant(v, producers, axis: int) -> bool:
