@@ -330,10 +330,11 @@ def one_hot(x, num_classes: int, *, dtype=None, axis: int = -1):
     classes = lax.broadcasted_iota(aval.dtype, tuple(rhs_shape), axis)
     return lax.convert_element_type(fnp.equal(lhs, classes), out_dt)
 
-# The rest of jax.nn (fx/nn_functions.py) and the initializers, as fx.nn.initializers.
+# The rest of jax.nn (fx/nn_functions.py), the initializers and the losses (fx.nn.losses).
 import sys as _sys  # noqa: E402
 
 from fx import nn_initializers as initializers  # noqa: E402, F401
+from fx import nn_losses as losses  # noqa: E402, F401
 from fx.nn_functions import (  # noqa: E402, F401
     dot_product_attention,
     identity,
@@ -346,3 +347,4 @@ from fx.nn_functions import (  # noqa: E402, F401
 )
 
 _sys.modules.setdefault("fx.nn.initializers", initializers)  # `import fx.nn.initializers`
+_sys.modules.setdefault("fx.nn.losses", losses)  # `import fx.nn.losses`
