@@ -77,13 +77,15 @@ def _backend(name: str | None) -> str:
 
 
 def compiled_executable(jaxpr: ClosedJaxpr, backend: str, name: str = "f",
-                        donated: tuple[bool, ...] = ()):
+                        donated: tuple[bool, ...] = (), consts: tuple = ()):
     """The executable for a jit body, compiled once per jaxpr object, backend and donation,
-    however many threads ask for it at once."""
+    however many threads ask for it at once. ``consts``: the values of its leading inputs
+    that are the trace's constants (lowering may specialize on them: sparse weights)."""
     with _compiled_lock:
-        cell = _compiled.setdefault(jaxpr, {}).setdefault((backend, donated), _Once())
+        cell = _compiled.setdefault(jaxpr, {}).setdefault((backend, donated, bool(consts)),
+                                                          _Once())
     return cell.get(lambda: lower_program(
-        jaxpr, backend, name, donated=donated,
+        jaxpr, backend, name, donated=donated, const_values=consts,
         have_compiler=backends.get(backend).compiler_available()).compile())
 
 
@@ -221,7 +223,8 @@ class JitFunction:
                 isinstance(x, Tracer) for x in leaves):
             if entry.executable is None:
                 entry.executable = compiled_executable(
-                    entry.jaxpr, key[3], name, self._donated_leaves(args, statics, entry))
+                    entry.jaxpr, key[3], name, self._donated_leaves(args, statics, entry),
+                    tuple(entry.consts))
             const_bufs = [np.asarray(c) for c in entry.consts]
             donated = self._donated_leaf_ids(args) if self._donate else ()
             bufs = const_bufs + [
@@ -272,6 +275,7 @@ class JitFunction:
         entry = self._entry(key, args, kwargs, statics, dyn_args, dyn_kwargs)
         program = lower_program(entry.jaxpr, key[3], _fun_name(self._fun),
                                 donated=self._donated_leaves(args, statics, entry),
+                                const_values=tuple(entry.consts),
                                 have_compiler=backends.get(key[3]).compiler_available())
         return Lowered(program, entry)
 

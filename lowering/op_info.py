@@ -16,7 +16,7 @@ import numpy as np
 
 from fx import dtypes
 from fx.lax import linalg
-from fx.lowering import backends, cuda_gemm, int8_gemm, scalar_ops
+from fx.lowering import backends, cuda_gemm, int8_gemm, scalar_ops, sparse_gemm
 from fx.lowering.codegen import KERNEL_BUILDERS
 from fx.lowering.control_flow import control_flow_prims
 from fx.lowering.cost import group_flops
@@ -158,6 +158,13 @@ register(OpImpl("cpu.int8_gemm", "cpu", GroupKind.GEMM, frozenset([dtypes.int32]
                 applies=lambda g: int8_gemm.applies(g) and _generable(g),
                 kernel=int8_gemm.gemm_kernel, fuses_epilogue=True,
                 describe=int8_gemm.describe))
+for _backend in backends.BACKENDS:  # CSR x dense for sparse constant weights (sparse_gemm)
+    register(OpImpl(f"{_backend}.sparse_gemm", _backend, GroupKind.GEMM,
+                    sparse_gemm.SPARSE_DTYPES, {}, True, sparse_gemm.cost,
+                    "generated CSR x dense kernel over the weight's nonzeros, epilogue fused",
+                    applies=lambda g: sparse_gemm.applies(g) and _generable(g),
+                    kernel=sparse_gemm.gemm_kernel, fuses_epilogue=True,
+                    describe=sparse_gemm.describe))
 register(OpImpl("cpu.numpy_gemm", "cpu", GroupKind.GEMM, ANY, {}, False,
                 lambda g: 3000.0 + _flops(g) / 2.0, "numpy matmul for dtypes BLAS lacks",
                 applies=_is_dot, library=_gemm_library))

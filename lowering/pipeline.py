@@ -16,7 +16,7 @@ from fx.avals import ShapedArray
 from fx.callback import pure_callback_p
 from fx.debug import debug_print_p
 from fx.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var, check_jaxpr, has_effects
-from fx.lowering import backends, control_flow, program
+from fx.lowering import backends, control_flow, program, sparse_gemm
 from fx.lowering import conv as _conv  # noqa: F401  (registers the convolution impls)
 from fx.lowering import kernel_ir as ir
 from fx.lowering import library_calls as _library_calls  # noqa: F401  (LAPACK, FFT)
@@ -141,12 +141,14 @@ class Program:
 
 def lower(closed: ClosedJaxpr, backend: str | backends.Backend = "cpu", name: str = "f",
           donated: tuple[bool, ...] = (), have_compiler: bool = True,
-          check: bool | None = None) -> Program:
+          check: bool | None = None, const_values: tuple = ()) -> Program:
+    """``const_values``: the values of the leading inputs that are trace-time constants (a
+    jit's hoisted closed-over arrays); passes may specialize on them (``sparse_gemm``)."""
     backend = backends.get(backend)
     if check is None:
         check = bool(os.environ.get("FX_CHECK_PASSES"))
     stats, clock = CompileStats(), _Clock()
-    closed = inline_calls(closed)
+    closed = sparse_gemm.sparsify(inline_calls(closed), const_values)  # sparse weights: CSR
     stats.inline = clock.lap()
     # Constants become leading inputs of the optimized program (their values travel along).
     j = closed.jaxpr
