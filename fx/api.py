@@ -20,7 +20,8 @@ from fx.array import Array
 from fx.avals import ShapedArray
 from fx.config import config
 from fx.core import EVAL_TRACE, Trace, Tracer, current_trace, get_aval, set_current_trace
-from fx.devices import Device, devices
+from fx.devices import Device, devices, devices_of_process
+from fx.distributed.state import group as _group
 from fx.tracing import abstractify, flatten_fun, name_scope, trace_to_jaxpr
 
 # --- shapes ---------------------------------------------------------------------------------
@@ -150,30 +151,34 @@ def device_get(x):
 
 
 def local_devices(process_index: int | None = None, backend: str | None = None) -> list[Device]:
-    """The devices of this process (fx runs in one process: all of them)."""
-    if process_index not in (None, 0):
-        raise ValueError(f"fx.local_devices: there is one process (index 0), not {process_index}")
-    return devices(backend)
+    """The devices of process ``process_index`` (default: this process)."""
+    g = _group()
+    if process_index is not None and not 0 <= process_index < g.process_count:
+        raise ValueError(f"fx.local_devices: process_index {process_index} is not one of the "
+                         f"{g.process_count} processes")
+    return devices_of_process(g.process_index if process_index is None else process_index,
+                              backend)
 
 
 def device_count(backend: str | None = None) -> int:
-    """How many devices the backend has."""
+    """How many devices the run has, over all its processes."""
     return len(devices(backend))
 
 
 def local_device_count(backend: str | None = None) -> int:
-    """How many devices this process has (fx runs in one process: all of them)."""
-    return len(devices(backend))
+    """How many devices this process has."""
+    return len(local_devices(backend=backend))
 
 
 def process_index(backend: str | None = None) -> int:
-    """This process's index among the processes of a run: always 0 (one process)."""
-    return 0
+    """This process's index among the processes of the run (0 unless
+    ``fx.distributed.initialize`` joined it to several)."""
+    return _group().process_index
 
 
 def process_count(backend: str | None = None) -> int:
-    """How many processes take part in the run: always 1."""
-    return 1
+    """How many processes take part in the run (see ``fx.distributed.initialize``)."""
+    return _group().process_count
 
 
 # --- names on equations -----------------------------------------------------------------------

@@ -10,21 +10,25 @@ from __future__ import annotations
 
 import functools
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from fx.distributed import state
 from fx.runtime import platforms
 from fx.runtime.platforms import cupy_module
 
 __all__ = ["CPU", "Device", "cupy_module", "default_backend", "default_device", "devices",
-           "device_of_buffer", "put_buffer", "to_host"]
+           "devices_of_process", "device_of_buffer", "put_buffer", "to_host"]
 
 
 @dataclass(frozen=True)
 class Device:
     platform: str  # a platform name: "cpu" or "cuda"
-    id: int = 0
+    id: int = 0  # the device's index in its process (CuPy's device id)
+    # The process holding it (``fx.distributed``). Not compared: a buffer's device is always
+    # this process's, and code comparing devices compares them within one process.
+    process_index: int = field(default=0, compare=False)
 
     @property
     def record(self) -> platforms.Platform:
@@ -43,7 +47,8 @@ class Device:
         return self.record.array_module()
 
     def __repr__(self) -> str:
-        return f"{self.record.device_class}(id={self.id})"
+        where = f", process_index={self.process_index}" if self.process_index else ""
+        return f"{self.record.device_class}(id={self.id}{where})"
 
 
 _ON_HOST = {name: p.host_memory for name, p in platforms.PLATFORMS.items()}
@@ -51,12 +56,28 @@ CPU = Device(platforms.HOST.name, 0)
 
 
 def devices(backend: str | None = None) -> list[Device]:
-    """The devices of ``backend`` (default: the default backend)."""
+    """The devices of ``backend`` (default: the default backend) in every process of the run
+    (``fx.distributed``), process by process."""
+    g = state.group()
+    if g.process_count == 1:
+        return devices_of_process(0, backend)
+    return [d for p in range(g.process_count) for d in devices_of_process(p, backend)]
+
+
+def devices_of_process(process: int, backend: str | None = None) -> list[Device]:
+    """Process ``process``'s devices: this process's are counted here, another's as it
+    reported them to ``fx.distributed.initialize``."""
     record = platforms.platform(backend or default_backend())
-    if not record.available():
-        raise RuntimeError(f"fx: backend {record.name!r} requested but it has no device "
-                           f"here; {record.missing}")
-    return [Device(record.name, i) for i in range(record.device_count())]
+    g = state.group()
+    if process == g.process_index:
+        if not record.available():
+            raise RuntimeError(f"fx: backend {record.name!r} requested but it has no device "
+                               f"here; {record.missing}")
+        count = record.device_count() if g.process_count == 1 else \
+            g.local_device_counts[process]
+    else:
+        count = g.local_device_counts[process]
+    return [Device(record.name, i, process) for i in range(count)]
 
 
 def default_backend() -> str:
@@ -80,7 +101,7 @@ def _default_backend(env: str) -> str:
 
 
 def default_device() -> Device:
-    return devices()[0]
+    return devices_of_process(state.group().process_index)[0]
 
 
 def device_of_buffer(buf) -> Device:

@@ -16,6 +16,7 @@ from fx.avals import ShapedArray
 from fx.callback import pure_callback_p
 from fx.debug import debug_print_p
 from fx.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var, check_jaxpr, has_effects
+from fx.lax.parallel import collective_prims
 from fx.lowering import backends, control_flow, program, sparse_gemm
 from fx.lowering import conv as _conv  # noqa: F401  (registers the convolution impls)
 from fx.lowering import kernel_ir as ir
@@ -195,7 +196,8 @@ def _op(t: int, st: Step, buffers, backend: backends.Backend) -> program.Op:
     """Step ``t`` as an operation of the program IR. On a backend whose arrays NumPy cannot
     read, a NumPy step copies its operands to the host and its results back."""
     op = _ir_op(t, st, buffers)
-    if op.native or op.device or op.copies or not backend.numpy_steps_copy:
+    if op.native or op.device or op.copies or not backend.numpy_steps_copy or isinstance(
+            op, program.Collective):  # a transport takes device or host arrays itself
         return op
     return dataclasses.replace(op, copies=True, run=host_step(op.run, st.inputs, st.outputs))
 
@@ -226,7 +228,9 @@ def _ir_op(t: int, st: Step, buffers) -> program.Op:
                                                                        st.outputs)
     if impl.library is not None or impl.describe is not None:
         routine = impl.describe(st.group) if impl.describe is not None else impl.name
-        return program.LibraryCall(t, reads, writes, cost, routine=routine, run=run)
+        kind = program.Collective if any(e.primitive in collective_prims
+                                         for e in st.group.eqns) else program.LibraryCall
+        return kind(t, reads, writes, cost, routine=routine, run=run)
     kind = program.HostCallback if any(e.primitive in CALLBACKS for e in st.group.eqns) \
         else program.HostCall
     return kind(t, reads, writes, cost, run=run)

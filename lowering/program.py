@@ -9,6 +9,7 @@ constant, or an offset in the arena):
 - :class:`HostCall`: the primitives' NumPy implementations, op by op (on a backend whose
   buffers are not in host memory, with copies to the host and back); a
   :class:`HostCallback` when it runs the user's Python;
+- :class:`Collective`: a collective between processes, run by the process group's transport;
 - :class:`Loop` (``scan``, ``while``) and :class:`Conditional` (``cond``), each holding its
   bodies as lowered programs of their own. A *native* one is rendered into one function of
   the generated code; otherwise it runs on the host over its bodies' compiled executables.
@@ -106,6 +107,17 @@ class HostCall(Op):
     @property
     def label(self) -> str:
         return "host_call" + _copied(self)
+
+
+class Collective(LibraryCall):
+    """A collective between processes (``psum``, ``all_gather``, ... over a ``pmap`` axis):
+    ``routine`` names it and its transport (MPI, NCCL), ``run(views)`` calls the transport on
+    the buffers as they are (it moves host/device memory itself). Collectives are effects:
+    a program holding one runs its calls serially and in order, on every process alike."""
+
+    @property
+    def label(self) -> str:
+        return f"collective {self.routine}"
 
 
 class HostCallback(HostCall):

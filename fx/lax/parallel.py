@@ -4,8 +4,9 @@
 Inside ``vmap(..., axis_name=name)`` each value stands for one lane of the batch; a collective
 combines the lanes. They are implemented by the batching rule of the vmap that owns the axis
 name (an inner vmap over another name passes them through); outside any such vmap they raise
-``NameError`` naming the unbound axis. A later multi-device ``pmap`` provides the same
-operations.
+``NameError`` naming the unbound axis. Under ``fx.pmap`` the lanes are processes: the same
+primitives then reach the jaxpr and run between processes (``fx.distributed.collectives``
+gives them that meaning and their lowering).
 """
 
 from __future__ import annotations
@@ -121,6 +122,10 @@ def _axis_index_batch(axis, vals, dims, *, axis_name):
 
 
 batching.batch_rules[axis_index_p] = _axis_index_batch
+
+
+# The collectives fx.distributed runs across processes (and lowers to program.Collective).
+collective_prims = frozenset([psum_p, pmax_p, pmin_p, all_gather_p, axis_index_p])
 
 
 def _names(axis_name) -> tuple:

@@ -434,8 +434,6 @@ def test_debug_infs():
 # in jax. When fx gains one, the test fails until it is removed from this list.
 MISSING_FROM_FX = {
     # later issues
-    "pmap": "issue 18, multi-process",
-    "distributed": "issue 18, multi-process",
     "process_indices": "issue 18, multi-process",
     "make_array_from_callback": "issue 18, multi-process",
     "make_array_from_process_local_data": "issue 18, multi-process",

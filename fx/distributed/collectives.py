@@ -1,0 +1,173 @@
+"""The named-axis collectives of ``fx.lax`` across processes: what ``psum``, ``pmax``,
+``pmin``, ``all_gather`` and ``axis_index`` mean when their axis is a :class:`ProcessAxis`
+(bound by ``fx.pmap``: one lane per process), and their lowering to a step of the compiled
+program.
+
+The primitives are the ones ``vmap`` batches (``fx.lax.parallel``); under ``pmap`` no vmap
+owns the axis, so they reach the jaxpr, and operator selection picks the ``collective``
+implementation registered here for their group. It resolves the axis to its transport
+*when the program is lowered* (the transport is part of the step, not looked up per call),
+and the pipeline makes the step a ``program.Collective`` — one call of the compiled schedule,
+so a jitted training step runs kernels and all-reduces with no Python tracing in between.
+Collectives are effectful: a program holding one runs its steps serially, in order, which is
+what keeps every process issuing its collectives in the same order.
+
+On its first run a compiled collective step checks with every other process that they are
+running the same collective on the same type (``Transport.agree``); later runs of the same
+executable skip the check (its shape cannot change).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from fx import dtypes
+from fx.distributed.transport import ReduceOp, Transport
+from fx.interpreters import batching
+from fx.jaxpr import Literal, effectful_primitives
+from fx.lax import parallel
+from fx.lowering import op_info
+from fx.lowering.fusion import GroupKind
+
+
+@dataclass(frozen=True)
+class ProcessAxis(batching.BatchAxis):
+    """A named axis whose lanes are processes (``size`` is the process count); collectives
+    over it run on ``transport``."""
+
+    transport: Transport | None = None
+
+
+def process_axis(name) -> ProcessAxis | None:
+    """The innermost axis named ``name`` if it is a process axis (an inner vmap of the same
+    name shadows it)."""
+    for axis in reversed(batching._axis_env.get()):
+        if axis.name == name:
+            return axis if isinstance(axis, ProcessAxis) else None
+    return None
+
+
+def _unbound(prim, axis_name) -> NameError:
+    return NameError(
+        f"{prim.name}: unbound axis name {axis_name!r}: collectives need an enclosing "
+        f"fx.vmap(..., axis_name={axis_name!r}) or fx.pmap(..., axis_name={axis_name!r})")
+
+
+def signature(prim, x, axis_name) -> str:
+    what = "" if x is None else f" of {dtypes.short_name(x.dtype)}{list(x.shape)}"
+    return f"{prim.name} over {axis_name!r}{what}"
+
+
+def _to_host(x):
+    return x if isinstance(x, np.ndarray) else (x.get() if hasattr(x, "get") else np.asarray(x))
+
+
+def execute(prim, x, axis: ProcessAxis, params: dict, check: bool = True):
+    """``prim`` over the processes of ``axis`` on this process's value ``x`` (an array of the
+    transport's memory, or a host array it is moved from)."""
+    t = axis.transport
+    what = f"fx.lax.{signature(prim, x, axis.name)}"
+    if prim is parallel.axis_index_p:
+        return np.asarray(t.rank, np.int32)
+    if not t.device_buffers:
+        x = _to_host(x)
+    if check and t.size > 1:
+        t.agree(signature(prim, x, axis.name), what)
+    if prim is parallel.psum_p:
+        return t.allreduce(x, ReduceOp.SUM, what)
+    if prim is parallel.all_gather_p:
+        if params["axis_size"] != t.size:
+            raise ValueError(f"{what}: axis_size {params['axis_size']} is not the axis's "
+                             f"{t.size} processes")
+        return t.allgather(x, what)
+    op = ReduceOp.MAX if prim is parallel.pmax_p else ReduceOp.MIN
+    if dtypes.is_float(x.dtype) or dtypes.is_complex(x.dtype):
+        # A NaN wins as in vmap's reduce_max/min (MPI's MAX on floats does not promise it):
+        # gather and reduce locally; the result is the same on every process.
+        stack = t.allgather(x, what)
+        return (stack.max if op is ReduceOp.MAX else stack.min)(axis=0)
+    return t.allreduce(x, op, what)
+
+
+def _impl(prim):
+    def impl(*args, axis_name, **params):
+        axis = process_axis(axis_name)
+        if axis is None:
+            raise _unbound(prim, axis_name)
+        return execute(prim, args[0] if args else None, axis, params)
+
+    return impl
+
+
+for _prim in parallel.collective_prims:
+    _prim.def_impl(_impl(_prim))
+    if _prim is not parallel.axis_index_p:
+        effectful_primitives.add(_prim)
+
+
+# --- lowering -------------------------------------------------------------------------------
+
+
+def _is_collective(g) -> bool:
+    return len(g.eqns) == 1 and g.eqns[0].primitive in parallel.collective_prims
+
+
+def _axis_of(eqn) -> ProcessAxis:
+    axis = process_axis(eqn.params["axis_name"])
+    if axis is None:
+        raise _unbound(eqn.primitive, eqn.params["axis_name"])
+    return axis
+
+
+def _describe(g) -> str:
+    eqn = g.eqns[0]
+    axis = _axis_of(eqn)
+    return f"{eqn.primitive.name} over {axis.name!r} ({axis.transport.describe()})"
+
+
+class _FirstRun:
+    """A latch: true once, for the first caller (the step's cross-process signature check)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._done = False
+
+    def __call__(self) -> bool:
+        with self._lock:
+            first, self._done = not self._done, True
+        return first
+
+
+def _library(step):
+    """``run(views)`` for a collective step: the operand from its buffer, the transport's
+    collective, the result into the output buffer."""
+    eqn = step.group.eqns[0]
+    axis = _axis_of(eqn)
+    params = {k: v for k, v in eqn.params.items() if k != "axis_name"}
+    src = eqn.invars[0] if eqn.invars else None
+    out = eqn.outvars[0]
+    first = _FirstRun()
+
+    def run(views):
+        x = None if src is None else (src.value if isinstance(src, Literal) else views[src])
+        if isinstance(src, Literal):
+            x = np.asarray(x, src.aval.dtype)
+        y = execute(eqn.primitive, x, axis, params, check=first())
+        if out not in step.outputs:  # kept for its effect (every process runs it), unread
+            return
+        dst = views[out]
+        if isinstance(dst, np.ndarray):
+            np.copyto(dst, _to_host(y).reshape(out.aval.shape), casting="unsafe")
+        else:
+            dst[...] = y.reshape(out.aval.shape)
+
+    return run
+
+
+op_info.register(op_info.OpImpl(
+    "collective", "any", GroupKind.OPAQUE, op_info.ANY, {}, False, lambda g: 1000.0,
+    "a collective over a pmap axis, run by the process group's transport (MPI or NCCL)",
+    applies=_is_collective, library=_library, describe=_describe))

@@ -1,0 +1,152 @@
+"""``fx.pmap``: one program per device, with a named axis spanning the devices of every
+process.
+
+Each process holds one device here (one CPU device, or the GPU it was given), so a pmapped
+function takes, per process, arguments whose mapped axis has the local device count (1) and
+runs ``fun`` on the slice, compiled: the body is traced and lowered once per argument
+signature by ``fx.jit`` inside the process axis (``collectives.ProcessAxis``), where the
+collectives of ``fx.lax`` become ``program.Collective`` steps of that program. Across
+``mpiexec -n N`` the named axis has size N and lane ``fx.process_index()``.
+
+Transformations go inside: ``grad``, ``vmap`` and ``jit`` within the pmapped function compose
+with the collectives (the transpose of ``psum`` is a ``psum``); a pmapped function itself is
+called on concrete values, outside any trace.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from fx import tree_util
+from fx.array import Array
+from fx.core import EVAL_TRACE, current_trace, get_aval
+from fx.distributed import state
+from fx.distributed.collectives import ProcessAxis
+from fx.interpreters import batching
+from fx.jit_function import jit
+
+
+def _fun_name(f) -> str:
+    return getattr(f, "__name__", type(f).__name__)
+
+
+def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: Any = 0,
+         static_broadcasted_argnums: int | tuple[int, ...] = (), devices=None,
+         backend: str | None = None, donate_argnums: int | tuple[int, ...] = ()) -> Callable:
+    """Map ``fun`` over devices, one lane per device of every process, as ``jax.pmap``.
+
+    ``in_axes`` / ``out_axes`` (an int, None, or a pytree prefix of the arguments / outputs)
+    say which axis of each value is mapped; on each process it has this process's local
+    device count (1 here: one device per process). Inside ``fun``, ``fx.lax.psum``,
+    ``pmean``, ``pmax``, ``pmin``, ``all_gather``, ``psum_scatter``, ``ppermute`` and
+    ``axis_index`` over ``axis_name`` combine the lanes of all processes (on MPI or NCCL),
+    as they combine the lanes of ``vmap(..., axis_name=...)``.
+
+    >>> # mpiexec -n 2 python -c ...
+    >>> fx.distributed.initialize()
+    >>> grads = fx.pmap(lambda g: fx.lax.pmean(g, "batch"), axis_name="batch")(
+    ...     fnp.full((1, 3), float(fx.process_index())))
+    >>> grads                                 # on both processes
+    Array([[0.5, 0.5, 0.5]], dtype=float32)
+    """
+    if devices is not None and len(devices) != _local_count():
+        raise ValueError(f"fx.pmap: devices= lists {len(devices)} devices; this process maps "
+                         f"over its {_local_count()} local device(s)")
+    statics = (static_broadcasted_argnums,) if isinstance(static_broadcasted_argnums, int) \
+        else tuple(static_broadcasted_argnums)
+    donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
+    compiled: dict = {}  # transport -> the jitted per-device body
+
+    def body_for(transport):
+        if transport not in compiled:
+            @functools.wraps(fun)
+            def per_device(*args):
+                return fun(*args)
+
+            compiled[transport] = jit(per_device, static_argnums=statics,
+                                      donate_argnums=donate, backend=backend)
+        return compiled[transport]
+
+    def prepare(args):
+        if current_trace() is not EVAL_TRACE:
+            raise NotImplementedError(
+                f"fx.pmap({_fun_name(fun)}) was called under {current_trace().describe()}: "
+                "a pmapped function runs on concrete values; put grad/vmap/jit inside it")
+        g = state.group()
+        axes_arg = tuple(in_axes) if isinstance(in_axes, list) else in_axes
+        dyn = [a for i, a in enumerate(args) if i not in statics]
+        if isinstance(axes_arg, tuple):
+            if len(axes_arg) != len(args):
+                raise ValueError(f"fx.pmap: in_axes has {len(axes_arg)} entries but "
+                                 f"{_fun_name(fun)} was called with {len(args)} arguments")
+            axes_arg = tuple(a for i, a in enumerate(axes_arg) if i not in statics)
+        leaves, tree = tree_util.tree_flatten(tuple(dyn))
+        try:
+            axes = tree_util.broadcast_prefix(
+                axes_arg if isinstance(axes_arg, tuple) else (axes_arg,) * len(dyn), tuple(dyn))
+        except ValueError as e:
+            raise ValueError(f"fx.pmap: in_axes does not match the arguments: {e}") from None
+        local = _local_count()
+        sliced = [_take(x, ax, local, i) for i, (x, ax) in enumerate(zip(leaves, axes))]
+        it = iter(tree_util.tree_unflatten(tree, sliced))
+        full = [args[i] if i in statics else next(it) for i in range(len(args))]
+        axis = ProcessAxis(g.process_count, axis_name, g.transport)
+        return full, axis, body_for(g.transport)
+
+    def mapped(*args):
+        full, axis, body = prepare(args)
+        with batching.extend_axis_env(axis):
+            out = body(*full)
+        leaves, tree = tree_util.tree_flatten(out)
+        try:
+            axes = tree_util.broadcast_prefix(
+                out_axes, tree_util.tree_unflatten(tree, [0] * len(leaves)))
+        except ValueError as e:
+            raise ValueError(f"fx.pmap: out_axes does not match the outputs: {e}") from None
+        return tree_util.tree_unflatten(tree, [_stack(o, ax) for o, ax in zip(leaves, axes)])
+
+    def lower(*args):
+        """The compiled per-device program for these arguments (``.as_text()`` shows each
+        collective as a ``collective`` call of the schedule)."""
+        full, axis, body = prepare(args)
+        with batching.extend_axis_env(axis):
+            return body.lower(*full)
+
+    mapped.__name__ = f"pmap({_fun_name(fun)})"
+    mapped.__wrapped__ = fun
+    mapped.lower = lower
+    return mapped
+
+
+def _local_count() -> int:
+    g = state.group()
+    return g.local_device_counts[g.process_index]
+
+
+def _take(x, ax, local: int, i: int):
+    """This device's slice of argument leaf ``x`` along its mapped axis ``ax``."""
+    if ax is None:
+        return x
+    aval = get_aval(x)
+    if not isinstance(ax, int) or not -aval.ndim <= ax < max(aval.ndim, 1):
+        raise ValueError(f"fx.pmap: in_axes {ax!r} does not name an axis of argument leaf {i} "
+                         f"({aval.str_short()})")
+    ax %= aval.ndim
+    if aval.shape[ax] != local:
+        raise ValueError(
+            f"fx.pmap: argument leaf {i} ({aval.str_short()}) has {aval.shape[ax]} along its "
+            f"mapped axis {ax}, but this process has {local} local device(s): give each "
+            f"process its shard with a leading axis of {local} (e.g. x[None])")
+    buf = np.asarray(x) if not isinstance(x, Array) else np.asarray(x)
+    return Array(np.ascontiguousarray(np.take(buf, 0, axis=ax)), aval.weak_type)
+
+
+def _stack(o, ax):
+    if ax is None:
+        return o
+    buf = np.asarray(o)
+    return Array(np.expand_dims(buf, ax), get_aval(o).weak_type)

@@ -1,0 +1,174 @@
+"""Transports: the engines that run collectives between processes.
+
+A :class:`Transport` is one group of processes (a communicator) and the collectives fx needs
+on it: ``allreduce`` (sum, max, min), ``allgather`` and ``agree`` (every process checks that
+all of them are about to run the same collective on the same type). fx does not move bytes
+itself: :class:`MpiTransport` runs on mpi4py (Open MPI from pip), ``fx.distributed.nccl``'s
+``NcclTransport`` on CuPy's NCCL, and :class:`SelfTransport` is the group of one process.
+
+Reliability is the transport's job, because MPI collectives block: every collective is
+started non-blocking and waited on by polling against a deadline (``timeout`` seconds).
+A collective that misses its deadline means another process died, raised, or is running a
+different program; the transport then aborts the whole job with a message naming this rank
+and the collective (``MPI_Abort``: every process exits, none hangs). The other failure —
+processes that disagree on a collective's shape or dtype — is caught before the collective by
+``agree`` (a small allgather of a fixed-size signature) and raised on every process at once.
+
+Collectives of one transport are serialized by a lock: MPI requires every process to call
+collectives on a communicator in the same order, which two threads of one process issuing
+them at once would break.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+
+# A collective that waits longer than this (seconds) aborts the job (FX_COLLECTIVE_TIMEOUT).
+DEFAULT_TIMEOUT = 120.0
+_SIGNATURE_BYTES = 192  # the fixed width of an ``agree`` signature (longer ones are cut)
+_SPIN = 2000  # Test() calls before the wait starts sleeping between them
+
+
+class ReduceOp(enum.Enum):
+    SUM = "sum"
+    MAX = "max"
+    MIN = "min"
+
+
+class CollectiveError(RuntimeError):
+    """A collective failed: the processes disagree on it, or one of them did not join."""
+
+
+class CollectiveMismatchError(CollectiveError, ValueError):
+    """Processes called the same collective step with different shapes or dtypes."""
+
+
+def default_timeout() -> float:
+    return float(os.environ.get("FX_COLLECTIVE_TIMEOUT", DEFAULT_TIMEOUT))
+
+
+class Transport:
+    """One group of processes and its collectives. ``rank`` is this process's position,
+    ``size`` the number of processes; arrays are NumPy (or, for a device transport, the
+    device's arrays)."""
+
+    name = "transport"
+    rank = 0
+    size = 1
+    device_buffers = False  # whether collectives take device arrays (NCCL) or host ones
+
+    def allreduce(self, x, op: ReduceOp, what: str):
+        raise NotImplementedError
+
+    def allgather(self, x, what: str):
+        """Every process's ``x`` stacked on a new leading axis of length ``size``."""
+        raise NotImplementedError
+
+    def agree(self, signature: str, what: str) -> None:
+        """Raise :class:`CollectiveMismatchError` on every process unless all of them pass
+        the same ``signature`` (a short text: the collective, its shape and dtype)."""
+        raw = signature.encode()[:_SIGNATURE_BYTES].ljust(_SIGNATURE_BYTES, b"\0")
+        table = self.allgather(np.frombuffer(raw, np.uint8).copy(), f"{what} (signature check)")
+        sigs = [bytes(np.asarray(row)).rstrip(b"\0").decode(errors="replace") for row in table]
+        if len(set(sigs)) > 1:
+            listing = "; ".join(f"rank {r}: {s}" for r, s in enumerate(sigs))
+            raise CollectiveMismatchError(
+                f"fx.distributed: {what}: the processes disagree on the collective ({listing}). "
+                "Every process must call the same collectives in the same order on values of "
+                "the same shape and dtype (give each process an equal shard).")
+
+    def barrier(self, what: str = "barrier") -> None:
+        self.allreduce(np.zeros(1, np.int32), ReduceOp.SUM, what)
+
+    def abort(self, message: str, code: int = 1) -> None:
+        """End every process of the group (after printing ``message``)."""
+        print(message, file=sys.stderr, flush=True)
+        os._exit(code)
+
+    def describe(self) -> str:
+        return f"{self.name}, {self.size} process{'es' if self.size != 1 else ''}"
+
+
+class SelfTransport(Transport):
+    """The group of this process alone (fx not initialized for several processes): each
+    collective is its one-process meaning."""
+
+    name = "self"
+
+    def allreduce(self, x, op: ReduceOp, what: str):
+        return x.copy()
+
+    def allgather(self, x, what: str):
+        return x[None].copy()
+
+
+# MPI has no 16-bit floats: they are reduced in float32 (and rounded back once).
+_WIDEN = {"float16": np.float32, "bfloat16": np.float32}
+
+
+class MpiTransport(Transport):
+    """Collectives on an mpi4py communicator, each non-blocking with a polling, deadline-bound
+    wait."""
+
+    name = "mpi"
+
+    def __init__(self, comm, timeout: float | None = None):
+        from mpi4py import MPI  # an optional dependency: pip install fx[distributed]
+
+        self._mpi = MPI
+        self.comm = comm
+        self.rank, self.size = comm.Get_rank(), comm.Get_size()
+        self.timeout = default_timeout() if timeout is None else float(timeout)
+        self._ops = {ReduceOp.SUM: MPI.SUM, ReduceOp.MAX: MPI.MAX, ReduceOp.MIN: MPI.MIN}
+        self._lock = threading.Lock()
+
+    def _wait(self, request, what: str) -> None:
+        start = time.monotonic()
+        deadline = start + self.timeout
+        spins = 0
+        while not request.Test():
+            spins += 1
+            if spins < _SPIN:
+                continue
+            now = time.monotonic()
+            if now > deadline:
+                self.abort(
+                    f"fx.distributed: {what} timed out after {now - start:.1f} s on rank "
+                    f"{self.rank} of {self.size}: another process did not join it (it died, "
+                    "raised, or runs a different program); aborting every process. "
+                    "(FX_COLLECTIVE_TIMEOUT sets the limit.)")
+            # Every Test() progresses the transfer; the short sleep lets a process sharing
+            # the core run (oversubscribed launches) without giving up much latency.
+            time.sleep(20e-6)
+
+    def allreduce(self, x, op: ReduceOp, what: str):
+        x = np.ascontiguousarray(x)
+        wide = _WIDEN.get(x.dtype.name)
+        src = x.astype(wide) if wide is not None else x
+        if src.dtype == np.bool_:  # any/all: bytes reduced by max/min, sum is "any"
+            src = src.view(np.uint8)
+            op = ReduceOp.MAX if op is ReduceOp.SUM else op
+        out = np.empty_like(src)
+        with self._lock:
+            self._wait(self.comm.Iallreduce(src, out, op=self._ops[op]), what)
+        if wide is not None:
+            return out.astype(x.dtype)
+        return out.view(np.bool_) if x.dtype == np.bool_ else out
+
+    def allgather(self, x, what: str):
+        x = np.ascontiguousarray(x)
+        src = x.view(np.uint8).reshape(-1) if x.size else np.zeros(0, np.uint8)
+        out = np.empty((self.size, src.size), np.uint8)
+        with self._lock:
+            self._wait(self.comm.Iallgather(src, out), what)
+        return out.view(x.dtype).reshape((self.size,) + x.shape)
+
+    def abort(self, message: str, code: int = 1) -> None:
+        print(message, file=sys.stderr, flush=True)
+        self.comm.Abort(code)
