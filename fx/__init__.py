@@ -61,6 +61,7 @@ from fx.tracing import make_jaxpr
 from fx.vectorize import vmap
 from fx import scipy
 from fx import export  # onnx itself is imported only when exporting
+from fx import sparsity
 from fx import distributed  # mpi4py itself is imported by initialize()
 from fx.distributed.pmap import pmap
 
