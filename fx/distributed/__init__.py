@@ -65,7 +65,7 @@ def is_initialized() -> bool:
 
 def initialize(coordinator_address: str | None = None, num_processes: int | None = None,
                process_id: int | None = None, *, timeout: float | None = None,
-               local_device_count: int = 1) -> None:
+               local_device_count: int = 1, transport: str = "mpi") -> None:
     """Join this process to the run's process group (call once, before any collective).
 
     Without arguments the group comes from the MPI launcher (``mpiexec -n N``); outside one,
@@ -74,7 +74,9 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
     the launcher's, is refused with an error. (The processes must still be started by one
     launcher: Open MPI cannot join singletons without its runtime, so ``coordinator_address``
     is accepted for jax's signature and recorded, not dialled.) ``timeout`` bounds every
-    collective (seconds; default ``FX_COLLECTIVE_TIMEOUT`` or 120).
+    collective (seconds; default ``FX_COLLECTIVE_TIMEOUT`` or 120). ``transport="nccl"`` runs
+    the collectives on NCCL between GPUs (one per process: the launcher's local rank picks
+    it), MPI only bootstrapping it.
 
     >>> fx.distributed.initialize()           # under mpiexec -n 2
     >>> fx.process_index(), fx.process_count()
@@ -93,12 +95,13 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
         if launched_by_mpi():
             from mpi4py import MPI
 
-            transport: Transport = MpiTransport(MPI.COMM_WORLD, timeout)
-            if explicit and (transport.size, transport.rank) != (num_processes, process_id):
+            mpi: Transport = MpiTransport(MPI.COMM_WORLD, timeout)
+            if explicit and (mpi.size, mpi.rank) != (num_processes, process_id):
                 raise ValueError(
                     f"fx.distributed.initialize: process_id={process_id}, num_processes="
                     f"{num_processes} disagree with the MPI launcher, which started this "
-                    f"process as rank {transport.rank} of {transport.size}")
+                    f"process as rank {mpi.rank} of {mpi.size}")
+            transport = _on(transport, mpi, timeout)
         elif explicit and num_processes > 1:
             # Open MPI singletons cannot Connect/Accept without a PMIx server (tried: MPI_ERR_
             # INTERN), so processes not started together by a launcher cannot form a group.
@@ -113,12 +116,26 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
         if transport.size > 1:
             import numpy as np
 
-            gathered = transport.allgather(np.array([local_device_count], np.int64),
-                                           "fx.distributed.initialize")
+            host = getattr(transport, "bootstrap", transport)  # NCCL's takes device arrays
+            gathered = host.allgather(np.array([local_device_count], np.int64),
+                                      "fx.distributed.initialize")
             counts = tuple(int(c) for c in gathered.reshape(-1))
         state.set_group(state.ProcessGroup(transport, counts, coordinator_address))
         if transport.size > 1:
             _abort_on_uncaught(transport)
+
+
+def _on(kind: str, mpi: Transport, timeout) -> Transport:
+    """The transport the collectives run on: MPI itself, or NCCL bootstrapped by it."""
+    if kind == "mpi":
+        return mpi
+    if kind == "nccl":
+        from fx.distributed.nccl import NcclTransport
+
+        local = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK",
+                                   os.environ.get("MPI_LOCALRANKID", mpi.rank)))
+        return NcclTransport(mpi, local, timeout)
+    raise ValueError(f"fx.distributed.initialize: transport={kind!r} is not 'mpi' or 'nccl'")
 
 
 def _check_place(num_processes, process_id) -> None:

@@ -161,6 +161,8 @@ def _library(step):
         dst = views[out]
         if isinstance(dst, np.ndarray):
             np.copyto(dst, _to_host(y).reshape(out.aval.shape), casting="unsafe")
+        elif isinstance(y, np.ndarray):  # a host transport's result into a device buffer
+            dst.set(np.ascontiguousarray(y.reshape(out.aval.shape), out.aval.dtype))
         else:
             dst[...] = y.reshape(out.aval.shape)
 

@@ -1,0 +1,218 @@
+"""The NCCL transport without a GPU: a stand-in for CuPy (arrays are NumPy arrays with a
+device pointer, streams and events record what waits on what) and for ``cupy.cuda.nccl``
+(communicators of two ranks, run in two threads, that reduce what both ranks hand in). What
+is checked: the calls NCCL gets (types, counts, operations, the transport's stream), the
+types NCCL lacks (bool, complex, bfloat16, int16) reduced through ones it has, the stream
+ordering around each collective, and the deadline (the communicator is aborted and the
+job aborted with a message naming the rank). Real NCCL runs in bench/gpu_check.sh."""
+
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from fx.distributed.nccl import NcclTransport
+from fx.distributed.transport import ReduceOp, Transport
+
+
+class _DevArray(np.ndarray):
+    @property
+    def data(self):  # CuPy's MemoryPointer: only .ptr is read
+        return SimpleNamespace(ptr=self.ctypes.data)
+
+
+class _Event:
+    def __init__(self, log, stream, done=True):
+        self.stream, self.done = stream, done
+        log.append(("record", stream.name))
+
+
+class _Stream:
+    def __init__(self, cuda, name):
+        self.cuda, self.name, self.ptr = cuda, name, id(self)
+
+    def record(self):
+        return _Event(self.cuda.log, self, self.cuda.events_done)
+
+    def wait_event(self, event):
+        self.cuda.log.append(("wait", self.name, event.stream.name))
+
+
+class _World:
+    """What both ranks' communicators share: each collective waits for both contributions."""
+
+    def __init__(self, size):
+        self.size, self.barrier, self.parts = size, threading.Barrier(size, timeout=10), {}
+
+
+class _Comm:
+    def __init__(self, world, cupy, rank):
+        self.world, self.cp, self.rank, self.calls, self.aborted = world, cupy, rank, [], False
+
+    def _collective(self, send, recv, combine):
+        w = self.world
+        w.parts[self.rank] = self.cp.registry[send].copy()
+        w.barrier.wait()
+        out = combine([w.parts[r] for r in range(w.size)])
+        w.barrier.wait()
+        dst = self.cp.registry[recv].reshape(-1).view(np.uint8)
+        dst[:] = np.ascontiguousarray(out).reshape(-1).view(np.uint8)  # NCCL writes bytes
+
+    def allReduce(self, send, recv, count, dtype, op, stream):  # noqa: N802  (NCCL's name)
+        self.calls.append(("allReduce", count, dtype, op, stream))
+        f = {"sum": np.sum, "max": np.max, "min": np.min}[op]
+        self._collective(send, recv, lambda xs: f(np.stack([x.view(dtype) for x in xs]), 0
+                                                  ).astype(dtype))
+
+    def allGather(self, send, recv, count, dtype, stream):  # noqa: N802
+        self.calls.append(("allGather", count, dtype, stream))
+        self._collective(send, recv, lambda xs: np.stack([x.reshape(-1).view(np.uint8)
+                                                          for x in xs]))
+
+    def abort(self):
+        self.aborted = True
+
+
+class _FakeCupy:
+    def __init__(self, world, rank, events_done=True):
+        self.registry, self.log, self.events_done = {}, [], events_done
+        nccl = SimpleNamespace(NCCL_SUM="sum", NCCL_MAX="max", NCCL_MIN="min",
+                               get_unique_id=lambda: tuple(range(128)))
+        for name in ["int8", "uint8", "int32", "uint32", "int64", "uint64", "float16",
+                     "float32", "float64"]:
+            setattr(nccl, f"NCCL_{name.upper()}", name)
+        nccl.NcclCommunicator = lambda size, uid, r: _Comm(world, self, r)
+        main = _Stream(self, "main")
+        self.cuda = SimpleNamespace(nccl=nccl, Device=lambda i: _Null(),
+                                    Stream=lambda non_blocking: _Stream(self, "nccl"),
+                                    get_current_stream=lambda: main)
+
+    def _dev(self, a):
+        a = np.ascontiguousarray(a).view(_DevArray)
+        self.registry[a.ctypes.data] = a
+        return a
+
+    def ascontiguousarray(self, a):
+        return self._dev(np.array(a))
+
+    def empty_like(self, a):
+        return self._dev(np.empty_like(np.asarray(a)))
+
+    def empty(self, shape, dtype):
+        return self._dev(np.empty(shape, dtype))
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+
+class _Bootstrap(Transport):
+    """The MPI side: the unique id's allgather between the two threads, and the abort."""
+
+    name = "fake-mpi"
+
+    def __init__(self, world, rank):
+        self.world, self.rank, self.size = world, rank, world.size
+
+    def allgather(self, x, what):
+        self.world.parts[("boot", self.rank)] = np.array(x)
+        self.world.barrier.wait()
+        out = np.stack([self.world.parts[("boot", r)] for r in range(self.size)])
+        self.world.barrier.wait()
+        return out
+
+    def abort(self, message, code=1):
+        raise RuntimeError(message)
+
+
+def _both(work, events_done=True):
+    """work(transport, rank) on two ranks at once; their results."""
+    world, results, errors = _World(2), [None, None], []
+
+    def run(rank):
+        try:
+            cp = _FakeCupy(world, rank, events_done)
+            results[rank] = work(NcclTransport(_Bootstrap(world, rank), rank, 5.0, cupy=cp),
+                                 rank)
+        except Exception as e:  # noqa: BLE001  (reported below)
+            errors.append(e)
+            world.barrier.abort()
+
+    threads = [threading.Thread(target=run, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    return results, errors
+
+
+X = [np.array([1.5, -2.0, 3.0], np.float32), np.array([0.5, 4.0, -1.0], np.float32)]
+
+
+def test_allreduce_calls_nccl_on_its_stream_between_the_callers_work():
+    def work(t, r):
+        out = t.allreduce(X[r], ReduceOp.SUM, "psum")
+        return np.asarray(out), t.comm.calls, t.cp.log
+
+    (res0, res1), errors = _both(work)
+    assert not errors, errors
+    for out, calls, log in (res0, res1):
+        np.testing.assert_array_equal(out, X[0] + X[1])
+        (name, count, dtype, op, stream), = calls
+        assert (name, count, dtype, op) == ("allReduce", 3, "float32", "sum")
+        # The NCCL stream waits for the caller's queued work; the caller waits for NCCL.
+        assert log == [("record", "main"), ("wait", "nccl", "main"), ("record", "nccl"),
+                       ("wait", "main", "nccl")], log
+
+
+@pytest.mark.parametrize("dtype,op,via", [
+    (np.bool_, ReduceOp.SUM, "uint8"), (np.complex64, ReduceOp.SUM, "float32"),
+    (ml_dtypes.bfloat16, ReduceOp.SUM, "float32"), (np.int16, ReduceOp.SUM, "int32"),
+    (np.int32, ReduceOp.MAX, "int32"), (np.float64, ReduceOp.MIN, "float64")])
+def test_types_nccl_lacks_go_through_ones_it_has(dtype, op, via):
+    rng = np.random.default_rng(1)
+    xs = [(rng.standard_normal(4) * 100).astype(dtype) if dtype != np.bool_
+          else rng.random(4) > 0.5 for _ in range(2)]
+    if dtype == np.complex64:
+        xs = [(x + 1j * x[::-1]).astype(dtype) for x in xs]
+    if dtype == np.int16:
+        xs = [np.array([32000, -32000, 7, 1], np.int16)] * 2  # the sums wrap
+    (a, b), errors = _both(lambda t, r: (np.asarray(t.allreduce(xs[r], op, "c")),
+                                         t.comm.calls[0][2]))
+    assert not errors, errors
+    f = {ReduceOp.SUM: np.add, ReduceOp.MAX: np.maximum, ReduceOp.MIN: np.minimum}[op]
+    want = (xs[0] | xs[1]) if dtype == np.bool_ else f(xs[0], xs[1]).astype(dtype)
+    for out, code in (a, b):
+        assert out.dtype == np.dtype(dtype) and code == via
+        assert out.tobytes() == want.tobytes(), (out, want)
+
+
+def test_allgather_stacks_every_rank_bytes():
+    (a, b), errors = _both(lambda t, r: np.asarray(t.allgather(X[r], "all_gather")))
+    assert not errors, errors
+    for out in (a, b):
+        assert out.dtype == np.float32 and out.tobytes() == np.stack(X).tobytes()
+
+
+def test_missed_deadline_aborts_the_communicator_and_names_the_rank():
+    def work(t, r):
+        t.timeout = 0.05
+        try:
+            t.allreduce(X[r], ReduceOp.SUM, "fx.lax.psum over 'i'")
+        except RuntimeError as e:
+            return str(e), t.comm.aborted
+        return None, t.comm.aborted
+
+    (a, b), errors = _both(work, events_done=False)
+    assert not errors, errors
+    for r, (message, aborted) in enumerate((a, b)):
+        assert aborted and message is not None
+        assert f"timed out after 0.1 s on rank {r} of 2" in message, message
