@@ -214,49 +214,74 @@ def _make(module, name, args):
     return fn if args is None else fn(*args)
 
 
-# Each initializer test draws and compares many shapes and compiles one program per dtype
-# (~10-25 s with a cold compile cache): the families' second forms and jax's xavier aliases
-# of glorot_* and kaiming_* of he_*, and he_*/lecun_normal (the variance-scaling samplers
-# glorot_normal and lecun_uniform already run) run with -m slow (each sampler keeps one
-# default test, and he_uniform's second form the axis arguments).
+# Each draw of a new (shape, dtype) costs jax a compile of its sampler (~1-1.5 s for the
+# normal family) and fx a compile per jitted (shape, dtype): the default run pairs each shape
+# with one dtype (every shape and every dtype is drawn, each pair also under jit);
+# test_initializer_every_shape_and_dtype (-m slow) draws the full product. The families' second
+# forms and jax's xavier aliases of glorot_* and kaiming_* of he_*, and he_*/lecun_normal (the
+# variance-scaling samplers glorot_normal and lecun_uniform already run) run with -m slow (each
+# sampler keeps one default test, and he_uniform's second form the axis arguments).
 _SLOW_INITS = {"normal", "truncated_normal", "glorot_uniform", "xavier_normal",
                "xavier_uniform", "truncated_normal(1.0, None, -1.0, 0.5)", "kaiming_uniform",
                "kaiming_normal", "glorot_normal(0, 1)", "he_uniform", "he_normal",
                "lecun_normal"}
+_SHAPES = ((3, 4), (5, 2, 3), (2, 3, 4, 5))
+_DTYPES = (np.float32, np.float64, np.float16)
 
 
-@pytest.mark.parametrize("name, args", [
-    pytest.param(n, a, id=f"{n}{a or ''}",
-                 marks=[pytest.mark.slow] if f"{n}{a or ''}" in _SLOW_INITS else [])
-    for n, a in INITS])
-def test_initializer_matches_jax(name, args):
-    shapes = [s for s in ((3, 4), (5, 2, 3), (2, 3, 4, 5))
-              if args is None or len(args) < 3 or len(s) == 4]  # batch_axis=2 needs a 4th dim
-    for shape in shapes:
-        for dt in (np.float32, np.float64, np.float16):
+def _check_initializer(name, args, pairs):
+    for shape, dt in pairs:
+        with fx.enable_x64():
+            init = _make(I, name, args)
+            compiled = fx.jit(lambda k, f=init, s=shape, d=dt: f(k, s, d))
+        for seed in (0, 1, 42):
+            want = _make(J, name, args)(jax.random.key(seed), shape, dt)
             with fx.enable_x64():
-                init = _make(I, name, args)
-                # Compiled once per dtype, at the first shape (other shapes change only the
-                # kernels' constants, and each compile of the samplers' math costs ~1 s).
-                compiled = fx.jit(lambda k, f=init, s=shape, d=dt: f(k, s, d)) \
-                    if shape == shapes[0] else None
-            for seed in (0, 1, 42):
-                want = _make(J, name, args)(jax.random.key(seed), shape, dt)
-                with fx.enable_x64():
-                    got = init(fx.random.key(seed), shape, dt)
-                    jitted = compiled(fx.random.key(seed)) if compiled is not None else None
-                what = f"{name}{args} seed={seed} {shape} {np.dtype(dt)}"
-                tol = {np.float16: 4e-3, np.float32: 1e-6, np.float64: 1e-13}[dt]
-                assert_allclose(got, want, rtol=tol, atol=tol, what=what)
-                if jitted is not None:
-                    # fx.random.normal in float16 rounds differently compiled (~5 ulps seen).
-                    jtol = 1e-2 if dt == np.float16 else tol
-                    assert_allclose(jitted, got, rtol=jtol, atol=jtol, what=what + " jit")
+                got = init(fx.random.key(seed), shape, dt)
+                jitted = compiled(fx.random.key(seed))
+            what = f"{name}{args} seed={seed} {shape} {np.dtype(dt)}"
+            tol = {np.float16: 4e-3, np.float32: 1e-6, np.float64: 1e-13}[dt]
+            assert_allclose(got, want, rtol=tol, atol=tol, what=what)
+            # fx.random.normal in float16 rounds differently compiled (~5 ulps seen).
+            jtol = 1e-2 if dt == np.float16 else tol
+            assert_allclose(jitted, got, rtol=jtol, atol=jtol, what=what + " jit")
 
 
-@pytest.mark.parametrize("shape, axis", [((4, 3), -1), ((3, 5), -1), ((2, 3, 4), 0),
-                                         ((6, 6), -1), ((3, 4, 5), 1), ((64, 32), -1)])
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def _shapes_for(args):
+    # batch_axis=2 needs a 4th dimension.
+    return [s for s in _SHAPES if args is None or len(args) < 3 or len(s) == 4]
+
+
+_INIT_PARAMS = [pytest.param(n, a, id=f"{n}{a or ''}",
+                             marks=[pytest.mark.slow] if f"{n}{a or ''}" in _SLOW_INITS else [])
+                for n, a in INITS]
+
+
+@pytest.mark.parametrize("name, args", _INIT_PARAMS)
+def test_initializer_matches_jax(name, args):
+    shapes = _shapes_for(args)
+    # Every shape and every dtype, each shape with one dtype (cycled when shapes are fewer).
+    n = max(len(shapes), len(_DTYPES))
+    _check_initializer(name, args, [(shapes[i % len(shapes)], _DTYPES[i % len(_DTYPES)])
+                                    for i in range(n)])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, args", [pytest.param(n, a, id=f"{n}{a or ''}") for n, a in INITS])
+def test_initializer_every_shape_and_dtype(name, args):
+    _check_initializer(name, args, [(s, d) for s in _shapes_for(args) for d in _DTYPES])
+
+
+_ORTHO = [((4, 3), -1), ((3, 5), -1), ((2, 3, 4), 0), ((6, 6), -1), ((3, 4, 5), 1),
+          ((64, 32), -1)]
+
+
+# Each row compiles a QR in jax and in fx (~4 s with a cold cache): the default run takes each
+# geometry in one dtype, alternating (both dtypes, every geometry); the other dtype with -m slow.
+@pytest.mark.parametrize("dtype, shape, axis", [
+    pytest.param(dt, shape, axis, id=f"{np.dtype(dt)}-{shape}-{axis}",
+                 marks=[pytest.mark.slow] if (i + j) % 2 else [])
+    for i, (shape, axis) in enumerate(_ORTHO) for j, dt in enumerate((np.float32, np.float64))])
 def test_orthogonal_matches_jax(shape, axis, dtype):
     want = J.orthogonal(1.5, axis)(jax.random.key(1), shape, dtype)
     with fx.enable_x64():
