@@ -1,0 +1,134 @@
+"""fx.distributed in one process (no launcher): initialize's checks, pmap over the one local
+device against vmap, the collective as a step of the compiled program, the errors for bad
+arguments, and the transport's own checks (signature mismatch, deadline) on stand-in
+communicators. The multi-process runs are in test_mpi.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fx
+import fx.lax as lax
+from fx.distributed import transport as tr
+
+
+@pytest.fixture
+def initialized():
+    fx.distributed.initialize()
+    try:
+        yield
+    finally:
+        fx.distributed.shutdown()
+
+
+def test_initialize_once_and_checked_places(initialized):
+    assert fx.distributed.is_initialized()
+    assert (fx.process_index(), fx.process_count()) == (0, 1)
+    with pytest.raises(RuntimeError, match="already initialized"):
+        fx.distributed.initialize()
+
+
+@pytest.mark.parametrize("n,pid", [(2, 2), (2, -1), (0, 0)])
+def test_initialize_refuses_a_wrong_process_id(n, pid):
+    with pytest.raises(ValueError, match=f"process_id={pid} is not a process"):
+        fx.distributed.initialize(num_processes=n, process_id=pid)
+    assert not fx.distributed.is_initialized()
+
+
+def test_initialize_without_launcher_names_mpiexec():
+    with pytest.raises(RuntimeError, match="mpiexec -n 2"):
+        fx.distributed.initialize("127.0.0.1:1234", num_processes=2, process_id=1)
+    fx.distributed.initialize("127.0.0.1:1234", num_processes=1, process_id=0)
+    fx.distributed.shutdown()
+    assert not fx.distributed.is_initialized()
+
+
+def test_devices_of_one_process():
+    assert fx.devices() == fx.local_devices() and fx.device_count() == 1
+    assert fx.local_devices()[0].process_index == 0
+    with pytest.raises(ValueError, match="process_index 3"):
+        fx.local_devices(3)
+
+
+OPS = {
+    "psum": lambda v: lax.psum(v, "i"), "pmax": lambda v: lax.pmax(v, "i"),
+    "pmean": lambda v: lax.pmean(v, "i"), "all_gather": lambda v: lax.all_gather(v, "i"),
+    "axis_index": lambda v: v * 0 + lax.axis_index("i"),
+    "ppermute": lambda v: lax.ppermute(v, "i", [(0, 0)]),
+}
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_pmap_over_one_device_equals_vmap_over_one_lane(name):
+    x = np.arange(6, dtype=np.int32).reshape(1, 6)
+    got = np.asarray(fx.pmap(OPS[name], axis_name="i")(x))
+    want = np.asarray(fx.vmap(OPS[name], axis_name="i")(x))
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+def test_in_axes_out_axes_and_the_compiled_step():
+    f = fx.pmap(lambda a, b: (lax.psum(a * b, "i"), b), axis_name="i", in_axes=(1, None),
+                out_axes=(0, None))
+    a, b = np.ones((3, 1), np.float32), np.float32(2.0)
+    s, same = f(a, b)
+    assert np.asarray(s).shape == (1, 3) and np.all(np.asarray(s) == 2.0)
+    assert np.asarray(same).shape == ()
+    text = fx.pmap(OPS["psum"], axis_name="i").lower(np.ones((1, 2), np.float32)).as_text()
+    assert "collective psum over 'i' (self, 1 process) (step" in text, text
+
+
+def test_pmap_errors_name_the_problem():
+    f = fx.pmap(OPS["psum"], axis_name="i")
+    with pytest.raises(ValueError, match="has 4 along its mapped axis 0, but this process has 1"):
+        f(np.ones((4, 2), np.float32))
+    with pytest.raises(NotImplementedError, match="put grad/vmap/jit inside it"):
+        fx.jit(f)(np.ones((1, 2), np.float32))
+    with pytest.raises(NameError, match="fx.pmap"):
+        fx.jit(lambda v: lax.psum(v, "j"))(np.ones(2, np.float32))
+
+
+class _Table(tr.Transport):
+    """A transport whose allgather returns given rows (what the other ranks sent)."""
+
+    def __init__(self, rows):
+        self.rows, self.size = rows, len(rows)
+
+    def allgather(self, x, what):
+        pad = [np.frombuffer(r.encode().ljust(x.size, b"\0"), np.uint8) for r in self.rows]
+        return np.stack(pad)
+
+
+def test_agree_lists_every_rank_signature():
+    _Table(["psum of f32[3]", "psum of f32[3]"]).agree("psum of f32[3]", "psum")
+    with pytest.raises(tr.CollectiveMismatchError,
+                       match=r"rank 0: psum of f32\[3\]; rank 1: psum of i32\[3\]"):
+        _Table(["psum of f32[3]", "psum of i32[3]"]).agree("psum of f32[3]", "fx.lax.psum")
+
+
+class _Never:
+    def Test(self):  # noqa: N802  (mpi4py's name)
+        return False
+
+
+class _Comm:
+    def Get_rank(self):  # noqa: N802
+        return 1
+
+    def Get_size(self):  # noqa: N802
+        return 2
+
+    def Iallreduce(self, src, out, op):  # noqa: N802
+        return _Never()
+
+
+class _Aborts(tr.MpiTransport):
+    def abort(self, message, code=1):
+        raise tr.CollectiveError(message)
+
+
+def test_mpi_collective_deadline_aborts_naming_the_rank():
+    pytest.importorskip("mpi4py")
+    t = _Aborts(_Comm(), timeout=0.05)
+    with pytest.raises(tr.CollectiveError, match=r"psum timed out after 0\.\d s on rank 1 of 2"):
+        t.allreduce(np.ones(3, np.float32), tr.ReduceOp.SUM, "psum")
