@@ -1,8 +1,12 @@
 """A generated int8 × int8 → int32 GEMM for CPU, exact, with the group's epilogue fused.
 
-``C[m, n] = sum_k A[m, k] B[k, n]`` for a plain 2-D ``dot_general`` of int8 operands with
-``preferred_element_type=int32`` (one contracting dimension, no batch dimensions; either
-layout: the strides are baked in). x86's integer dot-product instructions (``vpdpbusd`` with
+``C[m, n] = sum_k A[m, k] B[k, n]`` for a ``dot_general`` of int8 operands with
+``preferred_element_type=int32`` and no batch dimensions, read as matrices over flattened
+dimensions: A's contracting dimensions trailing (or the first of two), B's leading or
+trailing, consecutive and in order — a dense layer's ``(M, K) x (K, N)`` or ``(N, K)``
+weight, or a convolution's ``(B, *Q, *window, I)`` patches times its ``(O, *window, I)``
+kernel. The strides are baked in; an operand may be a reshape of a buffer, read in place.
+x86's integer dot-product instructions (``vpdpbusd`` with
 AVX-512 VNNI or AVX-VNNI; ``vpmaddubsw`` before them) multiply *unsigned* by signed bytes,
 so the kernel reads A offset by 128 as uint8 (``a ^ 0x80``) and subtracts
 ``128 * sum_k B[k, n]`` from each column afterwards; every step is integer arithmetic, so the
@@ -26,10 +30,11 @@ ordinary codegen after each tile, reading the corrected sums in place of the pro
 from __future__ import annotations
 
 import itertools
+import math
 
 from fx import dtypes
 from fx.jaxpr import Var
-from fx.lax import linalg
+from fx.lax import base, linalg
 from fx.lowering import kernel_ir as ir
 from fx.lowering.codegen import KernelBuilder
 from fx.lowering.fusion import FusionGroup, GroupKind
@@ -39,21 +44,63 @@ MR, NR = 4, 4
 MAX_K = 1 << 16
 
 
+def _layout(dot):
+    """``(M, N, K, a_strides, b_strides, lhs_free, rhs_free)`` of a product the kernel runs as
+    ``C[m, n] = sum_k A[m, k] B[k, n]`` over flattened dimensions, or None. The operands'
+    contracting dimensions must be consecutive and in order: trailing in the lhs (or its
+    first of two), leading or trailing in the rhs; the output is then ``(*lhs_free,
+    *rhs_free)`` read as ``(M, N)``."""
+    (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
+    lhs, rhs = dot.invars
+    nl, nr, nc = lhs.aval.ndim, rhs.aval.ndim, len(lc)
+    if lb or not nc or nl == nc or nr == nc:
+        return None
+    lc, rc = tuple(lc), tuple(rc)
+    K = math.prod(lhs.aval.shape[d] for d in lc)
+    lhs_free = tuple(lhs.aval.shape[d] for d in range(nl) if d not in lc)
+    rhs_free = tuple(rhs.aval.shape[d] for d in range(nr) if d not in rc)
+    M, N = math.prod(lhs_free), math.prod(rhs_free)
+    if lc == tuple(range(nl - nc, nl)):
+        a = (K, 1)
+    elif nl == 2 and lc == (0,):
+        a = (1, M)
+    else:
+        return None
+    if rc == tuple(range(nr - nc, nr)):
+        b = (1, K)  # (N..., K...): each column of B one contiguous row
+    elif rc == tuple(range(nc)):
+        b = (N, 1)
+    else:
+        return None
+    return M, N, K, a, b, lhs_free, rhs_free
+
+
 def canonical_int8_dot(eqn) -> bool:
-    """A 2-D int8 × 2-D int8 product into int32, one contracting dimension, no batch."""
+    """An int8 × int8 product into int32 without batch dimensions whose operands are
+    matrices over flattened dimensions (see ``_layout``)."""
     if eqn.primitive is not linalg.dot_general_p:
         return False
-    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     lhs, rhs = eqn.invars
-    return (isinstance(lhs, Var) and isinstance(rhs, Var) and lhs.aval.ndim == 2
-            and rhs.aval.ndim == 2 and len(lc) == 1 and not lb
-            and lhs.aval.dtype == dtypes.int8 and rhs.aval.dtype == dtypes.int8
-            and eqn.outvars[0].aval.dtype == dtypes.int32
-            and lhs.aval.shape[lc[0]] <= MAX_K)
+    if not (isinstance(lhs, Var) and isinstance(rhs, Var) and lhs.aval.dtype == dtypes.int8
+            and rhs.aval.dtype == dtypes.int8 and eqn.outvars[0].aval.dtype == dtypes.int32):
+        return False
+    layout = _layout(eqn)
+    return layout is not None and layout[2] <= MAX_K
 
 
 def applies(g: FusionGroup) -> bool:
-    return g.kind is GroupKind.GEMM and not g.prologue and canonical_int8_dot(g.anchor)
+    return (g.kind is GroupKind.GEMM and canonical_int8_dot(g.anchor)
+            and all(e.primitive is base.reshape_p for e in g.prologue))
+
+
+def _source(g: FusionGroup, v: Var) -> Var:
+    """``v`` read through the group's reshapes: a row-major reshape keeps every element's
+    flat position, so the kernel reads the reshaped operand from the source buffer with the
+    2-D strides (a convolution's kernel as a matrix, say)."""
+    made = {e.outvars[0]: e for e in g.prologue}
+    while v in made:
+        v = made[v].invars[0]
+    return v
 
 
 def describe(g: FusionGroup) -> str:
@@ -62,10 +109,11 @@ def describe(g: FusionGroup) -> str:
 
 
 def _sizes(dot) -> tuple[int, int, int]:
-    (lc, rc), _ = dot.params["dimension_numbers"]
-    lhs, rhs = dot.invars
-    m = lhs.aval.shape[1 - lc[0]]
-    return m, rhs.aval.shape[1 - rc[0]], lhs.aval.shape[lc[0]]
+    return _layout(dot)[:3]
+
+
+def _index(flat: ir.Expr, shape: tuple[int, ...]) -> tuple[ir.Expr, ...]:
+    return (flat,) if len(shape) == 1 else tuple(ir.delinearize(flat, shape))
 
 
 def _int(e: ir.Expr) -> ir.Expr:
@@ -78,17 +126,14 @@ def _i32(v: int) -> ir.Const:
 
 def gemm_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[Var]) -> ir.Kernel:
     dot = group.anchor
-    (lc, rc), _ = dot.params["dimension_numbers"]
     lhs, rhs = dot.invars
-    M, N, K = _sizes(dot)
     # Element strides of A[m, k] and B[k, n] in their buffers.
-    a_sm, a_sk = (K, 1) if lc[0] == 1 else (1, M)
-    b_sk, b_sn = (1, K) if rc[0] == 1 else (N, 1)
+    M, N, K, (a_sm, a_sk), (b_sk, b_sn), lhs_free, rhs_free = _layout(dot)
     nr = next(d for d in range(NR, 0, -1) if N % d == 0)  # the column blocks tile N exactly
 
     epi = FusionGroup(GroupKind.ELEMENTWISE, group.epilogue, group.id)
     b = KernelBuilder(epi, name, inputs, outputs)
-    a_buf, b_buf = b.param_of[lhs], b.param_of[rhs]
+    a_buf, b_buf = b.param_of[_source(group, lhs)], b.param_of[_source(group, rhs)]
     n0 = ir.imul(ir.Sym("nb", ir.INDEX), ir.const_index(nr))
     k = ir.Sym("k", ir.INDEX)
 
@@ -122,7 +167,8 @@ def gemm_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[
         stmts.append(ir.Loop("k", K, tuple(inner)))
         b.push()
         for (i, j), a in acc.items():
-            at = (ir.iadd(m0, ir.const_index(i)), ir.iadd(n0, ir.const_index(j)))
+            at = (*_index(ir.iadd(m0, ir.const_index(i)), lhs_free),
+                  *_index(ir.iadd(n0, ir.const_index(j)), rhs_free))
             cs = ir.Op("mul", (_i32(128), ir.Sym(f"cs{j}", dtypes.int32)), dtypes.int32)
             b.externals[(dot.outvars[0], at)] = ir.Op(
                 "sub", (ir.Sym(a, dtypes.int32), cs), dtypes.int32)

@@ -9,9 +9,14 @@ written in the swapped form: the patches of the forward input with the forward g
 contracted over batch and positions. Those patches are exactly the forward pass's, so CSE
 computes them once for both.
 
+An int8 × int8 → int32 convolution (``fx.quant``'s) becomes the same gather and product
+(never the swapped form), which operator selection gives the exact int8 GEMM kernel
+(``int8_gemm``) where the kernel's layout is ``(O, *window, I)`` or ``(*window, I, O)``: a
+matrix of rows or columns in the patches' feature order.
+
 A 1x1 convolution of stride 1 without padding or dilation needs no gather: the product reads
 its input directly. Grouped convolutions (``feature_group_count`` or ``batch_group_count``
-above 1), integer or bool ones, and those a library implementation does more cheaply
+above 1), other integer or bool ones, and those a library implementation does more cheaply
 (Winograd, for 3x3 kernels with many channels) stay as they are, for operator selection
 among the implementations in :mod:`fx.lowering.conv`. The pass is pure and keeps every output
 variable and its type.
@@ -66,15 +71,22 @@ def _patches(x, eqn: JaxprEqn, out: list[JaxprEqn], **params):
     return v
 
 
+def _is_int8_conv(eqn: JaxprEqn) -> bool:
+    lhs, rhs = eqn.invars
+    return (lhs.aval.dtype == dtypes.int8 and rhs.aval.dtype == dtypes.int8
+            and eqn.outvars[0].aval.dtype == dtypes.int32)
+
+
 def _as_matmul(eqn: JaxprEqn) -> list[JaxprEqn] | None:
     p = eqn.params
     lhs, rhs = eqn.invars
     (res,) = eqn.outvars
+    int8 = _is_int8_conv(eqn)
     if (p["feature_group_count"] != 1 or p["batch_group_count"] != 1
-            or not dtypes.is_float(lhs.aval.dtype) or not dtypes.is_float(res.aval.dtype)
+            or not (int8 or dtypes.is_float(lhs.aval.dtype) and dtypes.is_float(res.aval.dtype))
             or not isinstance(lhs, Var) or not isinstance(rhs, Var) or res.aval.size == 0):
         return None
-    if winograd_eligible(eqn) and winograd_cost(eqn) < patches_matmul_cost(eqn):
+    if not int8 and winograd_eligible(eqn) and winograd_cost(eqn) < patches_matmul_cost(eqn):
         return None
     ls, rs, os_ = p["dimension_numbers"]
     nsp = lhs.aval.ndim - 2
@@ -82,8 +94,8 @@ def _as_matmul(eqn: JaxprEqn) -> list[JaxprEqn] | None:
     out_spatial = tuple(res.aval.shape[d] for d in os_[2:])
     new: list[JaxprEqn] = []
     geometry = dict(padding=p["padding"], base_dilation=p["lhs_dilation"])
-    if math.prod(kernel) > math.prod(out_spatial) and _swappable(lhs, ls, kernel, out_spatial,
-                                                                 p):
+    if (not int8 and math.prod(kernel) > math.prod(out_spatial)
+            and _swappable(lhs, ls, kernel, out_spatial, p)):
         # out[b, q, o] = sum_{f, k} lhs[b, q*s + k*r, f] rhs[k, f, o], read with the roles of
         # batch and feature, window and position swapped: the patches of lhs with f as the
         # batch, the output positions q as the window (dilated by s) and k as the positions

@@ -99,10 +99,14 @@ FX_FN uint64_t fx_f2u64(double x) {
    So the result never depends on the operands' order, and a max reduction gives the same bits
    however its lanes are combined. The NaN test is of b alone, not of a ('a != a'): in a chain
    (a pooling window, a lane of a max reduction) a is the previous select, and GCC turns
-   'select != select' into a select of masks that it cannot vectorize. */
+   'select != select' into a select of masks that it cannot vectorize. The three selects are
+   separate statements, not one '||' in a nested ?:, which GCC if-converts only in some loops
+   (it left a pooling window's chain of them as branches, mispredicted on random data). */
 FX_FN float fx_maxf(float a, float b) {
   float tie = fx_bits_to_f32(fx_f32_to_bits(a) & fx_f32_to_bits(b));
-  return (b > a || b != b) ? b : (b == a ? tie : a);
+  float m = b > a ? b : a;
+  m = b == a ? tie : m;
+  return b != b ? b : m;
 }
 /* Integer max/min as calls, not nested ?: (which repeats its operands and, in clamped index
    arithmetic, reads to GCC as control flow that stops vectorization). */
@@ -114,15 +118,21 @@ FX_FN uint32_t fx_max_u32(uint32_t a, uint32_t b) { return a > b ? a : b; }
 FX_FN uint32_t fx_min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
 FX_FN float fx_minf(float a, float b) {
   float tie = fx_bits_to_f32(fx_f32_to_bits(a) | fx_f32_to_bits(b));
-  return (b < a || b != b) ? b : (b == a ? tie : a);
+  float m = b < a ? b : a;
+  m = b == a ? tie : m;
+  return b != b ? b : m;
 }
 FX_FN double fx_max(double a, double b) {
   double tie = fx_bits_to_f64(fx_f64_to_bits(a) & fx_f64_to_bits(b));
-  return (b > a || b != b) ? b : (b == a ? tie : a);
+  double m = b > a ? b : a;
+  m = b == a ? tie : m;
+  return b != b ? b : m;
 }
 FX_FN double fx_min(double a, double b) {
   double tie = fx_bits_to_f64(fx_f64_to_bits(a) | fx_f64_to_bits(b));
-  return (b < a || b != b) ? b : (b == a ? tie : a);
+  double m = b < a ? b : a;
+  m = b == a ? tie : m;
+  return b != b ? b : m;
 }
 /* A max/min reduction vectorizes as one accumulator per SIMD lane ('#pragma omp simd
    reduction(fx_max:acc)', see the C dialect), merged with the same functions: NaN still wins and

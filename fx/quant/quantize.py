@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import fx.numpy as fnp
-from fx import dtypes, lax, tree_util
+from fx import dtypes, tree_util
 from fx.api import ShapeDtypeStruct
 from fx.lax.convolution import conv_general_dilated_p
 from fx.lax.linalg import dot_general_p
@@ -47,9 +47,6 @@ class QuantizedLayer:
     input_scale: float
     float_bytes: int  # of the float weight it replaces
     params: dict  # the int8 equation's parameters (e.g. a transposed weight's dimensions)
-    # A convolution computed as its input's patches times the kernel as an (O, I * window)
-    # matrix: one 2-D int8 product, which fx.jit runs on the int8 GEMM kernel.
-    as_patches: bool = False
 
     @property
     def output_scale(self) -> np.ndarray:
@@ -102,35 +99,9 @@ class QuantizedFunction:
 def _quantized_eqn(q: QuantizedLayer, eqn, x):
     out_dtype = eqn.outvars[0].aval.dtype
     x_q = quantize_tensor(x, q.input_scale)
-    if q.as_patches:
-        acc = _conv_as_product(x_q, q, eqn)
-    else:
-        operands = [x_q, q.weight] if q.layer.weight_operand == 1 else [q.weight, x_q]
-        acc = eqn.primitive.bind(*[fnp.asarray(o) for o in operands], **q.params)
+    operands = [x_q, q.weight] if q.layer.weight_operand == 1 else [q.weight, x_q]
+    acc = eqn.primitive.bind(*[fnp.asarray(o) for o in operands], **q.params)
     return (acc.astype(np.float32) * q.output_scale).astype(out_dtype)
-
-
-def _conv_as_product(x_q, q: QuantizedLayer, eqn):
-    """The int8 convolution ``eqn`` as patches (channel-major features, in the output's
-    layout; padding adds zeros, which is 0.0 at zero point 0) times the ``(O, I * window)``
-    kernel, laid out as ``eqn``'s output."""
-    p = eqn.params
-    _, rhs_spec, out_spec = p["dimension_numbers"]
-    window = [q.layer.weight_shape[d] for d in rhs_spec[2:]]
-    patches = lax.conv_general_dilated_patches(
-        x_q, window, p["window_strides"], p["padding"], p["lhs_dilation"], p["rhs_dilation"],
-        p["dimension_numbers"])
-    last = [out_spec[0], *out_spec[2:], out_spec[1]]  # batch, spatial..., features
-    if last != list(range(len(last))):
-        patches = lax.transpose(patches, last)
-    rows = patches.reshape(-1, patches.shape[-1])
-    acc = lax.dot_general(rows, fnp.asarray(q.weight), (((1,), (1,)), ((), ())),
-                          preferred_element_type=dtypes.int32)
-    acc = acc.reshape(*patches.shape[:-1], q.weight.shape[0])
-    back = [0] * len(last)
-    for position, axis in enumerate(last):
-        back[axis] = position
-    return lax.transpose(acc, back) if back != list(range(len(back))) else acc
 
 
 def quantize_tensor(x, scale: float):
@@ -185,6 +156,29 @@ def _contiguous_rows(w_q: np.ndarray, layer: Layer, eqn):
     return w_q, dn
 
 
+def _rows_first_kernel(w_q: np.ndarray, eqn):
+    """A convolution kernel stored ``(O, *window, I)``: each output channel's weights one
+    contiguous row in the order of the input's patches (window, then channels), so
+    ``fx.jit`` runs the convolution as patches times this matrix on the int8 GEMM kernel
+    without relaying it out (see ``fx.lowering.lower_convolutions``)."""
+    lhs_spec, rhs_spec, out_spec = eqn.params["dimension_numbers"]
+    nsp = w_q.ndim - 2
+    perm = (rhs_spec[0], *rhs_spec[2:], rhs_spec[1])
+    spec = type(eqn.params["dimension_numbers"])(lhs_spec, (0, nsp + 1, *range(1, nsp + 1)),
+                                                  out_spec)
+    return np.ascontiguousarray(np.transpose(w_q, perm)), spec
+
+
+def _depth(eqn, layer: Layer) -> int:
+    """The number of products summed into each output of the layer."""
+    shape = layer.weight_shape
+    if eqn.primitive is conv_general_dilated_p:
+        return int(np.prod(shape)) // shape[eqn.params["dimension_numbers"][1][0]]
+    (lc, rc), _ = eqn.params["dimension_numbers"]
+    contract = rc if layer.weight_operand == 1 else lc
+    return int(np.prod([shape[d] for d in contract]))
+
+
 def _channel_axes(eqn, layer: Layer) -> tuple[int, ...]:
     if eqn.primitive is conv_general_dilated_p:
         return (eqn.params["dimension_numbers"][1][0],)
@@ -194,7 +188,7 @@ def _channel_axes(eqn, layer: Layer) -> tuple[int, ...]:
 
 
 def quantize(fn, params, calibration: Calibration, weights: str = "per_channel_symmetric",
-             activations: str = "per_tensor") -> QuantizedFunction:
+             activations: str = "per_tensor", min_depth: int = 16) -> QuantizedFunction:
     """``fn(params, ·)`` with its calibrated dense and conv layers run in int8.
 
     Args:
@@ -204,6 +198,10 @@ def quantize(fn, params, calibration: Calibration, weights: str = "per_channel_s
         ``"per_tensor_symmetric"``; int8 in [-127, 127], zero point 0.
       activations: ``"per_tensor"``: one symmetric int8 scale per layer input, from the
         calibration's threshold.
+      min_depth: layers whose products sum fewer terms per output (a first convolution over
+        one input channel: 3x3x1 = 9) stay float: the int8 kernels' dot-product instructions
+        work on groups of 4 to 64 terms, so such a layer runs slower in int8, and its weights
+        are tiny. 0 quantizes every layer.
 
     Returns:
       A :class:`QuantizedFunction` ``qfn(x)`` returning float outputs.
@@ -243,20 +241,18 @@ def quantize(fn, params, calibration: Calibration, weights: str = "per_channel_s
         eqn, w = seen[stats.layer.index]
         if eqn.primitive is conv_general_dilated_p and eqn.params["batch_group_count"] != 1:
             continue
+        if _depth(eqn, stats.layer) < min_depth:
+            continue
         w_q, scale = quantize_weight(w, _channel_axes(eqn, stats.layer),
                                      weights == "per_channel_symmetric")
         int_params = dict(eqn.params, preferred_element_type=dtypes.int32)
-        as_patches = False
         if eqn.primitive is dot_general_p:
             int_params["precision"] = None
             w_q, int_params["dimension_numbers"] = _contiguous_rows(w_q, stats.layer, eqn)
-        elif eqn.params["feature_group_count"] == 1:
-            rhs_spec = eqn.params["dimension_numbers"][1]
-            w_q = np.ascontiguousarray(np.transpose(w_q, rhs_spec).reshape(w_q.shape[rhs_spec[0]],
-                                                                           -1))
-            as_patches = True
+        else:
+            w_q, int_params["dimension_numbers"] = _rows_first_kernel(w_q, eqn)
         layers.append(QuantizedLayer(stats.layer, w_q, _output_scale(eqn, stats.layer, scale),
-                                     stats.scale, int(w.nbytes), int_params, as_patches))
+                                     stats.scale, int(w.nbytes), int_params))
     return QuantizedFunction(fn, params, layers)
 
 

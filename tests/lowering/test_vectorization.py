@@ -75,6 +75,9 @@ PROGRAMS = {  # name -> (function, example arguments)
         lambda x, g: fnp.sum(fnp.where(x > 0, g, 0.0), axis=0),
         (np.ones((512, 128), _F32), np.ones((512, 128), _F32))),
     "max-pool 2x2 (reduce_window)": (_pool, (np.ones((8, 28, 28, 16), _F32),)),
+    # A CNN layer's tail: each window element a relu'd value, the window's max of them.
+    "relu then max-pool 2x2": (lambda x: _pool(fnp.maximum(x, 0.0)),
+                               (np.ones((8, 28, 28, 16), _F32),)),
     "max-pool gradient (select_and_scatter_add)": (
         fx.grad(lambda x: fnp.sum(_pool(x) ** 2)), (_RNG.standard_normal((8, 28, 28, 16))
                                                       .astype(_F32),)),

@@ -85,6 +85,47 @@ def test_epilogue_fused_dequantization():
         assert step is not None and step.group(1) == "cpu.int8_gemm", text
 
 
+# --- int8 convolutions: patches times the kernel as a matrix -------------------------------
+
+# (lhs, rhs, out layouts, strides, padding, rhs dilation, kernel selected): the int8 GEMM runs
+# them where the kernel's layout is a matrix in the patches' order ((O, *window, I), as
+# fx.quant stores it, or HWIO); other layouts are exact through NumPy.
+CONVS = [
+    ("NHWC", "OHWI", "NHWC", (1, 1), "SAME", (1, 1), True),
+    ("NHWC", "HWIO", "NHWC", (2, 1), ((2, 0), (1, 1)), (1, 1), True),
+    ("NCHW", "OHWI", "NCHW", (1, 2), "VALID", (2, 1), True),
+    ("NHWC", "OIHW", "NHWC", (1, 1), "SAME", (1, 1), False),
+]
+
+
+@pytest.mark.parametrize("specs", CONVS, ids=lambda s: "-".join(map(str, s[:3])))
+def test_int8_conv_is_exact(specs):
+    import jax
+
+    lhs_s, rhs_s, out_s, stride, pad, dil, int8_kernel = specs
+    rng = np.random.default_rng(7)
+    x = rng.integers(-128, 128, {"NHWC": (2, 7, 6, 3), "NCHW": (2, 3, 7, 6)}[lhs_s])
+    w = rng.integers(-128, 128, {"HWIO": (3, 2, 3, 5), "OIHW": (5, 3, 3, 2),
+                                 "OHWI": (5, 3, 2, 3)}[rhs_s])
+    x, w = x.astype(np.int8), w.astype(np.int8)
+    x.flat[0] = w.flat[0] = -128
+    dn = lax.conv_dimension_numbers(x.shape, w.shape, (lhs_s, rhs_s, out_s))
+
+    def f(x, w):
+        return lax.conv_general_dilated(x, w, stride, pad, rhs_dilation=dil,
+                                        dimension_numbers=dn, preferred_element_type=np.int32)
+
+    want = np.asarray(jax.lax.conv_general_dilated(
+        x, w, stride, pad, rhs_dilation=dil, dimension_numbers=(lhs_s, rhs_s, out_s),
+        preferred_element_type=np.int32))
+    jitted = fx.jit(f)
+    got = np.asarray(jitted(x, w))
+    assert got.dtype == np.int32 and np.array_equal(got, want)
+    assert np.array_equal(np.asarray(f(x, w)), want)
+    if cc.compiler() is not None:
+        assert ("cpu.int8_gemm" in jitted.lower(x, w).as_text("selection")) == int8_kernel
+
+
 # --- what GCC makes of the tiles --------------------------------------------------------------
 
 _X86 = platform.machine().lower() in ("x86_64", "amd64")

@@ -98,7 +98,7 @@ def test_quantized_program_is_int8_products_between_float_ops():
     init, apply = stax.serial(stax.Dense(6), stax.Relu, stax.Dense(3))
     _, params = init(fx.random.PRNGKey(1), (-1, 4))
     x = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
-    qfn = fx.quant.quantize(apply, params, fx.quant.calibrate(apply, params, [x]))
+    qfn = fx.quant.quantize(apply, params, fx.quant.calibrate(apply, params, [x]), min_depth=0)
     text = str(fx.make_jaxpr(qfn)(x))
     assert text.count("preferred_element_type=int32") == 2
     assert text.count("i8[5,4]") == 1 and "i8[6,4]" in text  # (out, in) weights
@@ -117,7 +117,7 @@ def test_weight_on_the_left_and_per_tensor_weights():
     cal = fx.quant.calibrate(fn, {"w": w}, [x])
     assert cal.layers[0].layer.weight_operand == 0
     for scheme in ("per_channel_symmetric", "per_tensor_symmetric"):
-        qfn = fx.quant.quantize(fn, {"w": w}, cal, weights=scheme)
+        qfn = fx.quant.quantize(fn, {"w": w}, cal, weights=scheme, min_depth=0)
         np.testing.assert_allclose(np.asarray(qfn(x)), w @ x, atol=0.1)
         assert qfn.layers[0].weight_scale.shape == ((3, 1) if scheme.startswith("per_channel")
                                                     else (1, 1))
@@ -131,14 +131,17 @@ def test_conv_layers_are_quantized():
     x = np.random.default_rng(3).uniform(size=(3, 6, 6, 1)).astype(np.float32)
     cal = fx.quant.calibrate(apply, params, [x])
     assert [s.layer.primitive for s in cal.layers] == ["conv_general_dilated", "dot_general"]
-    qfn = fx.quant.quantize(apply, params, cal)
+    # By default the 3x3x1 convolution (9 products per output) stays float.
+    assert [q.layer.primitive for q in fx.quant.quantize(apply, params, cal).layers] == [
+        "dot_general"]
+    qfn = fx.quant.quantize(apply, params, cal, min_depth=0)
     want = np.asarray(apply(params, x))
     np.testing.assert_allclose(np.asarray(qfn(x)), want, atol=0.05 * np.abs(want).max())
     jitted = fx.jit(qfn)
     np.testing.assert_allclose(np.asarray(jitted(x)), np.asarray(qfn(x)), rtol=1e-5, atol=1e-5)
-    # The convolution as patches times an (out, in * window) int8 kernel: both layers are
-    # int8 GEMM steps.
-    assert qfn.layers[0].weight.dtype == np.int8 and qfn.layers[0].weight.shape == (4, 9)
+    # The int8 kernel stored (out, *window, in): under jit the convolution is its input's
+    # patches times that matrix, and both layers are int8 GEMM steps.
+    assert qfn.layers[0].weight.dtype == np.int8 and qfn.layers[0].weight.shape == (4, 3, 3, 1)
     if cc.compiler() is not None:
         assert jitted.lower(x).as_text("selection").count("cpu.int8_gemm ->") == 2
 
@@ -152,7 +155,7 @@ def test_conv_layouts_strides_and_padding():
 
     x = np.random.default_rng(5).normal(size=(2, 3, 9, 8)).astype(np.float32)
     qfn = fx.quant.quantize(fn, w, fx.quant.calibrate(fn, w, [x]))
-    assert qfn.layers[0].as_patches
+    assert qfn.layers[0].weight.shape == (5, 3, 2, 3)  # OIHW stored (O, H, W, I)
     want = np.asarray(fn(w, x))
     got = np.asarray(qfn(x))
     assert got.shape == want.shape
