@@ -1,0 +1,183 @@
+"""fx.data worker processes: the same batches as inline for 1, 2 (and, with -m slow, 4)
+workers under random per-record timing; a worker's exception, a worker's death (os._exit),
+Ctrl-C and garbage collection, each with bounded timeouts, leaving no worker process and no
+/dev/shm segment behind.
+
+Spawned workers take seconds to start (each imports NumPy and fx), so the tests share one
+two-worker pool where they can and start at most four other workers in the default run."""
+
+from __future__ import annotations
+
+import gc
+import glob
+import multiprocessing as mp
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fx.data
+from fx.data import Dataset, WorkerPool
+
+sys.path.insert(0, str(Path(__file__).parent))
+import fx_data_fns as fns  # noqa: E402
+
+
+def _src(n=40):
+    return {"x": np.arange(n * 2, dtype=np.float32).reshape(n, 2), "y": np.arange(n)}
+
+
+def _same(a, b):
+    assert len(a) == len(b)
+    for u, v in zip(a, b, strict=True):
+        lu, tu = fx.tree_util.tree_flatten(u)
+        lv, tv = fx.tree_util.tree_flatten(v)
+        assert tu == tv
+        for p, q in zip(lu, lv, strict=True):
+            assert p.dtype == q.dtype and p.shape == q.shape and p.tobytes() == q.tobytes()
+
+
+def _segments():
+    return glob.glob(f"/dev/shm/fxdata_{os.getpid()}_*")
+
+
+def _gone(pids, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    alive = {p.pid for p in mp.active_children()}
+    while time.monotonic() < deadline and set(pids) & alive:
+        time.sleep(0.05)
+        alive = {p.pid for p in mp.active_children()}
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        # A zombie would still answer: every worker must have been joined (reaped).
+        pytest.fail(f"worker process {pid} is still there")
+    return True
+
+
+@pytest.fixture(scope="module")
+def pool2():
+    pool = WorkerPool(2)
+    yield pool
+    pids = pool.pids
+    pool.close()
+    assert _gone(pids) and not _segments()
+
+
+PIPELINES = {
+    "batched": lambda: Dataset.from_source(_src()).shuffle(1).map(fns.jitter_square)
+    .random_map(fns.noisy, seed=2).batch(6).map(fns.add_batch_sum).repeat(2),
+    "filtered": lambda: Dataset.from_source(_src()).shuffle(1).filter(fns.keep_even_y)
+    .map(fns.jitter_square).batch(4),
+    "records": lambda: Dataset.from_source(_src(30)).random_map(fns.noisy, seed=5)
+    .map(fns.jitter_square),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PIPELINES))
+def test_two_workers_give_the_inline_items(pool2, name):
+    ds = PIPELINES[name]()
+    _same(list(ds.iterator(pool=pool2)), list(ds))
+    assert not _segments()
+
+
+def test_resume_across_iterators_and_exceptions_keep_the_pool(pool2):
+    ds = PIPELINES["batched"]()
+    full = list(ds)
+    it = ds.iterator(pool=pool2)
+    for _ in range(5):
+        next(it)
+    state = it.get_state()
+    it.close()
+    again = ds.iterator(pool=pool2)
+    again.set_state(state)
+    _same(list(again), full[5:])
+    bad = Dataset.from_source(_src()).map(fns.fail_on_13).batch(4)
+    with pytest.raises(fx.data.RecordError, match="record 13 raised ValueError") as info:
+        list(bad.iterator(pool=pool2))
+    assert info.value.index == 13 and "fail_on_13" in info.value.worker_traceback
+    assert "raise ValueError" in str(info.value)
+    _same(list(ds.iterator(pool=pool2)), full)  # the pool still serves
+    assert not _segments()
+
+
+def test_one_worker_and_garbage_collection_stop_the_worker():
+    ds = PIPELINES["batched"]().map(fns.jitter_square, num_workers=1)
+    it = iter(ds)
+    assert len(it) == 14
+    got = list(it)
+    pids = it._executor.pids
+    _same(got, list(PIPELINES["batched"]().map(fns.jitter_square)))
+    del it
+    gc.collect()
+    assert _gone(pids) and not _segments()
+
+
+def test_unpicklable_pipelines_get_a_clear_error(pool2):
+    with pytest.raises(TypeError, match="define the map/filter functions at module level"):
+        Dataset.from_source(_src()).map(lambda r: r).iterator(pool=pool2)
+
+
+def _interrupt_soon(delay=0.3):
+    timer = threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    return timer
+
+
+def test_ctrl_c_stops_the_iteration_and_drains_a_shared_pool(pool2):
+    ds = Dataset.from_source(_src()).map(fns.slow).batch(2)
+    it = ds.iterator(pool=pool2)
+    next(it)
+    timer = _interrupt_soon()
+    with pytest.raises(KeyboardInterrupt):
+        for _ in it:
+            pass
+    timer.join()
+    with pytest.raises(StopIteration):
+        next(it)
+    assert not pool2.closed and not _segments()
+    _same(list(ds.iterator(pool=pool2))[:3], list(ds)[:3])
+
+
+def test_a_dead_worker_is_reported_not_waited_on(pool2):
+    # Last of the pool's users: the death breaks the pool, which is then shut down.
+    ds = Dataset.from_source(_src()).map(fns.die_on_13).batch(4)
+    pids = pool2.pids
+    t = time.monotonic()
+    with pytest.raises(fx.data.WorkerDied, match=r"worker process \d \(pid \d+\) died with "
+                       r"exit code 7 while holding tasks"):
+        list(ds.iterator(pool=pool2))
+    assert time.monotonic() - t < 60
+    assert pool2.closed and _gone(pids) and not _segments()
+
+
+@pytest.mark.slow
+def test_ctrl_c_shuts_down_the_iterators_own_workers():
+    ds = Dataset.from_source(_src()).map(fns.slow, num_workers=2).batch(2)
+    it = iter(ds)
+    pids = it._executor.pids
+    next(it)
+    timer = _interrupt_soon()
+    with pytest.raises(KeyboardInterrupt):
+        for _ in it:
+            pass
+    timer.join()
+    assert _gone(pids) and not _segments()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", [("processes", 4), ("threads", 4), ("processes", 2)])
+def test_more_workers_and_prefetch(workers):
+    kind, k = workers
+    for make in PIPELINES.values():
+        ds = make()
+        want = [fns.jitter_square(w) for w in ds]  # the extra map below, on records or batches
+        _same(list(ds.map(fns.jitter_square, num_workers=k, workers=kind).prefetch(3)), want)
+    assert not _segments()
