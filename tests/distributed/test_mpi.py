@@ -106,3 +106,14 @@ def test_missing_rank_times_out():
     rc, out, seconds = launch(2, "fault_checks.py", "timeout", "3")
     assert rc != 0 and "finished" not in out, out
     assert "timed out after" in out and "on rank 0 of 2" in out, out
+
+
+@pytest.mark.slow
+def test_data_parallel_example_matches_single_process_training():
+    pytest.importorskip("sklearn")
+    rc, out, _ = launch(2, str(HERE.parent.parent / "examples" / "data_parallel_digits.py"),
+                        "--steps", "20", "--check-every", "5")
+    assert rc == 0, out
+    assert "parameters identical on every process" in out, out
+    gap = float(out.split("largest difference between the curves: ")[1].split()[0])
+    assert gap < 1e-5, out
