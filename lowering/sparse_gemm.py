@@ -13,9 +13,10 @@ increasing ``k`` (``indptr`` int32 ``(N + 1,)``, ``indices`` int32 and ``data`` 
 both padded with ``max_row`` zeros so that a row's last iterations read in bounds). The kernel
 (loop IR, rendered by every dialect) runs one output column ``n`` per parallel iteration and
 MR rows of ``x`` per tile: ``y[m, n] = sum_j data[p + j] * x[m, indices[p + j]]`` over the
-``j < indptr[n+1] - indptr[n]`` nonzeros of the row (the loop runs ``max_row`` times, the
-iterations past the row's end add nothing: a select, not a multiply by zero, so a non-finite
-``x`` next to a pruned weight stays out, where the dense product would give NaN). The
+``j < indptr[n+1] - indptr[n]`` nonzeros of the row: ``min_row`` iterations (the shortest row's
+count) unguarded, then up to ``max_row`` guarded ones, whose iterations past the row's end add
+nothing: a select, not a multiply by zero, so a non-finite ``x`` next to a pruned weight stays
+out, where the dense product would give NaN. Both counts are constants of the kernel. The
 group's elementwise epilogue (bias, activation) is generated after each tile.
 
 Summation order: each output sums only its nonzero products, in increasing ``k``, one at a
@@ -41,7 +42,7 @@ from fx.lowering.cost import flops_rules
 from fx.lowering.fusion import FusionGroup, GroupKind
 from fx.lowering.scalar_ops import Pattern, patterns
 
-# A constant weight with fewer nonzeros than this fraction of its elements is multiplied in
+# A constant weight with at most this fraction of its elements nonzero is multiplied in
 # CSR form (FX_SPARSE_DENSITY overrides it; 0 turns the rewrite off). At 10% density the
 # kernel beats BLAS at small batches on one core; see bench/README.md, "Sparsity".
 DENSITY_THRESHOLD = float(os.environ.get("FX_SPARSE_DENSITY", "0.1"))
@@ -49,7 +50,8 @@ MR = 4  # rows of x per tile (independent accumulators per column)
 SPARSE_DTYPES = frozenset([dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64])
 
 # csr_dot(x, data, indices, indptr): x (M, K) times the CSR (N, K) matrix's transpose, (M, N).
-# params: n (N), max_row (the longest row's nonzeros), x_contract (x's contracting dimension),
+# params: n (N), max_row and min_row (the longest and shortest rows' nonzeros), x_contract
+# (x's contracting dimension),
 # density (of the original weight, for as_text). It exists only inside lowered programs:
 # sparsify makes it after every transformation ran, so it has no jvp, transpose or batching
 # rules (fx.lowering is not part of the traced API).
@@ -57,7 +59,8 @@ csr_dot_p = Primitive("csr_dot")
 
 
 @csr_dot_p.def_abstract_eval
-def _csr_dot_abstract_eval(x, data, indices, indptr, *, n, max_row, x_contract, density):
+def _csr_dot_abstract_eval(x, data, indices, indptr, *, n, max_row, min_row, x_contract,
+                            density):
     if x.ndim != 2 or data.dtype != x.dtype or indices.dtype != dtypes.int32 \
             or indptr.shape != (n + 1,):
         raise TypeError(f"csr_dot: needs x (M, K) with data of its dtype, int32 indices and "
@@ -68,7 +71,7 @@ def _csr_dot_abstract_eval(x, data, indices, indptr, *, n, max_row, x_contract, 
 
 
 @csr_dot_p.def_impl
-def _csr_dot_impl(x, data, indices, indptr, *, n, max_row, x_contract, density):
+def _csr_dot_impl(x, data, indices, indptr, *, n, max_row, min_row, x_contract, density):
     import scipy.sparse
 
     x = np.asarray(x)
@@ -97,21 +100,22 @@ def _weight_operand(eqn: JaxprEqn, consts: dict) -> tuple[int, np.ndarray] | Non
             or (pet is not None and np.dtype(pet) != x.aval.dtype) or not w.aval.size):
         return None
     value = np.asarray(consts[w])
-    if np.count_nonzero(value) >= DENSITY_THRESHOLD * value.size:
+    if np.count_nonzero(value) > DENSITY_THRESHOLD * value.size:
         return None
     return rc[0], value
 
 
-def to_csr(wt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """``(data, indices, indptr, max_row)`` of a 2-D array, rows in order, columns ascending;
-    data and indices padded with ``max_row`` zeros (the kernel's last iterations read them)."""
+def to_csr(wt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
+    """``(data, indices, indptr, max_row, min_row)`` of a 2-D array, rows in order, columns
+    ascending; data and indices padded with ``max_row`` zeros (the kernel's last iterations
+    read them); the longest and shortest rows' nonzeros."""
     rows, cols = np.nonzero(wt)
     counts = np.bincount(rows, minlength=wt.shape[0])
     indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
     max_row = max(int(counts.max(initial=0)), 1)
     data = np.concatenate([wt[rows, cols], np.zeros(max_row, wt.dtype)])
     indices = np.concatenate([cols, np.zeros(max_row, cols.dtype)]).astype(np.int32)
-    return data, indices, indptr, max_row
+    return data, indices, indptr, max_row, int(counts.min(initial=0))
 
 
 def sparsify(closed: ClosedJaxpr, const_values: tuple = ()) -> ClosedJaxpr:
@@ -133,12 +137,12 @@ def sparsify(closed: ClosedJaxpr, const_values: tuple = ()) -> ClosedJaxpr:
             continue
         rc, w = found
         wt = w.T if rc == 0 else w
-        data, indices, indptr, max_row = to_csr(wt)
+        data, indices, indptr, max_row, min_row = to_csr(wt)
         new = [Var(ShapedArray(a.shape, a.dtype)) for a in (data, indices, indptr)]
         constvars += new
         values += [data, indices, indptr]
         (lc, _), _ = eqn.params["dimension_numbers"]
-        params = dict(n=wt.shape[0], max_row=max_row, x_contract=lc[0],
+        params = dict(n=wt.shape[0], max_row=max_row, min_row=min_row, x_contract=lc[0],
                       density=round(float(np.count_nonzero(w)) / w.size, 4))
         eqns.append(eqn.replace(primitive=csr_dot_p, invars=[eqn.invars[0], *new],
                                 params=params))
@@ -160,7 +164,7 @@ def describe(g: FusionGroup) -> str:
     e = g.anchor
     m = e.outvars[0].aval.shape[0]
     nnz = e.invars[1].aval.size - e.params["max_row"]
-    return (f"CSR x dense (constant weight {e.params['density']:.1%} dense < "
+    return (f"CSR x dense (constant weight {e.params['density']:.1%} dense <= "
             f"{DENSITY_THRESHOLD:.0%}), M={m} N={e.params['n']} nnz={nnz} "
             f"rows<={e.params['max_row']}")
 
@@ -190,22 +194,35 @@ def gemm_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[
     zero = ir.Const(0, dt)
     body: list[ir.Stmt] = [ir.Let("p0", row_start),
                            ir.Let("len", ir.isub(row_end, ir.Sym("p0", ir.INDEX)))]
-    e = ir.iadd(ir.Sym("p0", ir.INDEX), j)
+    min_row = dot.params["min_row"]
 
-    def tile(m0: ir.Expr, mr: int) -> list[ir.Stmt]:
-        acc = [f"s{i}" for i in range(mr)]
-        stmts: list[ir.Stmt] = [ir.Decl(a, dt, zero) for a in acc]
+    def steps(m0: ir.Expr, acc: list[str], first: int, count: int, guarded: bool) -> ir.Loop:
+        """The loop over nonzeros ``first .. first + count`` of the row (guarded: the row may
+        end before ``count``)."""
+        jj = ir.iadd(j, ir.const_index(first))
+        e = ir.iadd(ir.Sym("p0", ir.INDEX), jj)
         inner: list[ir.Stmt] = [
             ir.Let("v", ir.Load(db, e, dt)),
-            ir.Let("c", ir.Op("cast", (ir.Load(ib, e, dtypes.int32),), ir.INDEX)),
-            ir.Let("ok", ir.Op("lt", (j, ir.Sym("len", ir.INDEX)), ir.BOOL))]
+            ir.Let("c", ir.Op("cast", (ir.Load(ib, e, dtypes.int32),), ir.INDEX))]
+        if guarded:
+            inner.append(ir.Let("ok", ir.Op("lt", (jj, ir.Sym("len", ir.INDEX)), ir.BOOL)))
         for i, a in enumerate(acc):
             at = ir.iadd(ir.imul(ir.iadd(m0, ir.const_index(i)), ir.const_index(x_sm)),
                          ir.imul(ir.Sym("c", ir.INDEX), ir.const_index(x_sk)))
             prod = ir.Op("mul", (ir.Sym("v", dt), ir.Load(xb, at, dt)), dt)
-            inner.append(ir.Assign(a, ir.Op("add", (ir.Sym(a, dt), ir.Op(
-                "select", (ir.Sym("ok", ir.BOOL), prod, zero), dt)), dt)))
-        stmts.append(ir.Loop("j", max_row, tuple(inner)))
+            if guarded:
+                prod = ir.Op("select", (ir.Sym("ok", ir.BOOL), prod, zero), dt)
+            inner.append(ir.Assign(a, ir.Op("add", (ir.Sym(a, dt), prod), dt)))
+        return ir.Loop("j", count, tuple(inner))
+
+    def tile(m0: ir.Expr, mr: int) -> list[ir.Stmt]:
+        acc = [f"s{i}" for i in range(mr)]
+        stmts: list[ir.Stmt] = [ir.Decl(a, dt, zero) for a in acc]
+        # Every row has min_row nonzeros: those iterations need no guard.
+        if min_row:
+            stmts.append(steps(m0, acc, 0, min_row, False))
+        if max_row > min_row:
+            stmts.append(steps(m0, acc, min_row, max_row - min_row, True))
         b.push()
         for i, a in enumerate(acc):
             at = (ir.iadd(m0, ir.const_index(i)), nv)

@@ -85,7 +85,19 @@ def test_all_zero_weight_and_nonfinite_inputs_next_to_pruned_weights():
 
 def test_to_csr_layout():
     wt = np.array([[0, 1, 0], [0, 0, 0], [2, 0, 3]], np.float32)
-    data, indices, indptr, max_row = sparse_gemm.to_csr(wt)
-    assert max_row == 2 and list(indptr) == [0, 1, 1, 3]
+    data, indices, indptr, max_row, min_row = sparse_gemm.to_csr(wt)
+    assert (max_row, min_row) == (2, 0) and list(indptr) == [0, 1, 1, 3]
     assert list(data[:3]) == [1, 2, 3] and list(indices[:3]) == [1, 0, 2]
     assert len(data) == len(indices) == 3 + max_row
+
+
+def test_rows_of_equal_length_run_unguarded_and_match_exactly():
+    rng = np.random.default_rng(5)
+    w = np.zeros((48, 10), np.int32)
+    for n in range(10):  # three nonzeros in every column: min_row == max_row
+        w[rng.choice(48, 3, replace=False), n] = rng.integers(1, 9, 3)
+    x = rng.integers(-9, 9, (5, 48)).astype(np.int32)
+    wc = fnp.asarray(w)
+    f = fx.jit(lambda x: x @ wc)
+    assert "rows<=3" in f.lower(x).as_text()
+    np.testing.assert_array_equal(np.asarray(f(x)), x @ w)
