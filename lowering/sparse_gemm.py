@@ -11,10 +11,12 @@ float64, int32 or int64) and no other ``preferred_element_type``.
 The CSR matrix is ``W`` transposed, ``(N, K)``: row ``n`` lists the nonzero ``W[k, n]`` by
 increasing ``k`` (``indptr`` int32 ``(N + 1,)``, ``indices`` int32 and ``data`` of the dtype,
 both padded with ``max_row`` zeros so that a row's last iterations read in bounds). The kernel
-(loop IR, rendered by every dialect) runs one output column ``n`` per parallel iteration and
-MR rows of ``x`` per tile: ``y[m, n] = sum_j data[p + j] * x[m, indices[p + j]]`` over the
-``j < indptr[n+1] - indptr[n]`` nonzeros of the row: ``min_row`` iterations (the shortest row's
-count) unguarded, then up to ``max_row`` guarded ones, whose iterations past the row's end add
+(loop IR, rendered by every dialect) computes ``y[m, n] = sum_j data[p + j] * x[m,
+indices[p + j]]`` over the ``j < indptr[n+1] - indptr[n]`` nonzeros of row ``n`` in tiles of
+MR rows of ``x``: one output column per parallel iteration, or, from 16 rows of ``x`` on, one
+tile of up to 8 rows per parallel iteration over every column (the tile's rows of ``x`` stay
+in cache while the nonzeros stream past). A row runs ``min_row`` iterations (the shortest
+row's count) unguarded, then up to ``max_row`` guarded ones, whose iterations past its end add
 nothing: a select, not a multiply by zero, so a non-finite ``x`` next to a pruned weight stays
 out, where the dense product would give NaN. Both counts are constants of the kernel. The
 group's elementwise epilogue (bias, activation) is generated after each tile.
@@ -42,11 +44,13 @@ from fx.lowering.cost import flops_rules
 from fx.lowering.fusion import FusionGroup, GroupKind
 from fx.lowering.scalar_ops import Pattern, patterns
 
-# A constant weight with at most this fraction of its elements nonzero is multiplied in
-# CSR form (FX_SPARSE_DENSITY overrides it; 0 turns the rewrite off). At 10% density the
-# kernel beats BLAS at small batches on one core; see bench/README.md, "Sparsity".
+# A constant weight with at most this fraction of its elements nonzero (rounded to a count)
+# is multiplied in CSR form (FX_SPARSE_DENSITY overrides it; 0 turns the rewrite off). At 10%
+# density the kernel beats BLAS on one core; see bench/README.md, "Sparsity".
 DENSITY_THRESHOLD = float(os.environ.get("FX_SPARSE_DENSITY", "0.1"))
 MR = 4  # rows of x per tile (independent accumulators per column)
+# From WIDE_M rows of x on, the parallel loop runs over tiles of up to MR_WIDE rows.
+WIDE_M, MR_WIDE = 16, 8
 SPARSE_DTYPES = frozenset([dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64])
 
 # csr_dot(x, data, indices, indptr): x (M, K) times the CSR (N, K) matrix's transpose, (M, N).
@@ -100,7 +104,7 @@ def _weight_operand(eqn: JaxprEqn, consts: dict) -> tuple[int, np.ndarray] | Non
             or (pet is not None and np.dtype(pet) != x.aval.dtype) or not w.aval.size):
         return None
     value = np.asarray(consts[w])
-    if np.count_nonzero(value) > DENSITY_THRESHOLD * value.size:
+    if np.count_nonzero(value) > round(DENSITY_THRESHOLD * value.size):
         return None
     return rc[0], value
 
@@ -230,12 +234,21 @@ def gemm_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[
             b.store_all(outputs, at)
         return stmts + b.pop()
 
-    if M >= MR:
-        mt = ir.Sym("mt", ir.INDEX)
-        body.append(ir.Loop("mt", M // MR, tuple(tile(ir.imul(mt, ir.const_index(MR)), MR))))
-    if M % MR:
-        body += tile(ir.const_index(M - M % MR), M % MR)
-    loop = ir.Loop("n", n_out, tuple(body), parallel=True)
+    mt = ir.Sym("mt", ir.INDEX)
+    mr = next(d for d in (MR_WIDE, MR, 2, 1) if M % d == 0)
+    if M >= WIDE_M:
+        # Row tiles outside, columns inside: a tile's rows of x stay in cache while every
+        # column's nonzeros stream past (by columns, x would be read from memory per column).
+        body.extend(tile(ir.imul(mt, ir.const_index(mr)), mr))
+        inner = ir.Loop("n", n_out, tuple(body))
+        loop = ir.Loop("mt", M // mr, (inner,), parallel=True)
+    else:
+        if M >= MR:
+            body.append(ir.Loop("mt", M // MR, tuple(tile(ir.imul(mt, ir.const_index(MR)),
+                                                          MR))))
+        if M % MR:
+            body += tile(ir.const_index(M - M % MR), M % MR)
+        loop = ir.Loop("n", n_out, tuple(body), parallel=True)
     nnz = data.aval.size - max_row
     return ir.Kernel(name, b.params(), (loop,), work=max(M, 1) * max(nnz, 1))
 

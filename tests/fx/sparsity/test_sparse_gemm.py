@@ -19,7 +19,7 @@ def _sparse(rng, shape, density, dtype=np.float32):
     return w
 
 
-@pytest.mark.parametrize("m", [1, 6])
+@pytest.mark.parametrize("m", [1, 6, 18, 24])  # by columns; by row tiles of 2 and 8
 def test_selected_and_equal_to_dense_with_fused_epilogue(m):
     rng = np.random.default_rng(0)
     w, b = _sparse(rng, (40, 24), 0.05), rng.standard_normal(24).astype(np.float32)
