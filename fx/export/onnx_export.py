@@ -265,16 +265,24 @@ class Ctx:
 
 
 class Exporter:
-    def __init__(self, poly: Polymorphism, opset: int):
+    def __init__(self, poly: Polymorphism, opset: int, qdq: dict | None = None):
         self.poly = poly
         self.opset = opset
+        # fx.quant's QDQ export: id(weight constant) -> (the constant, its quantized layer).
+        self.qdq = qdq or {}
+        self.const_of: dict[Var, Any] = {}
 
     def translate(self, jaxpr: ClosedJaxpr | Jaxpr, args: Sequence[Value], graph: Graph,
                   consts: Sequence[Value] | None = None) -> list[Value]:
         """Emit ``jaxpr`` applied to ``args`` into ``graph``; its results."""
         if isinstance(jaxpr, ClosedJaxpr):
-            consts = [self.constant(graph, v, c) for v, c in zip(jaxpr.jaxpr.constvars,
-                                                                   jaxpr.consts)]
+            # (A quantized layer's dequantized weight is written as its int8 initializer by
+            # the layer's QDQ rule, never as floats.)
+            consts = [Value(f"unused_float_weight_{k}", self.poly.shape(v), v.aval.dtype)
+                      if id(c) in self.qdq else self.constant(graph, v, c)
+                      for k, (v, c) in enumerate(zip(jaxpr.jaxpr.constvars, jaxpr.consts))]
+            if self.qdq:
+                self.const_of.update(zip(jaxpr.jaxpr.constvars, jaxpr.consts))
             jaxpr = jaxpr.jaxpr
         env: dict[Var, Value] = dict(zip(jaxpr.constvars, consts or ()))
         env.update(zip(jaxpr.invars, args))
@@ -326,8 +334,14 @@ class Exporter:
             params[key] = value
         outs = [(self.poly.shape(v), v.aval.dtype) for v in eqn.outvars]
         ctx = Ctx(graph, eqn, outs, self)
+        layer = self._quantized_weight(eqn)
         try:
-            names = rule.fn(ctx, *ins, **params)
+            if layer is not None:
+                from fx.export.onnx_qdq import qdq_layer
+
+                names = qdq_layer(ctx, ins, *layer)
+            else:
+                names = rule.fn(ctx, *ins, **params)
         except ExportError as e:
             if e.located:
                 raise
@@ -335,6 +349,19 @@ class Exporter:
         if isinstance(names, str):
             names = [names]
         return [Value(n, s, d) for n, (s, d) in zip(names, outs)]
+
+
+    def _quantized_weight(self, eqn: JaxprEqn):
+        """``(operand index, fx.quant layer)`` where ``eqn`` is a layer of a quantized model
+        being exported in QDQ form, else None."""
+        if not self.qdq or eqn.primitive.name not in ("dot_general", "conv_general_dilated"):
+            return None
+        for k, v in enumerate(eqn.invars):
+            value = self.const_of.get(v) if isinstance(v, Var) else None
+            mark = self.qdq.get(id(value)) if value is not None else None
+            if mark is not None and mark[0] is value:
+                return k, mark[1]
+        return None
 
 
 # --- the public functions ---------------------------------------------------------------------
@@ -379,7 +406,9 @@ def to_onnx(fn: Callable, *example_args, opset: int = 21, dynamic_batch: bool = 
     With ``dynamic_batch=True`` (the default) the leading dimension of every input of rank 1 or
     more is the symbolic dimension ``"batch"``, and so is every output dimension that follows
     it; a program whose structure or sizes are not polymorphic in it is refused with an error
-    naming the equation. ``dynamic_batch=False`` exports the example's shapes exactly. Raises
+    naming the equation. ``dynamic_batch=False`` exports the example's shapes exactly. An
+    ``fx.quant.quantize`` model exports in QDQ form (QuantizeLinear/DequantizeLinear around
+    each int8 layer, int8 weight initializers; see ``fx.export.onnx_qdq``). Raises
     :class:`ExportError` for a primitive with no ONNX translation, naming it, its operand types
     and the source line it came from. ``opset`` is the ONNX opset imported (18 or later).
     """
@@ -399,6 +428,9 @@ def to_onnx(fn: Callable, *example_args, opset: int = 21, dynamic_batch: bool = 
     if opset < MIN_OPSET:
         raise ValueError(f"fx.export.to_onnx: opset {opset} is below the supported minimum "
                          f"{MIN_OPSET}")
+    qdq = None
+    if callable(getattr(fn, "_onnx_qdq", None)):  # an fx.quant model: its QDQ form
+        fn, qdq = fn._onnx_qdq()
     closed, _ = _trace(fn, example_args, None)
     leaves = tree_util.tree_leaves(example_args)
     batched = [i for i, x in enumerate(leaves) if _shape(x)]
@@ -432,7 +464,7 @@ def to_onnx(fn: Callable, *example_args, opset: int = 21, dynamic_batch: bool = 
               for i, v in enumerate(closed.jaxpr.invars)]
     if dynamic_batch and batched:
         graph.batch_source = inputs[batched[0]]
-    outs = Exporter(poly, opset).translate(closed, inputs, graph)
+    outs = Exporter(poly, opset, qdq).translate(closed, inputs, graph)
     out_names = []
     for i, o in enumerate(outs):
         out_names.append(f"output_{i}")

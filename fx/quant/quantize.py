@@ -47,10 +47,22 @@ class QuantizedLayer:
     input_scale: float
     float_bytes: int  # of the float weight it replaces
     params: dict  # the int8 equation's parameters (e.g. a transposed weight's dimensions)
+    # ``weight`` is the float weight's layout transposed by ``layout``; the scales are one per
+    # index of ``channel_axes`` of that layout (or one in all when per-tensor).
+    layout: tuple[int, ...] = ()
+    channel_axes: tuple[int, ...] = ()
+    per_channel: bool = True
 
     @property
     def output_scale(self) -> np.ndarray:
         return (self.weight_scale * np.float32(self.input_scale)).astype(np.float32)
+
+    @property
+    def original_weight(self) -> np.ndarray:
+        """The int8 weight in the float weight's layout (the layer's equation's operand)."""
+        if not self.layout:
+            return self.weight
+        return np.transpose(self.weight, np.argsort(self.layout))
 
 
 class QuantizedFunction:
@@ -94,6 +106,45 @@ class QuantizedFunction:
 
         outs = run(closed, [*self._leaves, x], replace=replace)
         return outs[0] if len(outs) == 1 else outs
+
+
+    def _onnx_qdq(self):
+        """For ``fx.export.to_onnx``: a function of the input tracing the float model with each
+        quantized layer's weight replaced by a constant (its int8 values dequantized), and
+        those constants' ids mapped to their layers. The exporter writes each such layer as
+        ``DequantizeLinear(QuantizeLinear(x))`` times ``DequantizeLinear(int8 weight)`` (the
+        QDQ form onnxruntime runs in int8), not the dequantized floats."""
+        marks, weights = {}, {}
+        for q in self.layers:
+            w = q.original_weight.astype(np.float32) * _scale_in_layout(q)
+            weights[q.layer.index] = fnp.asarray(w.astype(np.float32))
+            marks[id(weights[q.layer.index])] = (weights[q.layer.index], q)
+
+        def float_program(x):
+            closed = self._trace(x)
+
+            def replace(i, eqn, args):
+                if i not in weights:
+                    return None
+                args = list(args)
+                args[self._by_index[i].layer.weight_operand] = weights[i]
+                out = eqn.primitive.bind(*args, **eqn.params)
+                return out if eqn.primitive.multiple_results else [out]
+
+            outs = run(closed, [*self._leaves, x], replace=replace)
+            return outs[0] if len(outs) == 1 else outs
+
+        float_program.__name__ = getattr(self.fn, "__name__", "quantized")
+        return float_program, marks
+
+
+def _scale_in_layout(q: QuantizedLayer) -> np.ndarray:
+    """The weight scales shaped to broadcast against ``q.original_weight``."""
+    shape = [1] * len(q.layer.weight_shape)
+    if q.per_channel:
+        for d in q.channel_axes:
+            shape[d] = q.layer.weight_shape[d]
+    return np.asarray(q.weight_scale, np.float32).reshape(shape)
 
 
 def _quantized_eqn(q: QuantizedLayer, eqn, x):
@@ -152,8 +203,8 @@ def _contiguous_rows(w_q: np.ndarray, layer: Layer, eqn):
     dn = eqn.params["dimension_numbers"]
     (lc, rc), (lb, rb) = dn
     if layer.weight_operand == 1 and w_q.ndim == 2 and not rb and tuple(rc) == (0,):
-        return np.ascontiguousarray(w_q.T), ((tuple(lc), (1,)), ((), ()))
-    return w_q, dn
+        return np.ascontiguousarray(w_q.T), ((tuple(lc), (1,)), ((), ())), (1, 0)
+    return w_q, dn, tuple(range(w_q.ndim))
 
 
 def _rows_first_kernel(w_q: np.ndarray, eqn):
@@ -166,7 +217,7 @@ def _rows_first_kernel(w_q: np.ndarray, eqn):
     perm = (rhs_spec[0], *rhs_spec[2:], rhs_spec[1])
     spec = type(eqn.params["dimension_numbers"])(lhs_spec, (0, nsp + 1, *range(1, nsp + 1)),
                                                   out_spec)
-    return np.ascontiguousarray(np.transpose(w_q, perm)), spec
+    return np.ascontiguousarray(np.transpose(w_q, perm)), spec, perm
 
 
 def _depth(eqn, layer: Layer) -> int:
@@ -243,16 +294,19 @@ def quantize(fn, params, calibration: Calibration, weights: str = "per_channel_s
             continue
         if _depth(eqn, stats.layer) < min_depth:
             continue
-        w_q, scale = quantize_weight(w, _channel_axes(eqn, stats.layer),
-                                     weights == "per_channel_symmetric")
+        axes = _channel_axes(eqn, stats.layer)
+        per_channel = weights == "per_channel_symmetric"
+        w_q, scale = quantize_weight(w, axes, per_channel)
         int_params = dict(eqn.params, preferred_element_type=dtypes.int32)
         if eqn.primitive is dot_general_p:
             int_params["precision"] = None
-            w_q, int_params["dimension_numbers"] = _contiguous_rows(w_q, stats.layer, eqn)
+            w_q, int_params["dimension_numbers"], layout = _contiguous_rows(w_q, stats.layer,
+                                                                            eqn)
         else:
-            w_q, int_params["dimension_numbers"] = _rows_first_kernel(w_q, eqn)
+            w_q, int_params["dimension_numbers"], layout = _rows_first_kernel(w_q, eqn)
         layers.append(QuantizedLayer(stats.layer, w_q, _output_scale(eqn, stats.layer, scale),
-                                     stats.scale, int(w.nbytes), int_params))
+                                     stats.scale, int(w.nbytes), int_params, tuple(layout),
+                                     axes, per_channel))
     return QuantizedFunction(fn, params, layers)
 
 
