@@ -64,7 +64,10 @@ class Chunk:
     def unstack(self) -> list:
         if self.records is not None:
             return self.records
-        leaves, treedef = tree_flatten(self.stacked)
+        st = self.stacked
+        if type(st) is dict and all(isinstance(v, np.ndarray) for v in st.values()):
+            return [{k: v[j] for k, v in st.items()} for j in range(len(self.positions))]
+        leaves, treedef = tree_flatten(st)
         return [tree_unflatten(treedef, [x[k] for x in leaves]) for k in range(len(self.positions))]
 
 
@@ -90,8 +93,48 @@ def _fail(what: str, index, epoch: int, position: int, err: BaseException) -> Re
     return RecordError(msg, index, epoch, position, tb)
 
 
+_PLAIN_LEAVES = (np.ndarray, np.generic, int, float, bool)
+
+
+def _plain_dict_keys(records: list):
+    """The sorted keys when every record is a dict of the same keys holding array or scalar
+    leaves in the first record (the common case, stacked without fx's general pytree
+    flattening, which costs tens of microseconds per record); else None. Later records are
+    only checked for their keys: a container where an array belongs fails in the stacking."""
+    first = records[0]
+    if type(first) is not dict or \
+            not all(isinstance(v, _PLAIN_LEAVES) for v in first.values()):
+        return None
+    keys = first.keys()
+    if not all(type(r) is dict and r.keys() == keys for r in records):
+        return None
+    return sorted(keys)
+
+
+def _stack_column(col, what: str):
+    arrs = col if all(type(x) is np.ndarray for x in col) else [np.asarray(x) for x in col]
+    first = arrs[0]
+    if any(a.dtype == object for a in arrs):
+        raise TypeError(f"fx.data.{what}: a record leaf is not numeric data "
+                        f"({type(col[0]).__name__}); batch arrays and numbers")
+    out = np.empty((len(arrs),) + first.shape, np.result_type(*{a.dtype for a in arrs}))
+    for k, a in enumerate(arrs):
+        # Row assignment costs a fraction of np.stack's per-array expand_dims.
+        if a.shape != first.shape:
+            shapes = sorted({x.shape for x in arrs})
+            raise ValueError(f"fx.data.{what}: records have different shapes {shapes} in one "
+                             "leaf; pad or crop them to one shape in a map before batching")
+        out[k] = a
+    return out
+
+
 def stack_records(records: list, what: str = "batch"):
     """Stack records (pytrees of one structure and shapes) along a new leading axis."""
+    keys = _plain_dict_keys(records)
+    if keys is not None:
+        return {k: _stack_column([r[k] for r in records], what) for k in keys}
+    if all(isinstance(r, (np.ndarray, np.generic)) for r in records):
+        return _stack_column(records, what)
     flat = [tree_flatten(r) for r in records]
     treedef = flat[0][1]
     for _, td in flat:
@@ -99,23 +142,17 @@ def stack_records(records: list, what: str = "batch"):
             raise ValueError(f"fx.data.{what}: records have different structures, {treedef} "
                              f"and {td}; a batch needs records of one structure")
     cols = list(zip(*[leaves for leaves, _ in flat], strict=True))
-    out = []
-    for col in cols:
-        arrs = [np.asarray(x) for x in col]
-        shapes = {a.shape for a in arrs}
-        if len(shapes) > 1:
-            raise ValueError(f"fx.data.{what}: records have different shapes "
-                             f"{sorted(shapes)} in one leaf; pad or crop them to one shape "
-                             "in a map before batching")
-        out.append(np.stack(arrs))
-    return tree_unflatten(treedef, out)
+    return tree_unflatten(treedef, [_stack_column(col, what) for col in cols])
 
 
-def _reseed(bits: np.random.PCG64, key) -> None:
-    word = (int(key[0]) << 32) | int(key[1])
-    bits.state = {"bit_generator": "PCG64",
-                  "state": {"state": (word << 64) | word, "inc": 0x5851F42D4C957F2D},
-                  "has_uint32": 0, "uinteger": 0}
+_INC = 0x5851F42D4C957F2D  # PCG64's increment must be odd; a fixed one, the key is the state
+
+
+def _seed_words(keys: np.ndarray) -> list[int]:
+    """The 64-bit word of each key row, as Python ints (the PCG64 state is that word in both
+    halves, so distinct keys give distinct streams; see fx.data.keys.record_generators)."""
+    w = (keys[:, 0].astype(np.uint64) << np.uint64(32)) | keys[:, 1].astype(np.uint64)
+    return w.tolist()
 
 
 def run_chunk(plan: Plan, epoch: int, start: int, end: int, indices: np.ndarray) -> Chunk:
@@ -125,23 +162,32 @@ def run_chunk(plan: Plan, epoch: int, start: int, end: int, indices: np.ndarray)
     if not ops and plan.batch_size is not None and hasattr(src, "read_many"):
         chunk = Chunk(epoch, start, end, positions, stacked=src.read_many(indices))
     else:
-        # Per random op: its keys for the whole chunk (one vectorized cipher call) and one
-        # generator re-seeded per record (see fx.data.keys.record_generators).
-        keys = {j: record_keys(op.seed, epoch, indices) for j, op in enumerate(ops)
-                if op.kind is OpKind.RANDOM_MAP}
-        bits = {j: np.random.PCG64(0) for j in keys}
-        gens = {j: np.random.Generator(b) for j, b in bits.items()}
+        # Each random op gets its keys for the whole chunk (one vectorized cipher call) and one
+        # generator, re-seeded per record: the per-record cost is one state assignment.
+        steps = []
+        for op in ops:
+            if op.kind is OpKind.RANDOM_MAP:
+                bits = np.random.PCG64(0)
+                steps.append((op.kind, op.fn, bits, np.random.Generator(bits),
+                              _seed_words(record_keys(op.seed, epoch, indices))))
+            else:
+                steps.append((op.kind, op.fn, None, None, None))
+        read = getattr(src, "read_unchecked", None) or src.__getitem__
+        MAP, RANDOM = OpKind.MAP, OpKind.RANDOM_MAP  # noqa: N806  (locals for the hot loop)
         kept, records = [], []
         for k, index in enumerate(indices.tolist()):
             try:
-                r = src[index]
-                for j, op in enumerate(ops):
-                    if op.kind is OpKind.MAP:
-                        r = op.fn(r)
-                    elif op.kind is OpKind.RANDOM_MAP:
-                        _reseed(bits[j], keys[j][k])
-                        r = op.fn(r, gens[j])
-                    elif not op.fn(r):
+                r = read(index)
+                for kind, fn, bits, gen, words in steps:
+                    if kind is MAP:
+                        r = fn(r)
+                    elif kind is RANDOM:
+                        w = words[k]
+                        bits.state = {"bit_generator": "PCG64",
+                                      "state": {"state": (w << 64) | w, "inc": _INC},
+                                      "has_uint32": 0, "uinteger": 0}
+                        r = fn(r, gen)
+                    elif not fn(r):
                         break
                 else:
                     kept.append(start + k)

@@ -60,12 +60,25 @@ class ArraySource:
             raise ValueError("fx.data.ArraySource: every array needs the same leading (record) "
                              f"dimension, got shapes {shapes}")
         self._n = sizes.pop()
+        # A dict of arrays (the usual record) is rebuilt directly: fx's general unflattening
+        # costs more than a small augmentation. Keys in sorted order, as tree_unflatten gives.
+        self._keys = sorted(arrays) if type(arrays) is dict and \
+            all(isinstance(v, np.ndarray) for v in arrays.values()) else None
+        self._pairs = list(zip(self._keys or (), self._leaves, strict=False))
 
     def __len__(self) -> int:
         return self._n
 
     def __getitem__(self, i):
         i = _check_index("ArraySource", i, self._n)
+        if self._keys is not None:
+            return {k: x[i] for k, x in zip(self._keys, self._leaves, strict=True)}
+        return tree_unflatten(self._treedef, [x[i] for x in self._leaves])
+
+    def read_unchecked(self, i: int):
+        """Record ``i`` of a valid index (the pipeline's own indices), without the checks."""
+        if self._keys is not None:
+            return {k: x[i] for k, x in self._pairs}
         return tree_unflatten(self._treedef, [x[i] for x in self._leaves])
 
     def read_many(self, indices):
