@@ -6,7 +6,8 @@
 
 The model is a ``fx.example_libraries.stax`` network, the training step (``fx.value_and_grad``
 of the loss plus an ``fx.optim.adam`` update) is one ``fx.jit``-compiled program, and batches
-come from ``fx.data`` (shuffled with ``fx.random``, prefetched in a background thread).
+come from an ``fx.data.Dataset`` (reshuffled every epoch, prefetched to the device in a
+background thread).
 Everything is seeded, so a run is reproducible.
 """
 
@@ -93,12 +94,16 @@ def train(model, data, *, seed: int, epochs: int, batch_size: int, lr: float,
 
     x_train, y_train, x_test, y_test = data
     init_fn, apply_fn = model
-    key, init_key = fx.random.split(fx.random.key(seed))
+    _, init_key = fx.random.split(fx.random.key(seed))
     _, params = init_fn(init_key, (-1,) + x_train.shape[1:])
     device = fx.devices(backend)[0] if backend else None
     if device is not None:
         params = fx.tree_util.tree_map(lambda a: fx.device_put(a, device), params)
-    per_epoch = fx.data.num_batches(len(x_train), batch_size)
+    # Each epoch is a new permutation of the training set (from the seed and the epoch
+    # number); every batch is full, so the jitted step compiles once.
+    train_data = fx.data.Dataset.from_source((x_train, y_train)).shuffle(seed) \
+        .batch(batch_size, drop_remainder=True)
+    per_epoch = len(train_data)
     total = per_epoch * epochs if steps is None else steps
     opt = fx.optim.adam(fx.optim.cosine_decay_schedule(lr, max(total, 1), alpha=0.05))
     opt_state = opt.init(params)
@@ -106,16 +111,11 @@ def train(model, data, *, seed: int, epochs: int, batch_size: int, lr: float,
         opt_state = fx.tree_util.tree_map(lambda a: fx.device_put(a, device), opt_state)
     train_step, accuracy = make_train_step(apply_fn, opt, backend)
 
-    def batch_stream():
-        epoch = 0
-        while True:
-            yield from fx.data.batches(fx.random.fold_in(key, epoch), (x_train, y_train),
-                                       batch_size, device=device)
-            epoch += 1
+    # A background thread keeps two batches ready on the device.
+    stream = iter(train_data.repeat(None).prefetch(2).to_device(device))
 
     losses = []
     bar = tqdm(total=total, desc=name, unit="step", disable=not progress)
-    stream = fx.data.prefetch(batch_stream(), size=2)
     for step, (x, y) in zip(range(total), stream):
         params, opt_state, loss = train_step(params, opt_state, x, y)
         losses.append(float(loss))
