@@ -8,10 +8,11 @@ against fx sparse (above 1: fx sparse is faster).
 
 Part 2, the digits LeNet of ``examples/cnn_digits.py``: trained dense, then fine-tuned under
 ``fx.sparsity.MagnitudePruning`` (Polynomial schedule over the first half of the fine-tuning)
-at 50/80/90% unstructured, 2:4 (NByM), and 25/50% output channels (Channels(-1), the
-classifier excluded) — the channel-pruned params then compacted (``fx.sparsity.compact``)
-and timed against the dense CNN at batch 256. Test accuracy per seed and the mean; the dense
-baseline is fine-tuned as long without pruning, so the rows differ only by the pruning.
+at 50/80/90% unstructured (ERK distribution; 80% also uniform), 2:4 (NByM), and 25/50% output
+channels (Channels(-1), the classifier excluded) — the channel-pruned params then compacted
+(``fx.sparsity.compact``) and timed against the dense CNN at batch 256. Test accuracy per
+seed and the mean; the dense baseline is fine-tuned as long without pruning, so the rows
+differ only by the pruning.
 
 Run: ``python bench/bench_sparsity.py`` (``--part matmul|cnn``, ``--seeds N``, ``--one-thread``).
 """
@@ -116,9 +117,11 @@ def _accuracy(apply_fn, params, x, y) -> float:
 
 CONFIGS = (
     ("dense (fine-tuned as long)", None),
-    ("50% unstructured", dict(sparsity=0.5)),
-    ("80% unstructured", dict(sparsity=0.8)),
-    ("90% unstructured", dict(sparsity=0.9)),
+    ("50% unstructured, ERK", dict(sparsity=0.5, distribution="erk")),
+    ("80% unstructured, ERK", dict(sparsity=0.8, distribution="erk")),
+    ("90% unstructured, ERK", dict(sparsity=0.9, distribution="erk")),
+    # Uniform: every layer at 80%, the 144-weight first convolution included.
+    ("80% unstructured, uniform", dict(sparsity=0.8)),
     # The first convolution has one input channel: no groups of 4 along it.
     ("2:4 (NByM, first conv dense)", dict(structure=sparsity.NByM(2, 4),
                                           filter=lambda p, w: p != "[0][0]")),
@@ -130,7 +133,7 @@ CONFIGS = (
 )
 
 
-def bench_cnn(seeds: int, epochs: int, finetune: int, repeat: int) -> None:
+def bench_cnn(seeds: int, epochs: int, finetune: int, repeat: int, lr: float) -> None:
     from mlp_digits import load_digits
 
     from fx.example_libraries import stax
@@ -161,7 +164,7 @@ def bench_cnn(seeds: int, epochs: int, finetune: int, repeat: int) -> None:
               f"accuracy {100 * _accuracy(apply_fn, dense, data[2], data[3]):.2f}%", flush=True)
         steps = per_epoch * finetune
         for name, kw in CONFIGS:
-            tune = fx.optim.adam(fx.optim.cosine_decay_schedule(5e-4, steps, 0.05))
+            tune = fx.optim.adam(fx.optim.cosine_decay_schedule(lr, steps, 0.05))
             if kw is None:
                 params, state = _run(apply_fn, dense, tune, data, finetune, seed + 100)
             else:
@@ -207,7 +210,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--epochs", type=int, default=30)
-    ap.add_argument("--finetune", type=int, default=10)
+    ap.add_argument("--finetune", type=int, default=20)
+    ap.add_argument("--finetune-lr", type=float, default=1e-3)
     args = ap.parse_args()
     if args.one_thread:
         restart_on_one_thread()
@@ -216,7 +220,7 @@ def main():
     if args.part in ("matmul", "all"):
         bench_matmul(args.repeat)
     if args.part in ("cnn", "all"):
-        bench_cnn(args.seeds, args.epochs, args.finetune, args.repeat)
+        bench_cnn(args.seeds, args.epochs, args.finetune, args.repeat, args.finetune_lr)
     print(f"load average after: {' '.join(open('/proc/loadavg').read().split()[:3])}")
 
 
