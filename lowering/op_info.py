@@ -16,7 +16,7 @@ import numpy as np
 
 from fx import dtypes
 from fx.lax import linalg
-from fx.lowering import backends, cuda_gemm, int8_gemm, scalar_ops, sparse_gemm
+from fx.lowering import backends, cuda_gemm, int8_gemm, nf4_gemm, scalar_ops, sparse_gemm
 from fx.lowering.codegen import KERNEL_BUILDERS
 from fx.lowering.control_flow import control_flow_prims
 from fx.lowering.cost import group_flops
@@ -149,8 +149,8 @@ register(OpImpl("cuda.tiled_gemm", "cuda", GroupKind.GEMM,
                 frozenset([dtypes.float16, dtypes.bfloat16, dtypes.float32]), {}, False,
                 lambda g: 5000.0 + _flops(g) / 35000.0,
                 "generated 128x128x8 tiled GEMM, float32 accumulation, epilogue fused in its "
-                "store", applies=cuda_gemm.applies, kernel=cuda_gemm.gemm_kernel,
-                fuses_epilogue=True))
+                "store", applies=lambda g: _is_dot(g) and cuda_gemm.applies(g),
+                kernel=cuda_gemm.gemm_kernel, fuses_epilogue=True))
 # ~60 int8 flops per ns on one core (vpdpbusd, measured), ~1 ns per element of epilogue.
 register(OpImpl("cpu.int8_gemm", "cpu", GroupKind.GEMM, frozenset([dtypes.int32]), {}, True,
                 lambda g: 2000.0 + _flops(g) / 60.0 + _elements(g),
@@ -165,6 +165,18 @@ for _backend in backends.BACKENDS:  # CSR x dense for sparse constant weights (s
                     applies=lambda g: sparse_gemm.applies(g) and _generable(g),
                     kernel=sparse_gemm.gemm_kernel, fuses_epilogue=True,
                     describe=sparse_gemm.describe))
+# NF4 weights unpacked, looked up and scaled inside the product (fx.quant.nf4); the epilogue
+# runs as a kernel of its own. The transposed product (the input gradient) runs op by op.
+register(OpImpl("cpu.nf4_gemm", "cpu", GroupKind.GEMM, frozenset([dtypes.float32]), {}, True,
+                nf4_gemm.cost, "generated NF4 dequantize-in-GEMM, in-order sums over k",
+                applies=lambda g: nf4_gemm.applies(g) and _generable(g),
+                kernel=nf4_gemm.cpu_kernel, describe=nf4_gemm.describe))
+register(OpImpl("cuda.nf4_gemm", "cuda", GroupKind.GEMM, frozenset([dtypes.float32]), {}, False,
+                lambda g: 5000.0 + nf4_gemm.cost(g) / 100.0,
+                "generated NF4 dequantize-in-GEMM, a thread per byte column",
+                applies=lambda g: nf4_gemm.applies(g) and _generable(g),
+                kernel=nf4_gemm.cuda_kernel, describe=nf4_gemm.describe))
+host_only_prims.add(nf4_gemm.nf4_dot_p)
 register(OpImpl("cpu.numpy_gemm", "cpu", GroupKind.GEMM, ANY, {}, False,
                 lambda g: 3000.0 + _flops(g) / 2.0, "numpy matmul for dtypes BLAS lacks",
                 applies=_is_dot, library=_gemm_library))

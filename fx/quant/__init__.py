@@ -12,11 +12,14 @@ thresholds, see ``observers``). ``quantize`` rewrites those equations to symmetr
 products with int32 accumulation and float dequantization (see ``quantize``'s module).
 Tracing the model once per input shape is all it needs: the rewrite is an interpreter over
 its jaxpr.
+
+``fx.quant.nf4`` holds 4-bit NormalFloat weights (QLoRA) and their fused product.
 """
 
+from fx.quant import nf4
 from fx.quant.calibration import Calibration, Layer, LayerStats, calibrate, find_layers
 from fx.quant.observers import Method, Observer
 from fx.quant.quantize import QuantizedFunction, QuantizedLayer, quantize, quantize_tensor
 
 __all__ = ["Calibration", "Layer", "LayerStats", "Method", "Observer", "QuantizedFunction",
-           "QuantizedLayer", "calibrate", "find_layers", "quantize", "quantize_tensor"]
+           "QuantizedLayer", "calibrate", "find_layers", "nf4", "quantize", "quantize_tensor"]
