@@ -5,6 +5,9 @@ communicators. The multi-process runs are in test_mpi.py."""
 
 from __future__ import annotations
 
+import re
+import threading
+
 import numpy as np
 import pytest
 
@@ -106,29 +109,34 @@ def test_agree_lists_every_rank_signature():
         _Table(["psum of f32[3]", "psum of i32[3]"]).agree("psum of f32[3]", "fx.lax.psum")
 
 
-class _Never:
-    def Test(self):  # noqa: N802  (mpi4py's name)
-        return False
-
-
 class _Comm:
-    def Get_rank(self):  # noqa: N802
+    """A communicator whose Allreduce blocks (another rank never joins) until aborted."""
+
+    def __init__(self):
+        self.released = threading.Event()
+
+    def Get_rank(self):  # noqa: N802  (mpi4py's names)
         return 1
 
     def Get_size(self):  # noqa: N802
         return 2
 
-    def Iallreduce(self, src, out, op):  # noqa: N802
-        return _Never()
+    def Allreduce(self, src, out, op):  # noqa: N802
+        assert self.released.wait(10), "the watchdog never aborted the blocked collective"
 
 
 class _Aborts(tr.MpiTransport):
-    def abort(self, message, code=1):
-        raise tr.CollectiveError(message)
+    messages: list = []
+
+    def abort(self, message, code=1):  # instead of MPI_Abort: note it, unblock the caller
+        self.messages.append(message)
+        self.comm.released.set()
 
 
 def test_mpi_collective_deadline_aborts_naming_the_rank():
     pytest.importorskip("mpi4py")
-    t = _Aborts(_Comm(), timeout=0.05)
-    with pytest.raises(tr.CollectiveError, match=r"psum timed out after 0\.\d s on rank 1 of 2"):
-        t.allreduce(np.ones(3, np.float32), tr.ReduceOp.SUM, "psum")
+    t = _Aborts(_Comm(), timeout=0.2)
+    t.allreduce(np.ones(3, np.float32), tr.ReduceOp.SUM, "fx.lax.psum over 'i'")
+    (message,) = t.messages
+    assert re.search(r"fx.lax.psum over 'i' timed out after 0\.\d s on rank 1 of 2", message), \
+        message

@@ -1,0 +1,205 @@
+"""fx.distributed on MPI: all-reduce bandwidth against raw mpi4py, and data-parallel MLP
+step time at 1 and 2 processes.
+
+    python bench/bench_distributed.py            # launches its workers with mpiexec itself
+    python bench/bench_distributed.py --quick    # fewer sizes and repetitions
+
+1. All-reduce (float32 sum, 1 KB – 64 MB, 2 processes): raw ``comm.Allreduce`` on
+   preallocated buffers (the reference), fx's MPI transport (``Iallreduce`` + the deadline
+   wait fx runs every collective under), and a whole ``fx.pmap(psum)`` call (argument
+   slicing, the compiled program, its collective step). Bus bandwidth = 2(n-1)/n * bytes /
+   time (the nccl-tests convention); ratios are fx / raw bandwidth.
+2. A data-parallel MLP training step (value_and_grad, ``pmean`` of the gradients, SGD) at 1
+   and 2 processes: weak scaling (the same per-process batch: efficiency T1/T2) and strong
+   scaling (the same global batch split: efficiency T1/(2 T2)). Times are the fastest of
+   the repetitions (the machine is shared), a step's time that of its slowest process.
+3. A ring all-reduce model fitted to (1) — t(p, m) = 2(p-1) a + 2(p-1)/p m / B — predicts
+   the weak-scaling efficiency at 8 and 64 processes: T1 / (T1 + t(p, gradient bytes)).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve()
+SIZES = [2 ** k for k in range(10, 27, 2)]  # 1 KB .. 64 MB
+
+
+def _best(fs, reps: int, barrier) -> list[float]:
+    """Per function of ``fs``: the fastest of ``reps`` timed calls, each started together on
+    every process, the functions interleaved (so all see the same load: on a shared machine
+    the minimum is the time when the processes were scheduled, the median mostly noise)."""
+    times = [[] for _ in fs]
+    for _ in range(reps):
+        for f, ts in zip(fs, times):
+            barrier()
+            t = time.perf_counter()
+            f()
+            ts.append(time.perf_counter() - t)
+    return [float(min(ts)) for ts in times]
+
+
+def worker_allreduce(quick: bool) -> None:
+    import fx
+    import fx.lax as lax
+    from fx.distributed import state
+    from fx.distributed.transport import ReduceOp
+
+    fx.distributed.initialize()
+    from mpi4py import MPI
+
+    comm, t = MPI.COMM_WORLD, state.group().transport
+    psum = fx.pmap(lambda v: lax.psum(v, "i"), axis_name="i")
+    rows = []
+    for nbytes in SIZES[::2] if quick else SIZES:
+        x = np.ones(nbytes // 4, np.float32)
+        out = np.empty_like(x)
+        reps = max(10, min(300, 2 ** 26 // nbytes)) // (3 if quick else 1)
+        x1 = x[None]
+        psum(x1)  # compile once
+        raw, mine, step = _best([lambda x=x, out=out: comm.Allreduce(x, out, op=MPI.SUM),
+                                 lambda x=x: t.allreduce(x, ReduceOp.SUM, "bench"),
+                                 lambda x1=x1: psum(x1)], reps, comm.Barrier)
+        rows.append((nbytes, raw, mine, step))
+    if comm.rank == 0:
+        print("RESULT " + json.dumps({"n": comm.size, "rows": rows}), flush=True)
+    fx.distributed.shutdown()
+
+
+def worker_mlp(global_batch: int, local_batch: int, steps: int) -> None:
+    import fx
+    import fx.lax as lax
+    import fx.numpy as fnp
+    import fx.random
+
+    fx.distributed.initialize()
+    n = fx.process_count()
+    batch = local_batch if local_batch else global_batch // n
+    sizes = (256, 512, 512, 10)
+    keys = fx.random.split(fx.random.key(0), len(sizes) - 1)
+    params = [{"w": fx.random.normal(k, (m, o)) * np.float32(0.05), "b": fnp.zeros(o)}
+              for k, (m, o) in zip(keys, zip(sizes, sizes[1:]))]
+    rng = np.random.default_rng(fx.process_index())
+    x = rng.standard_normal((1, batch, sizes[0])).astype(np.float32)
+    y = rng.integers(0, 10, (1, batch)).astype(np.int32)
+
+    def loss_fn(p, x, y):
+        for layer in p[:-1]:
+            x = fx.nn.relu(x @ layer["w"] + layer["b"])
+        logp = fx.nn.log_softmax(x @ p[-1]["w"] + p[-1]["b"])
+        return -fnp.mean(fnp.take_along_axis(logp, y[:, None], axis=1))
+
+    def step(p, x, y):
+        grads = lax.pmean(fx.grad(loss_fn)(p, x, y), "i")
+        return fx.tree_util.tree_map(lambda a, g: a - 0.01 * g, p, grads)
+
+    dp = fx.pmap(step, axis_name="i", in_axes=(None, 0, 0), out_axes=None)
+    for _ in range(3):
+        params = dp(params, x, y)
+    from mpi4py import MPI
+
+    times = []
+    for _ in range(steps):
+        MPI.COMM_WORLD.Barrier()
+        t = time.perf_counter()
+        params = fx.block_until_ready(dp(params, x, y))
+        times.append(time.perf_counter() - t)
+    times = [max(MPI.COMM_WORLD.allgather(v)) for v in times]  # a step ends on the slowest
+    grad_bytes = sum(np.asarray(v).nbytes for v in fx.tree_util.tree_leaves(params))
+    if fx.process_index() == 0:
+        print("RESULT " + json.dumps({"n": n, "batch": batch, "step": float(min(times)),
+                                      "grad_bytes": grad_bytes}), flush=True)
+    fx.distributed.shutdown()
+
+
+def launch(n: int, *args: str) -> dict:
+    exe = Path(sys.executable).parent / "mpiexec"
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    # No --oversubscribe where the cores suffice: with it Open MPI yields the core in every
+    # wait, which on a busy machine costs a scheduler slice per message.
+    over = ["--oversubscribe"] if n > (os.cpu_count() or 1) else []
+    cmd = [str(exe if exe.exists() else "mpiexec"), *over, "--bind-to", "none",
+           "-n", str(n), sys.executable, str(HERE), "--worker", *args]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
+    for line in done.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stdout}\n{done.stderr}")
+
+
+def _fit_ring(rows, n: int) -> tuple[float, float]:
+    """Least-squares a (per-message latency) and B (bytes/s) of t = 2(n-1) a + 2(n-1)/n m/B
+    over the raw MPI measurements."""
+    m = np.array([r[0] for r in rows], float)
+    t = np.array([r[1] for r in rows], float)
+    design = np.stack([np.full_like(m, 2 * (n - 1)), 2 * (n - 1) / n * m], 1)
+    (a, inv_b), *_ = np.linalg.lstsq(design, t, rcond=None)
+    return max(a, 0.0), 1.0 / inv_b
+
+
+def ring_time(p: int, nbytes: float, a: float, bw: float) -> float:
+    return 2 * (p - 1) * a + 2 * (p - 1) / p * nbytes / bw
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--worker", nargs="*")
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    if args.worker is not None:
+        kind, *rest = args.worker
+        if kind == "allreduce":
+            return worker_allreduce(rest == ["quick"])
+        return worker_mlp(*(int(v) for v in rest))
+    sys.path.insert(0, str(HERE.parent))
+    from bench_cpu import cpu_model, isa_level
+
+    print(f"CPU: {cpu_model()}, {os.cpu_count()} logical cores; ISA level {isa_level()}")
+    import mpi4py
+    from mpi4py import MPI
+
+    print(f"mpi4py {mpi4py.__version__}; {MPI.Get_library_version().splitlines()[0]}")
+    res = launch(2, "allreduce", *(["quick"] if args.quick else []))
+    n = res["n"]
+    factor = 2 * (n - 1) / n
+    print(f"\nall-reduce, float32 sum, {n} processes (bus bandwidth GB/s; ratio = fx / raw)")
+    print(f"{'bytes':>9} {'raw us':>9} {'raw GB/s':>9} {'transport':>10} {'ratio':>6} "
+          f"{'pmap(psum)':>11} {'ratio':>6}")
+    for nbytes, raw, mine, step in res["rows"]:
+        bw = [factor * nbytes / t / 1e9 for t in (raw, mine, step)]
+        print(f"{nbytes:>9} {raw * 1e6:>9.1f} {bw[0]:>9.3f} {bw[1]:>10.3f} "
+              f"{bw[1] / bw[0]:>6.2f} {bw[2]:>11.3f} {bw[2] / bw[0]:>6.2f}")
+    a, bw = _fit_ring(res["rows"], n)
+    print(f"ring model fitted to raw MPI: latency a = {a * 1e6:.1f} us per step, "
+          f"bandwidth B = {bw / 1e9:.2f} GB/s")
+
+    steps = "10" if args.quick else "30"
+    print("\ndata-parallel MLP step (256-512-512-10, SGD, pmean of the gradients)")
+    weak = [launch(p, "mlp", "0", "128", steps) for p in (1, 2)]
+    strong = [launch(p, "mlp", "256", "0", steps) for p in (1, 2)]
+    for name, (one, two), eff in (("weak (128 per process)", weak, weak[0]["step"] /
+                                   weak[1]["step"]),
+                                  ("strong (256 global)", strong, strong[0]["step"] /
+                                   (2 * strong[1]["step"]))):
+        print(f"{name:<24} 1 process {one['step'] * 1e3:7.2f} ms   2 processes "
+              f"{two['step'] * 1e3:7.2f} ms   efficiency {eff:.2f}")
+    t1, g = weak[0]["step"], weak[0]["grad_bytes"]
+    print(f"\nring model, weak scaling ({g / 1e6:.2f} MB of gradients, {t1 * 1e3:.2f} ms "
+          "compute per step):")
+    for p in (2, 8, 64):
+        t = ring_time(p, g, a, bw)
+        print(f"  {p:>3} processes: all-reduce {t * 1e3:7.3f} ms, efficiency "
+              f"{t1 / (t1 + t):.2f}")
+
+
+if __name__ == "__main__":
+    main()
