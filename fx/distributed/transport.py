@@ -134,6 +134,7 @@ class MpiTransport(Transport):
         self._ops = {ReduceOp.SUM: MPI.SUM, ReduceOp.MAX: MPI.MAX, ReduceOp.MIN: MPI.MIN}
         self._lock = threading.Lock()
         self._running: tuple[float, str] | None = None  # (when it started, what)
+        self._how: dict = {}  # dtype -> "native", "bool" or the dtype it is reduced in
         self._watchdog: threading.Thread | None = None
 
     def _watch(self) -> None:
@@ -162,17 +163,20 @@ class MpiTransport(Transport):
                 self._running = None
 
     def allreduce(self, x, op: ReduceOp, what: str):
-        x = np.ascontiguousarray(x)
-        wide = _WIDEN.get(x.dtype.name)
-        src = x.astype(wide) if wide is not None else x
-        if src.dtype == np.bool_:  # any/all: bytes reduced by max/min, sum is "any"
-            src = src.view(np.uint8)
-            op = ReduceOp.MAX if op is ReduceOp.SUM else op
-        out = np.empty_like(src)
-        self._run(lambda: self.comm.Allreduce(src, out, op=self._ops[op]), what)
-        if wide is not None:
-            return out.astype(x.dtype)
-        return out.view(np.bool_) if x.dtype == np.bool_ else out
+        if not (type(x) is np.ndarray and x.flags.c_contiguous):
+            x = np.ascontiguousarray(x)
+        how = self._how.get(x.dtype)
+        if how is None:  # first use of this dtype (dtype tests cost a microsecond each)
+            how = self._how[x.dtype] = "bool" if x.dtype == np.bool_ else _WIDEN.get(
+                x.dtype.name, "native")
+        if how == "native":  # the fast path: as raw mpi4py, plus the watchdog's two stores
+            out = np.empty_like(x)
+            self._run(lambda: self.comm.Allreduce(x, out, op=self._ops[op]), what)
+            return out
+        if how == "bool":  # any/all: bytes reduced by max/min, sum is "any"
+            return self.allreduce(x.view(np.uint8), ReduceOp.MAX if op is ReduceOp.SUM else op,
+                                  what).view(np.bool_)
+        return self.allreduce(x.astype(how), op, what).astype(x.dtype)
 
     def allgather(self, x, what: str):
         x = np.ascontiguousarray(x)
