@@ -11,12 +11,13 @@ The steps:
    counts are printed);
 3. ``fx.quant``: calibrate on 8 training batches (entropy thresholds), quantize the conv and
    dense layers to int8 x int8 -> int32 products;
-4. ``fx.export.to_onnx`` of the frozen float model; onnxruntime's own static quantization
-   (QDQ, the same 8 calibration batches) makes its int8 model (fx does not export its int8
-   model to ONNX yet);
+4. ``fx.export.to_onnx`` of the frozen float model and of the int8 one (QDQ form:
+   QuantizeLinear/DequantizeLinear around each int8 layer, int8 weights); onnxruntime's own
+   static quantization (QDQ, the same 8 calibration batches) makes its int8 model too;
 5. the table: test accuracy, model bytes and median latency at batch 1 and 256 for fx float
-   (jit of the frozen model), fx int8 (jit of the quantized one), onnxruntime float and
-   onnxruntime int8, measured in this process, one after the other.
+   (jit of the frozen model), fx int8 (jit of the quantized one), onnxruntime running fx's
+   float and int8 exports, and onnxruntime int8 (its own quantization), measured in this
+   process, one after the other.
 
 Needs the ``export`` extra (onnx, onnxruntime) besides the examples'.
 """
@@ -108,7 +109,9 @@ def main():
         float_bytes = open(float_path, "rb").read()
         input_name = onnx.load_from_string(float_bytes).graph.input[0].name
         int8_bytes = _ort_int8(float_path, calib, input_name)
+    qdq_bytes = fx.export.to_onnx(qfn, x_test[:1]).SerializeToString()
     ort_float, ort_int8 = _ort_session(float_bytes), _ort_session(int8_bytes)
+    ort_qdq = _ort_session(qdq_bytes)
 
     fx_float, fx_int8 = fx.jit(frozen), fx.jit(qfn)
     param_bytes = sum(np.asarray(p).nbytes for p in fx.tree_util.tree_leaves(params))
@@ -117,16 +120,19 @@ def main():
         ("fx int8", lambda x: np.asarray(fx_int8(x)), qfn.quantized_bytes),
         ("onnxruntime float", lambda x: ort_float.run(None, {input_name: x})[0],
          len(float_bytes)),
+        ("onnxruntime fx-int8", lambda x: ort_qdq.run(None, {input_name: x})[0],
+         len(qdq_bytes)),
         ("onnxruntime int8", lambda x: ort_int8.run(None, {input_name: x})[0], len(int8_bytes)),
     ]
     one, batch = x_test[:1], np.concatenate([x_test] * 2)[:256]
-    print(f"\n{'model':<18} | accuracy | {'bytes':>9} | batch 1  | batch 256")
+    print(f"\n{'model':<19} | accuracy | {'bytes':>9} | batch 1  | batch 256")
     for name, run, nbytes in rows:
         acc = float(np.mean(np.argmax(run(x_test), axis=-1) == y_test))
         t1, t256 = _median_seconds(run, one, 50), _median_seconds(run, batch, 20)
-        print(f"{name:<18} | {100 * acc:7.2f}% | {nbytes:9d} | {t1 * 1e3:5.3f} ms | "
+        print(f"{name:<19} | {100 * acc:7.2f}% | {nbytes:9d} | {t1 * 1e3:5.3f} ms | "
               f"{t256 * 1e3:6.2f} ms", flush=True)
-    print("(fx rows' bytes: the parameters as arrays; onnxruntime's: the model file)")
+    print("(fx rows' bytes: the parameters as arrays; onnxruntime's: the model file; "
+          "fx-int8: fx's QDQ export of its int8 model)")
 
 
 if __name__ == "__main__":
