@@ -65,7 +65,7 @@ def _to_host(x):
     return x if isinstance(x, np.ndarray) else (x.get() if hasattr(x, "get") else np.asarray(x))
 
 
-def execute(prim, x, axis: ProcessAxis, params: dict, check: bool = True):
+def execute(prim, x, axis: ProcessAxis, params: dict, check: bool = True, out=None):
     """``prim`` over the processes of ``axis`` on this process's value ``x`` (an array of the
     transport's memory, or a host array it is moved from)."""
     t = axis.transport
@@ -77,7 +77,7 @@ def execute(prim, x, axis: ProcessAxis, params: dict, check: bool = True):
     if check and t.size > 1:
         t.agree(signature(prim, x, axis.name), what)
     if prim is parallel.psum_p:
-        return t.allreduce(x, ReduceOp.SUM, what)
+        return t.allreduce(x, ReduceOp.SUM, what, out)
     if prim is parallel.all_gather_p:
         if params["axis_size"] != t.size:
             raise ValueError(f"{what}: axis_size {params['axis_size']} is not the axis's "
@@ -150,15 +150,27 @@ def _library(step):
     src = eqn.invars[0] if eqn.invars else None
     out = eqn.outvars[0]
     first = _FirstRun()
+    direct = (eqn.primitive is parallel.psum_p and src is not None
+              and not isinstance(src, Literal) and src.aval.dtype == out.aval.dtype
+              and src.aval.shape == out.aval.shape and not axis.transport.device_buffers
+              and np.dtype(out.aval.dtype).kind in "iuf" and out.aval.dtype.itemsize >= 4)
 
     def run(views):
         x = None if src is None else (src.value if isinstance(src, Literal) else views[src])
         if isinstance(src, Literal):
             x = np.asarray(x, src.aval.dtype)
-        y = execute(eqn.primitive, x, axis, params, check=first())
         if out not in step.outputs:  # kept for its effect (every process runs it), unread
+            execute(eqn.primitive, x, axis, params, check=first())
             return
         dst = views[out]
+        if direct and type(dst) is np.ndarray and dst.flags.c_contiguous and \
+                type(x) is np.ndarray:
+            # A sum of the step's dtype lands in the output buffer itself (no extra copy).
+            y = execute(eqn.primitive, x, axis, params, check=first(), out=dst)
+        else:
+            y = execute(eqn.primitive, x, axis, params, check=first())
+        if y is dst:
+            return
         if isinstance(dst, np.ndarray):
             np.copyto(dst, _to_host(y).reshape(out.aval.shape), casting="unsafe")
         elif isinstance(y, np.ndarray):  # a host transport's result into a device buffer

@@ -81,7 +81,7 @@ class NcclTransport(Transport):
                            "it; aborting every process")
             time.sleep(20e-6)
 
-    def allreduce(self, x, op: ReduceOp, what: str):
+    def allreduce(self, x, op: ReduceOp, what: str, out=None):
         cp = self.cp
         x = cp.ascontiguousarray(x)
         dt = x.dtype
@@ -99,7 +99,7 @@ class NcclTransport(Transport):
         code = self._dtypes.get(np.dtype(dt))
         if code is None:
             raise TypeError(f"{what}: NCCL has no reduction for {dt}")
-        out = cp.empty_like(x)
+        out = cp.empty_like(x) if out is None else out
         self._enqueue(lambda s: self.comm.allReduce(x.data.ptr, out.data.ptr, x.size, code,
                                                     self._ops[op], s), what)
         return out

@@ -91,7 +91,8 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
         except ValueError as e:
             raise ValueError(f"fx.pmap: in_axes does not match the arguments: {e}") from None
         local = _local_count()
-        sliced = [_take(x, ax, local, i) for i, (x, ax) in enumerate(zip(leaves, axes))]
+        sliced = [_take(x, ax, local, i, bool(donate)) for i, (x, ax) in
+                  enumerate(zip(leaves, axes))]
         it = iter(tree_util.tree_unflatten(tree, sliced))
         full = [args[i] if i in statics else next(it) for i in range(len(args))]
         axis = ProcessAxis(g.process_count, axis_name, g.transport)
@@ -127,7 +128,7 @@ def _local_count() -> int:
     return g.local_device_counts[g.process_index]
 
 
-def _take(x, ax, local: int, i: int):
+def _take(x, ax, local: int, i: int, donated: bool = False):
     """This device's slice of argument leaf ``x`` along its mapped axis ``ax``."""
     if ax is None:
         return x
@@ -141,8 +142,11 @@ def _take(x, ax, local: int, i: int):
             f"fx.pmap: argument leaf {i} ({aval.str_short()}) has {aval.shape[ax]} along its "
             f"mapped axis {ax}, but this process has {local} local device(s): give each "
             f"process its shard with a leading axis of {local} (e.g. x[None])")
-    buf = np.asarray(x) if not isinstance(x, Array) else np.asarray(x)
-    return Array(np.ascontiguousarray(np.take(buf, 0, axis=ax)), aval.weak_type)
+    buf = np.asarray(x)
+    # A view where it can be one (the leading axis of a contiguous array): the slice is only
+    # read by this call, unless donated to it.
+    part = buf[0] if ax == 0 and not donated else np.take(buf, 0, axis=ax)
+    return Array(np.ascontiguousarray(part), aval.weak_type)
 
 
 def _stack(o, ax):

@@ -62,7 +62,9 @@ class Transport:
     size = 1
     device_buffers = False  # whether collectives take device arrays (NCCL) or host ones
 
-    def allreduce(self, x, op: ReduceOp, what: str):
+    def allreduce(self, x, op: ReduceOp, what: str, out=None):
+        """The reduction of every process's ``x``, into ``out`` where given (an array of
+        ``x``'s type) or a new array."""
         raise NotImplementedError
 
     def allgather(self, x, what: str):
@@ -100,8 +102,11 @@ class SelfTransport(Transport):
 
     name = "self"
 
-    def allreduce(self, x, op: ReduceOp, what: str):
-        return x.copy()
+    def allreduce(self, x, op: ReduceOp, what: str, out=None):
+        if out is None:
+            return x.copy()
+        np.copyto(out, x)
+        return out
 
     def allgather(self, x, what: str):
         return x[None].copy()
@@ -162,7 +167,7 @@ class MpiTransport(Transport):
             finally:
                 self._running = None
 
-    def allreduce(self, x, op: ReduceOp, what: str):
+    def allreduce(self, x, op: ReduceOp, what: str, out=None):
         if not (type(x) is np.ndarray and x.flags.c_contiguous):
             x = np.ascontiguousarray(x)
         how = self._how.get(x.dtype)
@@ -170,7 +175,7 @@ class MpiTransport(Transport):
             how = self._how[x.dtype] = "bool" if x.dtype == np.bool_ else _WIDEN.get(
                 x.dtype.name, "native")
         if how == "native":  # the fast path: as raw mpi4py, plus the watchdog's two stores
-            out = np.empty_like(x)
+            out = np.empty_like(x) if out is None else out
             self._run(lambda: self.comm.Allreduce(x, out, op=self._ops[op]), what)
             return out
         if how == "bool":  # any/all: bytes reduced by max/min, sum is "any"
