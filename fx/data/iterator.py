@@ -25,7 +25,7 @@ import numpy as np
 
 from fx.data.chunks import Chunk, RecordError, run_chunk, stack_records
 from fx.data.device import DeviceCopier
-from fx.data.workers import ThreadExecutor, WorkerDied, WorkerPool
+from fx.data.workers import ThreadExecutor, WorkerDied, WorkerPool, pickle_plan
 
 __all__ = ["DatasetIterator", "make_iterator"]
 
@@ -67,8 +67,9 @@ class DatasetIterator:
         if ds.num_workers and ds.workers == "threads":
             self._executor = ThreadExecutor(self._plan, ds.num_workers)
         elif ds.num_workers or (pool is not None and pool.num_workers):
+            data = pickle_plan(self._plan)  # before any process starts
             self._executor = pool if pool is not None else WorkerPool(ds.num_workers)
-            self._plan_id = self._executor.bind(self._plan)
+            self._plan_id = self._executor.bind(data)
         self._copier = DeviceCopier(ds.device) if ds.device is not None else None
         self._closed = False
         self._halt_requested = False

@@ -8,10 +8,10 @@ output.
 CUDA, and the same on every OS); each imports NumPy and fx, which takes a second or two, so a
 pool can be shared by several iterators (``Dataset.iterator(pool=...)``). A pool receives each
 plan once, pickled; a task is a few integers and the chunk's source indices. A worker writes the
-chunk's arrays into a new shared-memory segment named after the pool and the task (so the
-consumer knows every name that may exist and can unlink them even if the worker dies); the
-consumer copies the arrays out and unlinks the segment at once. Only records that cannot be
-stacked (ragged shapes, non-array leaves) travel pickled.
+chunk's arrays into one of its few reusable shared-memory segments (announced to the consumer
+before they exist, named after the pool, so the consumer can unlink them whatever happens to
+the worker); the consumer copies the arrays out and releases the segment for the next chunk.
+Only records that cannot be stacked (ragged shapes, non-array leaves) travel pickled.
 
 Workers ignore SIGINT: on Ctrl-C the consumer's ``KeyboardInterrupt`` closes the pool, which
 asks the workers to stop, then terminates and finally kills them. A worker that dies (a crash,
@@ -35,10 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from fx.data.chunks import Chunk, Plan, RecordError, run_chunk
+from fx.data.chunks import Chunk, Plan, RecordError, run_chunk, stack_records
 from fx.tree_util import tree_flatten, tree_unflatten
 
-__all__ = ["ThreadExecutor", "WorkerDied", "WorkerPool"]
+__all__ = ["ThreadExecutor", "WorkerDied", "WorkerPool", "pickle_plan"]
 
 _POOL_IDS = itertools.count()
 
@@ -85,22 +85,21 @@ class ThreadExecutor:
 # --- processes -----------------------------------------------------------------------------------
 
 
-def _segment_name(pool_tag: str, task_id: int) -> str:
-    return f"{pool_tag}_{task_id}"
+# Segments per worker: two tasks in flight plus one being filled, so a worker never waits for
+# the consumer to release one while the consumer keeps up.
+_SLOTS = 3
 
 
-def _to_shared(name: str, chunk: Chunk):
-    """Move the chunk's arrays into a new segment; returns the leaf table (or None when the
-    chunk cannot be stacked, and it travels pickled)."""
+def _layout(chunk: Chunk):
+    """(treedef, leaves, table of (dtype, shape, offset), total bytes, unstack) for a chunk
+    that can travel in shared memory, or None (ragged or non-numeric records go pickled)."""
     tree = chunk.stacked
     if tree is None:
-        try:
-            from fx.data.chunks import stack_records
-
-            tree = stack_records(chunk.records) if chunk.records else None
-        except (ValueError, TypeError):
+        if not chunk.records:
             return None
-        if tree is None:
+        try:
+            tree = stack_records(chunk.records)
+        except (ValueError, TypeError):
             return None
     leaves, treedef = tree_flatten(tree)
     leaves = [np.ascontiguousarray(x) for x in leaves]
@@ -110,52 +109,104 @@ def _to_shared(name: str, chunk: Chunk):
     for x in leaves:
         table.append((x.dtype.str, x.shape, at))
         at += x.nbytes + (-x.nbytes % 64)
-    shm = shared_memory.SharedMemory(name=name, create=True, size=max(at, 1))
+    return treedef, leaves, table, max(at, 1), chunk.stacked is None
+
+
+class _WorkerSlots:
+    """A worker's reusable segments. Creating a segment per chunk costs a page fault per 4 KiB
+    on both sides (milliseconds per batch, as much as the augmentation itself); a slot is
+    written by the worker, copied out by the consumer, released and reused. Every segment is
+    announced to the consumer before it is created, so the consumer can unlink it whatever
+    happens to the worker."""
+
+    def __init__(self, conn, tag: str, worker: int):
+        self.conn, self.tag, self.worker = conn, tag, worker
+        self.free: dict[str, shared_memory.SharedMemory] = {}
+        self.busy: dict[str, shared_memory.SharedMemory] = {}
+        self.serial = 0
+        self.backlog: list = []  # tasks that arrived while waiting for a release
+
+    def release(self, name: str) -> None:
+        shm = self.busy.pop(name, None)
+        if shm is not None:
+            self.free[name] = shm
+
+    def take(self, size: int, handle) -> shared_memory.SharedMemory:
+        while True:
+            for name, shm in list(self.free.items()):
+                if shm.size >= size:
+                    del self.free[name]
+                    self.busy[name] = shm
+                    return shm
+            if self.free:  # too small: retire one and make a bigger one
+                name, shm = self.free.popitem()
+                self.conn.send(("retire", name))
+                shm.close()
+                shm.unlink()
+            if len(self.busy) < _SLOTS:
+                name = f"{self.tag}_{self.worker}_{self.serial}"
+                self.serial += 1
+                self.conn.send(("segment", name))
+                shm = shared_memory.SharedMemory(name=name, create=True, size=size)
+                self.busy[name] = shm
+                return shm
+            handle(self.conn.recv())  # all slots are with the consumer: wait for a release
+
+
+def pickle_plan(plan: Plan) -> bytes:
+    """The plan as the workers receive it, or a TypeError saying what to change."""
     try:
-        for x, (_, _, off) in zip(leaves, table, strict=True):
-            np.ndarray(x.shape, x.dtype, shm.buf, off)[...] = x
-    finally:
-        shm.close()
-    return treedef, table, chunk.stacked is None
+        return pickle.dumps(plan)
+    except Exception as e:  # noqa: BLE001
+        raise TypeError(
+            f"fx.data: worker processes receive the pipeline by pickling, and it does not "
+            f"pickle ({type(e).__name__}: {e}); define the map/filter functions at module "
+            "level (not lambdas or closures), or use workers='threads'") from e
 
 
-def _from_shared(name: str, treedef, table) -> Any:
-    shm = shared_memory.SharedMemory(name=name)
-    try:
-        leaves = [np.array(np.ndarray(shape, np.dtype(dt), shm.buf, off))
-                  for dt, shape, off in table]
-    finally:
-        shm.close()
-        shm.unlink()
-    return tree_unflatten(treedef, leaves)
-
-
-def _worker_main(conn, pool_tag: str) -> None:
+def _worker_main(conn, pool_tag: str, worker: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     plans: dict[int, Plan] = {}
-    while True:
-        try:
-            msg = conn.recv()
-        except (EOFError, OSError):
-            return
+    slots = _WorkerSlots(conn, pool_tag, worker)
+    stop = []
+
+    def handle(msg) -> None:
         if msg is None:
-            return
-        if msg[0] == "plan":
-            plans = {msg[1]: pickle.loads(msg[2])}
+            stop.append(True)
+        elif msg[0] == "plan":
+            plans.clear()
+            plans[msg[1]] = pickle.loads(msg[2])
+        elif msg[0] == "release":
+            slots.release(msg[1])
+        else:
+            slots.backlog.append(msg)
+
+    while not stop:
+        if slots.backlog:
+            msg = slots.backlog.pop(0)
+        else:
+            try:
+                handle(conn.recv())
+            except (EOFError, OSError):
+                return
             continue
         _, plan_id, task_id, epoch, start, end, indices = msg
         try:
             chunk = run_chunk(plans[plan_id], epoch, start, end, indices)
-            name = _segment_name(pool_tag, task_id)
-            shared = _to_shared(name, chunk)
-            if shared is None:
+            layout = _layout(chunk)
+            if layout is None:
                 conn.send(("pickled", task_id, chunk))
-            else:
-                treedef, table, unstack = shared
-                meta = Chunk(chunk.epoch, chunk.start, chunk.end, chunk.positions)
-                conn.send(("shared", task_id, meta, treedef, table, unstack))
+                continue
+            treedef, leaves, table, size, unstack = layout
+            shm = slots.take(size, handle)
+            for x, (_, _, off) in zip(leaves, table, strict=True):
+                np.ndarray(x.shape, x.dtype, shm.buf, off)[...] = x
+            meta = Chunk(chunk.epoch, chunk.start, chunk.end, chunk.positions)
+            conn.send(("shared", task_id, meta, shm.name.lstrip("/"), treedef, table, unstack))
         except RecordError as e:
             conn.send(("error", task_id, e))
+        except (EOFError, OSError):
+            return
         except BaseException as e:  # noqa: BLE001  (anything else still reaches the consumer)
             tb = "".join(traceback.format_exception(type(e), e, e.__traceback__))
             conn.send(("error", task_id, RecordError(
@@ -163,9 +214,16 @@ def _worker_main(conn, pool_tag: str) -> None:
                 f"{type(e).__name__}: {e}\n{tb}", None, epoch, start, tb)))
 
 
-def _shutdown(procs: list, conns: list, names: set) -> None:
+def _unlink(name: str) -> None:
+    try:
+        shared_memory.SharedMemory(name=name).unlink()
+    except FileNotFoundError:
+        pass
+
+
+def _shutdown(procs: list, conns: list, names: set, mapped: dict, tag: str) -> None:
     """Stop the workers (politely, then by force) and unlink every segment they may have
-    left. Runs from close(), from garbage collection and at interpreter exit."""
+    made. Runs from close(), from garbage collection and at interpreter exit."""
     for c in conns:
         try:
             c.send(None)
@@ -182,11 +240,15 @@ def _shutdown(procs: list, conns: list, names: set) -> None:
             p.join(timeout=1.0)
     for c in conns:
         c.close()
+    for shm in mapped.values():
+        shm.close()
+    mapped.clear()
+    # Announced segments, and (where the names are visible) any whose announcement was still
+    # in a pipe when the worker died.
+    if os.path.isdir("/dev/shm"):
+        names |= {f for f in os.listdir("/dev/shm") if f.startswith(tag + "_")}
     for name in names:
-        try:
-            shared_memory.SharedMemory(name=name).unlink()
-        except FileNotFoundError:
-            pass
+        _unlink(name)
     names.clear()
 
 
@@ -210,35 +272,30 @@ class WorkerPool:
         self._procs, self._conns = [], []
         self._inflight: dict[int, tuple[int, int]] = {}  # task -> (worker, plan)
         self._load = [0] * num_workers
-        self._names: set[str] = set()
+        self._names: set[str] = set()  # every segment a worker announced
+        self._mapped: dict[str, shared_memory.SharedMemory] = {}  # the consumer's mappings
         self._plan_of: list[int | None] = [None] * num_workers
         self._plan_ids = itertools.count()
         self.capacity = 2 * num_workers
         self.broken: str | None = None
-        for _ in range(num_workers):
+        for w in range(num_workers):
             parent, child = ctx.Pipe(duplex=True)
-            p = ctx.Process(target=_worker_main, args=(child, self.tag), daemon=True,
+            p = ctx.Process(target=_worker_main, args=(child, self.tag, w), daemon=True,
                             name="fx.data.worker")
             p.start()
             child.close()
             self._procs.append(p)
             self._conns.append(parent)
         self._finalizer = weakref.finalize(self, _shutdown, self._procs, self._conns,
-                                           self._names)
+                                           self._names, self._mapped, self.tag)
 
     @property
     def pids(self) -> list[int]:
         return [p.pid for p in self._procs]
 
-    def bind(self, plan: Plan) -> int:
-        """Register ``plan``; later tasks name it. Checks that the plan pickles."""
-        try:
-            data = pickle.dumps(plan)
-        except Exception as e:  # noqa: BLE001
-            raise TypeError(
-                f"fx.data: worker processes receive the pipeline by pickling, and it does not "
-                f"pickle ({type(e).__name__}: {e}); define the map/filter functions at module "
-                "level (not lambdas or closures), or use workers='threads'") from e
+    def bind(self, plan: Plan | bytes) -> int:
+        """Register ``plan`` (or its :func:`pickle_plan` bytes); later tasks name it."""
+        data = plan if isinstance(plan, bytes) else pickle_plan(plan)
         plan_id = next(self._plan_ids)
         self._plan_data = (plan_id, data)
         return plan_id
@@ -246,7 +303,6 @@ class WorkerPool:
     def submit(self, plan_id: int, task_id: int, epoch: int, start: int, end: int,
                indices) -> None:
         w = min(range(self.num_workers), key=self._load.__getitem__)
-        self._names.add(_segment_name(self.tag, task_id))
         try:
             if self._plan_of[w] != plan_id:
                 self._conns[w].send(("plan", plan_id, self._plan_data[1]))
@@ -272,27 +328,14 @@ class WorkerPool:
         for r in ready:
             if r in sentinels:
                 continue
-            try:
-                msg = r.recv()
-            except (EOFError, OSError):
-                continue
-            task_id = msg[1]
-            w, _ = self._inflight.pop(task_id)
-            self._load[w] -= 1
-            name = _segment_name(self.tag, task_id)
-            if msg[0] == "shared":
-                _, _, meta, treedef, table, unstack = msg
-                tree = _from_shared(name, treedef, table)
-                if unstack:
-                    meta.stacked = tree
-                    meta.records = meta.unstack()
-                    meta.stacked = None
-                else:
-                    meta.stacked = tree
-                out.append((task_id, meta))
-            else:
-                out.append((task_id, msg[2]))
-            self._names.discard(name)
+            while r.poll():  # everything this worker sent so far
+                try:
+                    msg = r.recv()
+                except (EOFError, OSError):
+                    break
+                result = self._receive(r, msg)
+                if result is not None:
+                    out.append(result)
         for i, p in enumerate(self._procs):
             if self._load[i] and not p.is_alive():
                 held = sorted(t for t, (w, _) in self._inflight.items() if w == i)
@@ -300,6 +343,41 @@ class WorkerPool:
                                f"{p.exitcode} while holding tasks {held}")
                 raise WorkerDied(self.broken)
         return out
+
+    def _receive(self, conn, msg):
+        kind = msg[0]
+        if kind == "segment":
+            self._names.add(msg[1])
+            return None
+        if kind == "retire":
+            shm = self._mapped.pop(msg[1], None)
+            if shm is not None:
+                shm.close()
+            self._names.discard(msg[1])
+            return None
+        task_id = msg[1]
+        w, _ = self._inflight.pop(task_id)
+        self._load[w] -= 1
+        if kind != "shared":
+            return task_id, msg[2]
+        _, _, meta, name, treedef, table, unstack = msg
+        shm = self._mapped.get(name)
+        if shm is None:
+            shm = self._mapped[name] = shared_memory.SharedMemory(name=name)
+        # Copy out, then hand the slot back: the batch must outlive the slot's next use.
+        leaves = [np.array(np.ndarray(shape, np.dtype(dt), shm.buf, off))
+                  for dt, shape, off in table]
+        try:
+            conn.send(("release", name))
+        except OSError:
+            pass  # a dead worker is reported by the caller
+        tree = tree_unflatten(treedef, leaves)
+        if unstack:
+            meta.stacked = tree
+            meta.records, meta.stacked = meta.unstack(), None
+        else:
+            meta.stacked = tree
+        return task_id, meta
 
     def discard(self, wait: float = 5.0) -> None:
         """Drop the results of every task in flight (waiting up to ``wait`` seconds for them, so
