@@ -3,6 +3,7 @@ step time at 1 and 2 processes.
 
     python bench/bench_distributed.py            # launches its workers with mpiexec itself
     python bench/bench_distributed.py --quick    # fewer sizes and repetitions
+    python bench/bench_distributed.py --nccl     # NCCL on a GPU (run by bench/gpu_check.sh)
 
 1. All-reduce (float32 sum, 1 KB - 64 MB, 2 processes) on the same preallocated buffers:
    raw ``comm.Allreduce`` (the reference); fx's MPI transport (what a collective step calls:
@@ -121,6 +122,53 @@ def worker_mlp(global_batch: int, local_batch: int, steps: int) -> None:
     fx.distributed.shutdown()
 
 
+def nccl_check() -> None:
+    """On a GPU machine (bench/gpu_check.sh): the NCCL transport on real cupy.cuda.nccl, one
+    process (a communicator of one rank: NCCL allows one rank per GPU, and MPI may be absent
+    there), each collective against its one-process meaning, then a pmapped psum compiled
+    for CUDA whose collective step hands its device buffers to NCCL."""
+    import fx
+    import fx.lax as lax
+    from fx.devices import cupy_module
+    from fx.distributed import state
+    from fx.distributed.nccl import NcclTransport
+    from fx.distributed.transport import ReduceOp, SelfTransport
+
+    cp = cupy_module()
+    t = NcclTransport(SelfTransport(), 0, timeout=30)
+    rng = np.random.default_rng(0)
+    for dt in (np.float32, np.float64, np.int32, np.bool_, np.complex64, np.int16):
+        host = (rng.standard_normal(1000) * 10).astype(dt)
+        for op in (ReduceOp.SUM, ReduceOp.MAX):
+            if op is ReduceOp.MAX and np.dtype(dt).kind == "c":
+                continue
+            got = cp.asnumpy(t.allreduce(cp.asarray(host), op, "check"))
+            assert got.dtype == host.dtype and got.tobytes() == host.tobytes(), (dt, op)
+        got = cp.asnumpy(t.allgather(cp.asarray(host), "check"))
+        assert got.shape == (1, 1000) and got.tobytes() == host.tobytes(), dt
+    print("PASS nccl transport: allreduce/allgather, every dtype (one rank)")
+    for nbytes in SIZES:
+        x = cp.ones(nbytes // 4, cp.float32)
+        out = cp.empty_like(x)
+        t.allreduce(x, ReduceOp.SUM, "warm", out)
+        cp.cuda.get_current_stream().synchronize()
+        start = time.perf_counter()
+        for _ in range(20):
+            t.allreduce(x, ReduceOp.SUM, "bench", out)
+        cp.cuda.get_current_stream().synchronize()
+        print(f"  nccl allreduce {nbytes:>9} B: {(time.perf_counter() - start) / 20 * 1e6:8.1f} "
+              "us per call (one rank: the call's overhead)")
+    state.set_group(state.ProcessGroup(t, (1,)))
+    try:
+        f = fx.pmap(lambda v: lax.psum(v * 2.0, "i"), axis_name="i", backend="cuda")
+        x = np.arange(12, dtype=np.float32).reshape(1, 12)
+        assert "collective psum over 'i' (nccl, 1 processes)" in f.lower(x).as_text()
+        np.testing.assert_array_equal(np.asarray(f(x)), x * 2.0)
+    finally:
+        state.set_group(None)
+    print("PASS pmap(psum) compiled for cuda: the collective step on NCCL")
+
+
 def launch(n: int, *args: str) -> dict:
     exe = Path(sys.executable).parent / "mpiexec"
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
@@ -154,7 +202,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--worker", nargs="*")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--nccl", action="store_true", help="the NCCL check (needs a GPU, CuPy)")
     args = ap.parse_args()
+    if args.nccl:
+        return nccl_check()
     if args.worker is not None:
         kind, *rest = args.worker
         if kind == "allreduce":

@@ -4,7 +4,7 @@
 #     OUT=/some/dir bash bench/gpu_check.sh
 # Writes to $OUT: nvidia-smi.txt, cuda_tests.txt (the `cuda`-marked tests), gpu_bench.txt
 # (elementwise bandwidth vs a device copy, generated GEMM vs cuBLAS, MLP step and CNN
-# value-and-grad vs jax). Finishes in a few minutes.
+# value-and-grad vs jax), nccl_check.txt (fx.distributed on NCCL). Finishes in a few minutes.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu_check_out}
 mkdir -p "$OUT"
@@ -27,3 +27,7 @@ timeout 300 $PY -P -m pytest -q -m cuda -p no:cacheprovider --rootdir "$ROOT" -c
     "$ROOT/tests/runtime/test_cuda.py" "$ROOT/tests/lowering/test_cuda_library.py" 2>&1 | tee "$OUT/cuda_tests.txt"
 
 timeout 300 $PY -P "$ROOT/bench/bench_gpu.py" 2>&1 | tee "$OUT/gpu_bench.txt"
+
+# fx.distributed's NCCL transport on real cupy.cuda.nccl (one rank), and a pmapped psum
+# compiled for CUDA whose collective step runs on it.
+timeout 120 $PY -P "$ROOT/bench/bench_distributed.py" --nccl 2>&1 | tee "$OUT/nccl_check.txt"
