@@ -16,7 +16,15 @@ import numpy as np
 
 from fx import dtypes
 from fx.lax import linalg
-from fx.lowering import backends, cuda_gemm, int8_gemm, nf4_gemm, scalar_ops, sparse_gemm
+from fx.lowering import (
+    backends,
+    cuda_gemm,
+    cuda_int8_gemm,
+    int8_gemm,
+    nf4_gemm,
+    scalar_ops,
+    sparse_gemm,
+)
 from fx.lowering.codegen import KERNEL_BUILDERS
 from fx.lowering.control_flow import control_flow_prims
 from fx.lowering.cost import group_flops
@@ -157,6 +165,13 @@ register(OpImpl("cpu.int8_gemm", "cpu", GroupKind.GEMM, frozenset([dtypes.int32]
                 "generated int8 x int8 -> int32 dot-product tiles, epilogue fused in the store",
                 applies=lambda g: int8_gemm.applies(g) and _generable(g),
                 kernel=int8_gemm.gemm_kernel, fuses_epilogue=True,
+                describe=int8_gemm.describe))
+# H200 int8 on __dp4a: ~120 int8 multiply-adds per ns from the generated tile (estimated).
+register(OpImpl("cuda.int8_gemm", "cuda", GroupKind.GEMM, frozenset([dtypes.int32]), {}, False,
+                lambda g: 5000.0 + _flops(g) / 240000.0,
+                "generated int8 x int8 -> int32 64x64 tile on __dp4a, epilogue fused in its store",
+                applies=lambda g: int8_gemm.applies(g) and _generable(g),
+                kernel=cuda_int8_gemm.gemm_kernel, fuses_epilogue=True,
                 describe=int8_gemm.describe))
 for _backend in backends.BACKENDS:  # CSR x dense for sparse constant weights (sparse_gemm)
     register(OpImpl(f"{_backend}.sparse_gemm", _backend, GroupKind.GEMM,
