@@ -24,7 +24,8 @@ jax.devices())"; } > "$OUT/nvidia-smi.txt" 2>&1
 
 # -P: do not put the repository root (an uninstalled fx/) ahead of the assembled package.
 timeout 300 $PY -P -m pytest -q -m cuda -p no:cacheprovider --rootdir "$ROOT" -c "$ROOT/pyproject.toml" \
-    "$ROOT/tests/runtime/test_cuda.py" "$ROOT/tests/lowering/test_cuda_library.py" 2>&1 | tee "$OUT/cuda_tests.txt"
+    "$ROOT/tests/runtime/test_cuda.py" "$ROOT/tests/lowering/test_cuda_library.py" \
+    "$ROOT/tests/lowering/test_cuda_int8_gemm.py" 2>&1 | tee "$OUT/cuda_tests.txt"
 
 timeout 300 $PY -P "$ROOT/bench/bench_gpu.py" 2>&1 | tee "$OUT/gpu_bench.txt"
 

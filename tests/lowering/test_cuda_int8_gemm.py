@@ -13,6 +13,7 @@ from cuda_emulation import build, run
 
 import fx
 from fx import lax
+from fx.devices import cupy_module
 from fx.lowering.pipeline import lower
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (C++20)")
@@ -77,3 +78,20 @@ def test_int8_convolution_runs_on_the_tile():
     out = np.zeros(want.shape, np.int32)
     run(lib, [pat, w, out], gemm.kernel.grid[:2], gemm.kernel.block[0])
     assert np.array_equal(out, want)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(cupy_module() is None, reason="needs a CUDA device and CuPy")
+def test_quantized_mlp_on_the_gpu_matches_the_cpu():
+    import fx.quant
+    from fx.example_libraries import stax
+
+    init, apply = stax.serial(stax.Dense(256), stax.Relu, stax.Dense(10))
+    _, params = init(fx.random.PRNGKey(0), (-1, 784))
+    x = np.random.default_rng(0).uniform(0, 1, (64, 784)).astype(np.float32)
+    qfn = fx.quant.quantize(apply, params, fx.quant.calibrate(apply, params, [x]))
+    gpu = fx.jit(qfn, backend="cuda")
+    assert "cuda.int8_gemm" in gpu.lower(x).as_text("selection")
+    got = np.asarray(gpu(fx.device_put(x, "cuda")))
+    want = np.asarray(fx.jit(qfn, backend="cpu")(x))  # the same int32 sums, then float ops
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
