@@ -168,7 +168,9 @@ def test_grad_matches_jax():
 
     with same_mode(True):
         for i, (fl, jl) in enumerate(zip(losses(fnp), losses(jnp))):
-            want = jax.grad(jl)(jnp.asarray(x))
+            # Jitted: eagerly jax compiles each primitive of the set operation's gradient on
+            # its own (~15 s for the seven); the comparison is to rounding either way.
+            want = jax.jit(jax.grad(jl))(jnp.asarray(x))
             assert_allclose(fx.grad(fl)(x), want, what=f"grad {i}")
             if i % 3 == 0:  # compiling is slower than running: a sample under jit
                 assert_allclose(fx.jit(fx.grad(fl))(x), want, what=f"jit(grad) {i}")
