@@ -16,9 +16,8 @@ CNN = [stax.Conv(8, (3, 3), padding="SAME"), stax.Relu, stax.MaxPool((2, 2), (2,
 MLP = [stax.Dense(24), stax.Relu, stax.Dense(20), stax.Relu, stax.Dense(10)]
 
 
-@pytest.mark.parametrize("layers, in_shape, last", [(CNN, (4, 8, 8, 1), "[9][0]"),
-                                                    (MLP, (4, 64), "[4][0]")])
-@pytest.mark.parametrize("s", [0.25, 0.5])
+@pytest.mark.parametrize("layers, in_shape, last, s", [(CNN, (4, 8, 8, 1), "[9][0]", 0.5),
+                                                       (MLP, (4, 64), "[4][0]", 0.25)])
 def test_compacted_network_computes_the_masked_function(layers, in_shape, last, s):
     init, apply = stax.serial(*layers)
     _, params = init(fx.random.key(0), in_shape)

@@ -10,6 +10,7 @@ import fx
 import fx.numpy as fnp
 from fx.export import freeze
 from fx.lowering import sparse_gemm
+from fx.runtime import platforms
 
 
 def _sparse(rng, shape, density, dtype=np.float32):
@@ -101,3 +102,15 @@ def test_rows_of_equal_length_run_unguarded_and_match_exactly():
     f = fx.jit(lambda x: x @ wc)
     assert "rows<=3" in f.lower(x).as_text()
     np.testing.assert_array_equal(np.asarray(f(x)), x @ w)
+
+
+@pytest.mark.skipif(not platforms.OPENCL.available(), reason="no OpenCL runtime/device")
+def test_opencl_renders_and_runs_the_kernel():
+    rng = np.random.default_rng(6)
+    w, b = _sparse(rng, (64, 48), 0.05), rng.standard_normal(48).astype(np.float32)
+    wc = fnp.asarray(w)
+    f = fx.jit(lambda x: fnp.maximum(x @ wc + b, 0.0), backend="opencl")
+    x = rng.standard_normal((32, 64)).astype(np.float32)
+    assert "opencl.sparse_gemm" in f.lower(x).as_text()
+    np.testing.assert_allclose(np.asarray(f(x)), np.maximum(x @ w + b, 0), rtol=1e-5,
+                               atol=1e-5)
