@@ -114,3 +114,15 @@ def test_opencl_renders_and_runs_the_kernel():
     assert "opencl.sparse_gemm" in f.lower(x).as_text()
     np.testing.assert_allclose(np.asarray(f(x)), np.maximum(x @ w + b, 0), rtol=1e-5,
                                atol=1e-5)
+
+
+def test_gradient_through_a_sparse_constant_weight():
+    rng = np.random.default_rng(7)
+    w = _sparse(rng, (40, 24), 0.05)
+    wc = fnp.asarray(w)
+    g = fx.jit(fx.grad(lambda x: fnp.sum(fnp.tanh(x @ wc))))
+    x = rng.standard_normal((6, 40)).astype(np.float32)
+    text = g.lower(x).as_text()
+    assert text.count("cpu.sparse_gemm") == 2  # the forward product and x's cotangent
+    expected = (1 - np.tanh(x @ w) ** 2) @ w.T
+    np.testing.assert_allclose(np.asarray(g(x)), expected, rtol=1e-5, atol=1e-5)
