@@ -24,7 +24,12 @@ import os
 import sys
 import time
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+# One thread per kernel and no concurrent steps: the training step keeps to one core, so on a
+# small machine the pipeline's worker has the other (data time can hide only behind compute
+# that leaves a core free). Set these yourself to override.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+os.environ.setdefault("FX_CONCURRENT", "0")
 
 import numpy as np  # noqa: E402
 

@@ -15,6 +15,7 @@ The transform itself gets a ``numpy.random.Generator`` whose PCG64 state is the 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
 import numpy as np
@@ -51,15 +52,24 @@ def _seed_words(seed: int) -> tuple[int, int]:
     return bits >> 32, bits & 0xFFFFFFFF
 
 
+@functools.lru_cache(maxsize=64)
+def _epoch_key(seed: int, epoch: int) -> tuple[int, int]:
+    """``fold_in(key(seed), epoch)``, once per epoch rather than once per chunk (the cipher on
+    one element costs as much as on hundreds: it is a hundred NumPy calls either way)."""
+    hi, lo = _seed_words(seed)
+    e1, e2 = fold_in_words(np.array([hi], np.uint32), np.array([lo], np.uint32),
+                           np.array([epoch & 0xFFFFFFFF], np.uint32))
+    return int(e1[0]), int(e2[0])
+
+
 def record_keys(seed: int, epoch: int, indices) -> np.ndarray:
     """The keys of records ``indices`` (source indices) in ``epoch``: a ``uint32[n, 2]`` array,
     row ``i`` equal to ``fx.random.fold_in(fx.random.fold_in(fx.random.key(seed), epoch),
     indices[i])``."""
     idx = np.asarray(indices, dtype=np.int64).astype(np.uint32)
-    hi, lo = _seed_words(seed)
-    e1, e2 = fold_in_words(np.array([hi], np.uint32), np.array([lo], np.uint32),
-                           np.array([int(epoch) & 0xFFFFFFFF], np.uint32))
-    k1, k2 = fold_in_words(np.broadcast_to(e1, idx.shape), np.broadcast_to(e2, idx.shape), idx)
+    e1, e2 = _epoch_key(int(seed), int(epoch))
+    k1, k2 = fold_in_words(np.full(idx.shape, e1, np.uint32), np.full(idx.shape, e2, np.uint32),
+                           idx)
     return np.stack([k1, k2], axis=-1)
 
 
