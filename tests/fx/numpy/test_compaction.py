@@ -117,7 +117,9 @@ def test_grad_matches_jax():
 
     with same_mode(True):
         for i, (fl, jl) in enumerate(zip(losses(fnp), losses(jnp))):
-            want = jax.grad(jl)(jnp.asarray(x))
+            # Jitted where a size makes it traceable: eagerly jax compiles each primitive of
+            # the gradient on its own. The comparison is to rounding either way.
+            want = (jax.jit(jax.grad(jl)) if i < 3 else jax.grad(jl))(jnp.asarray(x))
             assert_allclose(fx.grad(fl)(x), want, what=f"grad {i}")
             if i < 3:
                 assert_allclose(fx.jit(fx.grad(fl))(x), want, what=f"jit(grad) {i}")
