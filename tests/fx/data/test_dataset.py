@@ -207,3 +207,15 @@ def test_errors_name_the_operation_and_the_record():
             iter(Dataset.from_source(_src()).shuffle(1)).get_state())
     with pytest.raises(TypeError, match="cannot read records from int"):
         Dataset.from_source(3)
+
+
+def _draw(record, rng):
+    return rng.random()
+
+
+def test_random_map_generators_are_record_generators_of_the_record_keys():
+    got = [float(v) for v in Dataset.from_source(np.arange(5)).shuffle(2).random_map(_draw, 7)]
+    order = Dataset.from_source(np.arange(5)).shuffle(2).epoch_indices(0)
+    keys = fx.data.record_keys(7, 0, order)
+    want = [g.random() for g in fx.data.keys.record_generators(keys)]
+    assert got == want and len(set(got)) == 5
