@@ -181,4 +181,4 @@ def gemm_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[
     if M % MR:
         body += tile(ir.const_index(M - M % MR), M % MR)
     loop = ir.Loop("nb", N // nr, tuple(body), parallel=True)
-    return ir.Kernel(name, b.params(), (loop,), work=M * N * K)
+    return ir.Kernel(name, b.params(), (loop,), work=M * N * K, wide_vectors=True)

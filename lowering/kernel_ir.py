@@ -146,6 +146,7 @@ class Kernel:
     body: tuple[Stmt, ...]
     work: int = 0  # elements touched, for the launch/threading heuristics
     restrict: bool = True  # False when the memory plan made two parameters alias (in place)
+    wide_vectors: bool = False  # vectorize with the ISA's widest vectors (see render.C)
 
     # The launch shape is the runtime's to choose (from the parallel loop), not the kernel's.
     launch = None

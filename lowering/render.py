@@ -156,12 +156,17 @@ class Dialect:
     vector_load: str = ""  # format: vt, name, buf, i
     vector_store: str = ""  # format: vt, name, buf, i
     pointer_space: str = ""  # address-space qualifier of pointer parameters (``__global ``)
+    # Written before a kernel that asks for the widest vectors (``Kernel.wide_vectors``).
+    wide_vectors: str = ""
 
 
 C = Dialect(
     name="c",
     file_prelude="#include <stdint.h>\n#include <string.h>\n#include <math.h>\n"
                  "#define FX_FN static inline\n"
+                 "#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)\n"
+                 "#define FX_WIDE_VECTORS __attribute__((target(\"prefer-vector-width=512\")))\n"
+                 "#else\n#define FX_WIDE_VECTORS\n#endif\n"
                  "typedef struct { float re, im; } fx_c64;\n"
                  "typedef struct { double re, im; } fx_c128;\n"
                  "FX_FN float fx_bits_to_f32(uint32_t b) "
@@ -173,6 +178,10 @@ C = Dialect(
                  "FX_FN uint64_t fx_f64_to_bits(double f) "
                  "{ uint64_t b; memcpy(&b, &f, 8); return b; }\n",
     kernel_prefix="static void",
+    # GCC on x86 vectorizes with 256-bit vectors by default even where AVX-512 exists (for
+    # CPUs that clock down on 512-bit ones); a kernel dominated by dot-product instructions
+    # (the int8 GEMM) asks for the full width. Elsewhere the attribute is empty.
+    wide_vectors="FX_WIDE_VECTORS ",
     restrict="restrict",
     # Threads only pay off with enough total work (elements touched by the whole kernel); a
     # small kernel gets no pragma at all, since even a parallel region its if() clause turns
@@ -593,7 +602,8 @@ class Renderer:
         largest = max([k.work] + [p.size for p in k.params])
         small = self.d.small_index_type and largest < 2**31 - 1
         self.it = self.d.small_index_type if small else self.d.index_type
-        lines = [f"{self.d.kernel_prefix} {k.name}({params}) {{"]
+        wide = self.d.wide_vectors if getattr(k, "wide_vectors", False) else ""
+        lines = [f"{wide}{self.d.kernel_prefix} {k.name}({params}) {{"]
         lines += self.stmts(k.body, 1)
         lines.append("}")
         return "\n".join(lines)

@@ -143,3 +143,7 @@ def test_tiles_use_the_dot_product_instructions():
         asm = subprocess.run(["gcc", *flags, f"-march={march}", "-S", "-o", "-", "-x", "c", "-"],
                              input=source, capture_output=True, text=True, check=True).stdout
         assert instruction in asm, march
+    # With AVX-512 the tiles ask for 512-bit vectors (GCC's default is 256 even there).
+    asm = subprocess.run(["gcc", *flags, "-march=icelake-server", "-S", "-o", "-", "-x", "c",
+                          "-"], input=source, capture_output=True, text=True, check=True).stdout
+    assert re.search(r"vpdpbusd\s+.*%zmm", asm), "no 512-bit vpdpbusd"
