@@ -132,13 +132,17 @@ class _Squares:
         return np.int32(i * i)
 
 
-def test_sequences_arrays_and_digits():
+def test_sequences_and_arrays():
     assert [b.tolist() for b in Dataset.from_source(_Squares()).batch(2)] == [[0, 1], [4, 9],
                                                                             [16]]
     assert [r.tolist() for r in Dataset.from_source(np.arange(6).reshape(3, 2))] == \
         [[0, 1], [2, 3], [4, 5]]
     fx_src = fx.data.as_source(fx.numpy.arange(3))
     assert isinstance(fx_src, fx.data.ArraySource) and int(fx_src[2]) == 2
+
+
+@pytest.mark.slow  # importing scikit-learn takes seconds; the examples load the digits anyway
+def test_digits():
     pytest.importorskip("sklearn")
     d = fx.data.digits()
     assert len(d) == 1797 and d[0]["image"].shape == (8, 8) and 0 <= d[0]["image"].max() <= 1
