@@ -58,3 +58,7 @@ def slow(record):
 
 def add_batch_sum(batch):
     return {**batch, "total": np.asarray(batch["x"]).sum(axis=0)}
+
+
+def double(record):
+    return record * 2

@@ -126,6 +126,13 @@ def test_one_worker_and_garbage_collection_stop_the_worker():
     assert _gone(pids) and not _segments(tag)
 
 
+def test_ragged_records_travel_pickled(pool2):
+    ds = Dataset.from_source([np.arange(n, dtype=np.int16) for n in range(70)]).map(fns.double)
+    got = list(ds.iterator(pool=pool2))
+    assert [r.tolist() for r in got] == [list(range(0, 2 * n, 2)) for n in range(70)]
+    assert all(r.dtype == np.int16 for r in got)
+
+
 def test_unpicklable_pipelines_get_a_clear_error(pool2):
     with pytest.raises(TypeError, match="define the map/filter functions at module level"):
         Dataset.from_source(_src()).map(lambda r: r).iterator(pool=pool2)
