@@ -12,6 +12,7 @@ from fx.custom_derivatives import custom_lin_p
 from fx.debug import debug_print_p
 from fx.lax import linalg
 from fx.lax import primitives as P
+from fx.quant.nf4 import nf4_dot_p
 from fx.scipy.special import _primitives as special
 
 _COMPLEX = ("ONNX Runtime has no complex tensors; export the real and imaginary parts as "
@@ -21,7 +22,8 @@ _SPECIAL = ("no ONNX operator computes this special function; fx evaluates it wi
 _LINALG = ("a LAPACK-style decomposition or solve: ONNX has no operator for it (only Det and "
            "MatMul); export the model without it or precompute it")
 _COLLECTIVE = ("a named-axis collective exists only inside fx.vmap(..., axis_name=...), where "
-               "it becomes an ordinary reduction; a top-level jaxpr never contains one unbound")
+               "it becomes an ordinary reduction, or fx.pmap, whose program is one process's "
+               "part of a multi-process computation; a single ONNX graph has no such axis")
 _GRADIENT = "appears only in derivatives (training-time programs); inference graphs lack it"
 
 NOT_EXPORTABLE: dict[Primitive, str] = {
@@ -47,6 +49,9 @@ NOT_EXPORTABLE: dict[Primitive, str] = {
     P.nextafter_p: "a bit-level float operation with no ONNX operator (ONNX has no bitcast)",
     P.bitcast_convert_type_p: "ONNX has no bitcast between dtypes",
     pure_callback_p: "calls back into Python, which an ONNX graph cannot do",
+    nf4_dot_p: ("a product by 4-bit NormalFloat weights (fx.quant.nf4): NF4's 16 code values "
+                "are not evenly spaced, so ONNX's int4 DequantizeLinear cannot express them; "
+                "export the model with the weights dequantized (fx.quant.nf4.dequantize)"),
     debug_print_p: ("prints from Python at run time; remove fx.debug.print before exporting "
                     "(ONNX graphs cannot print)"),
 }
