@@ -421,7 +421,7 @@ def _kernel(t: int, s: Step, buffers) -> ir.Kernel | None:
     offsets = [(b.offset, b.aval.nbytes) for b in slots if b.kind == "temp"]
     donors = {id(b.donor) for b in slots if b.donor is not None}
     if _overlap(offsets) or any(id(b) in donors for b in slots):
-        k = ir.Kernel(k.name, k.params, k.body, k.work, restrict=False)
+        k = dataclasses.replace(k, restrict=False)
     return k
 
 
