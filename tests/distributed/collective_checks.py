@@ -3,7 +3,8 @@ seconds). Each collective under ``fx.pmap`` across the N processes must equal it
 single-process meaning: the same function under ``fx.vmap(axis_name=...)`` over the stacked
 global data, which every process computes itself. Integers are compared bitwise, floats to
 a few ulps (MPI may sum in another order than vmap's reduction). Each process prints
-``PASS <check> rank <r>``; a failing check raises, which aborts every process.
+``PASS <check> rank <r>``; a failing check raises, which aborts every process. With the
+argument ``then-mismatch`` the run ends with a shape mismatch instead of a shutdown.
 """
 
 from __future__ import annotations
@@ -142,6 +143,11 @@ for k in P:
     assert all(bits[j].tobytes() == bits[0].tobytes() for j in range(N)), (k, bits)
 passed("sgd")
 
+if sys.argv[1:] == ["then-mismatch"]:
+    # The last check ends the job (a launch costs seconds, so it shares this one): the
+    # processes pass differently shaped values to one psum; all must raise, listing both.
+    fx.pmap(COLLECTIVES["psum"], axis_name="i")(np.ones((1, 3 + R), np.float32))
+    print(f"rank {R} finished: the mismatch did not stop it", flush=True)
 fx.distributed.shutdown()
 passed("shutdown")
 sys.exit(0)
