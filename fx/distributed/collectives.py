@@ -65,17 +65,20 @@ def _to_host(x):
     return x if isinstance(x, np.ndarray) else (x.get() if hasattr(x, "get") else np.asarray(x))
 
 
-def execute(prim, x, axis: ProcessAxis, params: dict, check: bool = True, out=None):
+def execute(prim, x, axis: ProcessAxis, params: dict, check: bool = True, out=None,
+            what: str | None = None):
     """``prim`` over the processes of ``axis`` on this process's value ``x`` (an array of the
-    transport's memory, or a host array it is moved from)."""
+    transport's memory, or a host array it is moved from). ``what`` names it in errors (a
+    compiled step passes the one it made once)."""
     t = axis.transport
-    what = f"fx.lax.{signature(prim, x, axis.name)}"
+    if what is None:
+        what = f"fx.lax.{signature(prim, x, axis.name)}"
     if prim is parallel.axis_index_p:
         return np.asarray(t.rank, np.int32)
     if not t.device_buffers:
         x = _to_host(x)
     if check and t.size > 1:
-        t.agree(signature(prim, x, axis.name), what)
+        t.agree(what.removeprefix("fx.lax."), what)
     if prim is parallel.psum_p:
         return t.allreduce(x, ReduceOp.SUM, what, out)
     if prim is parallel.all_gather_p:
@@ -150,6 +153,7 @@ def _library(step):
     src = eqn.invars[0] if eqn.invars else None
     out = eqn.outvars[0]
     first = _FirstRun()
+    what = f"fx.lax.{signature(eqn.primitive, None if src is None else src.aval, axis.name)}"
     direct = (eqn.primitive is parallel.psum_p and src is not None
               and not isinstance(src, Literal) and src.aval.dtype == out.aval.dtype
               and src.aval.shape == out.aval.shape and not axis.transport.device_buffers
@@ -160,15 +164,15 @@ def _library(step):
         if isinstance(src, Literal):
             x = np.asarray(x, src.aval.dtype)
         if out not in step.outputs:  # kept for its effect (every process runs it), unread
-            execute(eqn.primitive, x, axis, params, check=first())
+            execute(eqn.primitive, x, axis, params, check=first(), what=what)
             return
         dst = views[out]
         if direct and type(dst) is np.ndarray and dst.flags.c_contiguous and \
                 type(x) is np.ndarray:
             # A sum of the step's dtype lands in the output buffer itself (no extra copy).
-            y = execute(eqn.primitive, x, axis, params, check=first(), out=dst)
+            y = execute(eqn.primitive, x, axis, params, check=first(), out=dst, what=what)
         else:
-            y = execute(eqn.primitive, x, axis, params, check=first())
+            y = execute(eqn.primitive, x, axis, params, check=first(), what=what)
         if y is dst:
             return
         if isinstance(dst, np.ndarray):

@@ -60,6 +60,10 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
         else tuple(static_broadcasted_argnums)
     donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
     compiled: dict = {}  # transport -> the jitted per-device body
+    # Per argument / output tree structure: the mapped axis of each leaf (the prefix
+    # broadcast costs more than the rest of a small call).
+    in_plans: dict = {}
+    out_plans: dict = {}
 
     def body_for(transport):
         if transport not in compiled:
@@ -85,11 +89,15 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
                                  f"{_fun_name(fun)} was called with {len(args)} arguments")
             axes_arg = tuple(a for i, a in enumerate(axes_arg) if i not in statics)
         leaves, tree = tree_util.tree_flatten(tuple(dyn))
-        try:
-            axes = tree_util.broadcast_prefix(
-                axes_arg if isinstance(axes_arg, tuple) else (axes_arg,) * len(dyn), tuple(dyn))
-        except ValueError as e:
-            raise ValueError(f"fx.pmap: in_axes does not match the arguments: {e}") from None
+        axes = in_plans.get(tree)
+        if axes is None:
+            try:
+                axes = tree_util.broadcast_prefix(
+                    axes_arg if isinstance(axes_arg, tuple) else (axes_arg,) * len(dyn),
+                    tuple(dyn))
+            except ValueError as e:
+                raise ValueError(f"fx.pmap: in_axes does not match the arguments: {e}") from None
+            in_plans[tree] = axes
         local = _local_count()
         sliced = [_take(x, ax, local, i, bool(donate)) for i, (x, ax) in
                   enumerate(zip(leaves, axes))]
@@ -103,11 +111,14 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
         with batching.extend_axis_env(axis):
             out = body(*full)
         leaves, tree = tree_util.tree_flatten(out)
-        try:
-            axes = tree_util.broadcast_prefix(
-                out_axes, tree_util.tree_unflatten(tree, [0] * len(leaves)))
-        except ValueError as e:
-            raise ValueError(f"fx.pmap: out_axes does not match the outputs: {e}") from None
+        axes = out_plans.get(tree)
+        if axes is None:
+            try:
+                axes = tree_util.broadcast_prefix(
+                    out_axes, tree_util.tree_unflatten(tree, [0] * len(leaves)))
+            except ValueError as e:
+                raise ValueError(f"fx.pmap: out_axes does not match the outputs: {e}") from None
+            out_plans[tree] = axes
         return tree_util.tree_unflatten(tree, [_stack(o, ax) for o, ax in zip(leaves, axes)])
 
     def lower(*args):
@@ -153,4 +164,4 @@ def _stack(o, ax):
     if ax is None:
         return o
     buf = np.asarray(o)
-    return Array(np.expand_dims(buf, ax), get_aval(o).weak_type)
+    return Array(buf[None] if ax == 0 else np.expand_dims(buf, ax), get_aval(o).weak_type)
