@@ -22,6 +22,10 @@ GCC's vectorizer turns into one dot-product instruction per accumulator per vect
 (its ``usdot_prod`` pattern; ``vpmaddwd`` on AVX2, still exact). M, N and K are constants of
 the kernel; the rows M leaves over make one smaller tile.
 
+Where A is K-contiguous with 16 rows or more, the kernel is ``int8_vnni``'s microkernel over
+packed columns (no horizontal sums), with this one as its fallback for targets without
+AVX-512 VNNI.
+
 The epilogue (the int32 product's dequantization, bias, activation and the next layer's
 requantization, when fusion put them in the group) is generated from the group's equations by the
 ordinary codegen after each tile, reading the corrected sums in place of the product.
@@ -35,6 +39,7 @@ import math
 from fx import dtypes
 from fx.jaxpr import Var
 from fx.lax import base, linalg
+from fx.lowering import int8_vnni
 from fx.lowering import kernel_ir as ir
 from fx.lowering.codegen import KernelBuilder
 from fx.lowering.fusion import FusionGroup, GroupKind
@@ -181,4 +186,8 @@ def gemm_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[
     if M % MR:
         body += tile(ir.const_index(M - M % MR), M % MR)
     loop = ir.Loop("nb", N // nr, tuple(body), parallel=True)
-    return ir.Kernel(name, b.params(), (loop,), work=M * N * K, wide_vectors=True)
+    kernel = ir.Kernel(name, b.params(), (loop,), work=M * N * K, wide_vectors=True)
+    if a_sk == 1 and M >= int8_vnni.MIN_ROWS and K <= int8_vnni.MAX_K:
+        return int8_vnni.gemm_kernel(group, name, inputs, outputs, _layout(dot),
+                                     (_source(group, lhs), _source(group, rhs)), kernel)
+    return kernel

@@ -57,6 +57,10 @@ def test_int8_dot_is_exact(m, k, n, lc, rc):
     assert got.dtype == np.int32 and np.array_equal(got, want)
     if cc.compiler() is not None:
         assert "cpu.int8_gemm" in jitted.lower(a, b).as_text("selection")
+        # From 16 rows of a K-contiguous A on, the VNNI microkernel (its loop-IR fallback
+        # beside it) computes the product.
+        source = jitted.lower(a, b).as_text("source")
+        assert ("_mm512_dpbusd_epi32" in source) == (m >= 16 and lc == 1)
 
 
 def test_int8_dot_saturating_extremes():
