@@ -9,7 +9,10 @@ kernel. The strides are baked in; an operand may be a reshape of a buffer, read 
 x86's integer dot-product instructions (``vpdpbusd`` with
 AVX-512 VNNI or AVX-VNNI; ``vpmaddubsw`` before them) multiply *unsigned* by signed bytes,
 so the kernel reads A offset by 128 as uint8 (``a ^ 0x80``) and subtracts
-``128 * sum_k B[k, n]`` from each column afterwards; every step is integer arithmetic, so the
+``128 * sum_k B[k, n]`` from each column afterwards — or, with fewer rows than columns, B
+offset and ``128 * sum_k A[m, k]`` subtracted from each row (the row sums accumulate in the
+tiles' own loop, where the column sums would cost a pass over B); every step is integer
+arithmetic, so the
 result is exact (the offset sums stay below 2^31 for K <= 2^16; longer products are left to
 the NumPy implementation).
 
@@ -142,23 +145,34 @@ def gemm_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[
     n0 = ir.imul(ir.Sym("nb", ir.INDEX), ir.const_index(nr))
     k = ir.Sym("k", ir.INDEX)
 
-    def a_at(m: ir.Expr) -> ir.Expr:  # A[m, k] + 128 as an unsigned byte, widened
-        x = ir.Load(a_buf, ir.iadd(ir.imul(m, ir.const_index(a_sm)),
-                                   ir.imul(k, ir.const_index(a_sk))), dtypes.int8)
-        u = ir.Op("xor", (ir.Op("cast", (x,), dtypes.uint8), ir.Const(0x80, dtypes.uint8)),
-                  dtypes.uint8)
-        return _int(u)
+    # Which operand is offset to unsigned bytes: A (then 128 * B's column sums are subtracted,
+    # one pass over B per column block) or, for fewer rows than columns, B (then 128 * A's
+    # row sums, accumulated in the tile's own loop over k: no extra pass at all).
+    offset_b = M <= N
+
+    def byte(buf, index: ir.Expr, unsigned: bool) -> ir.Expr:
+        x = ir.Load(buf, index, dtypes.int8)
+        if not unsigned:
+            return _int(x)
+        return _int(ir.Op("xor", (ir.Op("cast", (x,), dtypes.uint8),
+                                  ir.Const(0x80, dtypes.uint8)), dtypes.uint8))
+
+    def a_at(m: ir.Expr) -> ir.Expr:  # A[m, k] widened (+ 128 as an unsigned byte: offset A)
+        return byte(a_buf, ir.iadd(ir.imul(m, ir.const_index(a_sm)),
+                                   ir.imul(k, ir.const_index(a_sk))), not offset_b)
 
     def b_at(j: int) -> ir.Expr:
         n = ir.iadd(n0, ir.const_index(j))
-        return _int(ir.Load(b_buf, ir.iadd(ir.imul(k, ir.const_index(b_sk)),
-                                           ir.imul(n, ir.const_index(b_sn))), dtypes.int8))
+        return byte(b_buf, ir.iadd(ir.imul(k, ir.const_index(b_sk)),
+                                   ir.imul(n, ir.const_index(b_sn))), offset_b)
 
-    # The block's column sums (times 128: the offset A's rows carry).
-    body: list[ir.Stmt] = [ir.Decl(f"cs{j}", dtypes.int32, _i32(0)) for j in range(nr)]
-    body.append(ir.Loop("k", K, tuple(
-        ir.Assign(f"cs{j}", ir.Op("add", (ir.Sym(f"cs{j}", dtypes.int32), b_at(j)),
-                                  dtypes.int32)) for j in range(nr))))
+    def add(name: str, value: ir.Expr) -> ir.Stmt:
+        return ir.Assign(name, ir.Op("add", (ir.Sym(name, dtypes.int32), value), dtypes.int32))
+
+    body: list[ir.Stmt] = []
+    if not offset_b:  # the block's column sums (times 128: the offset A's rows carry)
+        body += [ir.Decl(f"cs{j}", dtypes.int32, _i32(0)) for j in range(nr)]
+        body.append(ir.Loop("k", K, tuple(add(f"cs{j}", b_at(j)) for j in range(nr))))
 
     def tile(m0: ir.Expr, mr: int) -> list[ir.Stmt]:
         acc = {(i, j): f"s{i}_{j}" for i, j in itertools.product(range(mr), range(nr))}
@@ -166,17 +180,21 @@ def gemm_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[
         inner: list[ir.Stmt] = [ir.Let(f"x{i}", a_at(ir.iadd(m0, ir.const_index(i))))
                                 for i in range(mr)]
         inner += [ir.Let(f"y{j}", b_at(j)) for j in range(nr)]
-        inner += [ir.Assign(a, ir.Op("add", (ir.Sym(a, dtypes.int32), ir.Op(
-            "mul", (ir.Sym(f"x{i}", dtypes.int32), ir.Sym(f"y{j}", dtypes.int32)),
-            dtypes.int32)), dtypes.int32)) for (i, j), a in acc.items()]
+        inner += [add(a, ir.Op("mul", (ir.Sym(f"x{i}", dtypes.int32),
+                                       ir.Sym(f"y{j}", dtypes.int32)), dtypes.int32))
+                  for (i, j), a in acc.items()]
+        if offset_b:  # the tile's row sums, in the same loop
+            stmts += [ir.Decl(f"rs{i}", dtypes.int32, _i32(0)) for i in range(mr)]
+            inner += [add(f"rs{i}", ir.Sym(f"x{i}", dtypes.int32)) for i in range(mr)]
         stmts.append(ir.Loop("k", K, tuple(inner)))
         b.push()
         for (i, j), a in acc.items():
             at = (*_index(ir.iadd(m0, ir.const_index(i)), lhs_free),
                   *_index(ir.iadd(n0, ir.const_index(j)), rhs_free))
-            cs = ir.Op("mul", (_i32(128), ir.Sym(f"cs{j}", dtypes.int32)), dtypes.int32)
+            sums = ir.Sym(f"rs{i}" if offset_b else f"cs{j}", dtypes.int32)
+            correction = ir.Op("mul", (_i32(128), sums), dtypes.int32)
             b.externals[(dot.outvars[0], at)] = ir.Op(
-                "sub", (ir.Sym(a, dtypes.int32), cs), dtypes.int32)
+                "sub", (ir.Sym(a, dtypes.int32), correction), dtypes.int32)
             b.store_all(outputs, at)
         return stmts + b.pop()
 
