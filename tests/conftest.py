@@ -161,6 +161,13 @@ def compile_cuda_kernels_nvrtc(kernels) -> tuple[bool, str]:
     return not failed, "".join(failed or [err for err, _ in results])[-6000:]
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m deselects the rows it marks slow
+def pytest_collection_modifyitems(config, items):
+    from thinning import thin
+
+    thin(items)
+
+
 def pytest_configure(config):
     # The xdist controller gives its workers (spawned later, inheriting the environment) a
     # folder where each leaves the kernels it generated; the controller compiles them all.
