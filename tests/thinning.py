@@ -67,9 +67,23 @@ def _stable(v) -> str:
     return type(v).__name__ if " at 0x" in text else text
 
 
+# Single long tests whose checks other default tests share (each still runs with -m slow).
+SLOW = {
+    "tests/lowering/test_scale.py::test_compile_work_grows_linearly[_mlp_gradient_work-60]",
+    "tests/lowering/test_scale.py::test_wide_program_matches_eager",
+    "tests/fx/test_optimizers.py::test_mnist_example_on_digits_with_only_imports_changed",
+    "tests/fx/numpy/test_polynomial.py::test_polyfit_jit_matches_eager_in_float64",
+    "tests/fx/scipy/test_special.py::test_two_output_functions",
+    "tests/examples/test_examples.py::test_classifier_examples_train[cnn_digits.py-15-10.0]",
+}
+
+
 def thin(items) -> None:
     groups: dict[tuple, list] = {}
     for item in items:
+        if item.nodeid in SLOW:
+            item.add_marker(pytest.mark.slow)
+            continue
         base = item.nodeid.split("[")[0]
         variants = THIN.get(base)
         spec = getattr(item, "callspec", None)
