@@ -17,14 +17,11 @@ group's equations, called once per output with the accumulator.
 
 from __future__ import annotations
 
-from fx import dtypes
 from fx.jaxpr import Var
-from fx.lowering import kernel_ir as ir
-from fx.lowering.codegen import KernelBuilder
 from fx.lowering.cuda_gemm import RawKernel
-from fx.lowering.fusion import FusionGroup, GroupKind
-from fx.lowering.int8_gemm import _index, _layout, _source
-from fx.lowering.render import CUDA, Renderer, storage_type
+from fx.lowering.fusion import FusionGroup
+from fx.lowering.int8_gemm import _layout, epilogue_function
+from fx.lowering.render import CUDA
 
 TILE = 64
 CHUNK = 64  # bytes of k per stage: 16 words
@@ -32,27 +29,11 @@ THREADS = 256
 
 
 def gemm_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[Var]) -> RawKernel:
-    dot = group.anchor
-    lhs, rhs = dot.invars
-    M, N, K, (a_sm, a_sk), (b_sk, b_sn), lhs_free, rhs_free = _layout(dot)
-    prod = dot.outvars[0]
-    epi = FusionGroup(GroupKind.ELEMENTWISE, group.epilogue, group.id)
-    b = KernelBuilder(epi, name, inputs, outputs)
-    i0, i1 = ir.Sym("i0", ir.INDEX), ir.Sym("i1", ir.INDEX)
-    at = (*_index(i0, lhs_free), *_index(i1, rhs_free))
-    b.externals[(prod, at)] = ir.Sym("acc", dtypes.int32)  # the int32 accumulator
-    b.push()
-    b.store_all(outputs, at)
-    body = b.pop()
-    params = b.params()
-    sig = ", ".join(f"{'' if p.is_output else 'const '}{storage_type(p.dtype)}* {p.name}"
-                    for p in params)
-    fields = dict(
-        sig=sig, epilogue="\n".join(Renderer(CUDA).stmts(tuple(body), 1)),
-        args=", ".join(p.name for p in params), M=M, N=N, K=K,
-        A=params[inputs.index(_source(group, lhs))].name,
-        B=params[inputs.index(_source(group, rhs))].name,
-        a_sm=a_sm, a_sk=a_sk, b_sk=b_sk, b_sn=b_sn,
+    M, N, K, (a_sm, a_sk), (b_sk, b_sn), _, _ = _layout(group.anchor)
+    fields = epilogue_function(group, name, inputs, outputs, CUDA)
+    params = fields.pop("params")
+    fields.update(
+        M=M, N=N, K=K, a_sm=a_sm, a_sk=a_sk, b_sk=b_sk, b_sn=b_sn,
         # 16-byte loads of 16 consecutive k: the operand K-contiguous, each row 16-aligned
         # (a chunk's words past K are assembled byte by byte, as zeros).
         vec_a=int(a_sk == 1 and K % 16 == 0), vec_b=int(b_sk == 1 and K % 16 == 0),

@@ -46,6 +46,7 @@ from fx.lowering import int8_vnni
 from fx.lowering import kernel_ir as ir
 from fx.lowering.codegen import KernelBuilder
 from fx.lowering.fusion import FusionGroup, GroupKind
+from fx.lowering.render import Renderer, storage_type
 
 MR, NR = 4, 4
 # The offset sums reach 255 * 128 * K, which int32 holds up to K = 2^16.
@@ -118,6 +119,35 @@ def describe(g: FusionGroup) -> str:
 
 def _sizes(dot) -> tuple[int, int, int]:
     return _layout(dot)[:3]
+
+
+def epilogue_function(group: FusionGroup, name: str, inputs: list[Var], outputs: list[Var],
+                      dialect) -> dict:
+    """For kernels whose source is written whole (``int8_vnni``, ``cuda_int8_gemm``): the
+    group's epilogue as the body of a function ``(i0, i1, acc, params...)`` storing every
+    output at row ``i0``, column ``i1`` of the product, in ``dialect``. Returns the kernel's
+    ``params`` and the template fields ``sig``, ``epilogue``, ``args``, ``A`` and ``B`` (the
+    parameters holding the operands, read through the group's reshapes)."""
+    dot = group.anchor
+    lhs_free, rhs_free = _layout(dot)[5:]
+    b = KernelBuilder(FusionGroup(GroupKind.ELEMENTWISE, group.epilogue, group.id), name,
+                      inputs, outputs)
+    i0, i1 = ir.Sym("i0", ir.INDEX), ir.Sym("i1", ir.INDEX)
+    at = (*_index(i0, lhs_free), *_index(i1, rhs_free))
+    b.externals[(dot.outvars[0], at)] = ir.Sym("acc", dtypes.int32)  # the int32 sum
+    b.push()
+    b.store_all(outputs, at)
+    body = b.pop()
+    params = b.params()
+    lhs, rhs = dot.invars
+    return dict(
+        params=params,
+        sig=", ".join(f"{'' if p.is_output else 'const '}{storage_type(p.dtype)}* {p.name}"
+                      for p in params),
+        epilogue="\n".join(Renderer(dialect).stmts(tuple(body), 1)),
+        args=", ".join(p.name for p in params),
+        A=params[inputs.index(_source(group, lhs))].name,
+        B=params[inputs.index(_source(group, rhs))].name)
 
 
 def _index(flat: ir.Expr, shape: tuple[int, ...]) -> tuple[ir.Expr, ...]:
@@ -206,6 +236,5 @@ def gemm_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[
     loop = ir.Loop("nb", N // nr, tuple(body), parallel=True)
     kernel = ir.Kernel(name, b.params(), (loop,), work=M * N * K, wide_vectors=True)
     if a_sk == 1 and M >= int8_vnni.MIN_ROWS and K <= int8_vnni.MAX_K:
-        return int8_vnni.gemm_kernel(group, name, inputs, outputs, _layout(dot),
-                                     (_source(group, lhs), _source(group, rhs)), kernel)
+        return int8_vnni.gemm_kernel(group, name, inputs, outputs, kernel)
     return kernel

@@ -23,12 +23,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from fx import dtypes
 from fx.jaxpr import Var
 from fx.lowering import kernel_ir as ir
-from fx.lowering.codegen import KernelBuilder
-from fx.lowering.fusion import FusionGroup, GroupKind
-from fx.lowering.render import C, Renderer, storage_type
+from fx.lowering.fusion import FusionGroup
+from fx.lowering.render import C
 
 MIN_ROWS = 16
 MAX_K = 8192  # a tile's A words stay on the stack: 8 rows of K / 4 words
@@ -60,26 +58,13 @@ class CKernel:
 
 
 def gemm_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[Var],
-                layout, sources, fallback: ir.Kernel) -> CKernel:
-    from fx.lowering.int8_gemm import _index
+                fallback: ir.Kernel) -> CKernel:
+    from fx.lowering.int8_gemm import _layout, epilogue_function
 
-    dot = group.anchor
-    M, N, K, (a_sm, a_sk), (b_sk, b_sn), lhs_free, rhs_free = layout
-    epi = FusionGroup(GroupKind.ELEMENTWISE, group.epilogue, group.id)
-    b = KernelBuilder(epi, name, inputs, outputs)
-    i0, i1 = ir.Sym("i0", ir.INDEX), ir.Sym("i1", ir.INDEX)
-    at = (*_index(i0, lhs_free), *_index(i1, rhs_free))
-    b.externals[(dot.outvars[0], at)] = ir.Sym("acc", dtypes.int32)
-    b.push()
-    b.store_all(outputs, at)
-    body = b.pop()
-    params = b.params()
-    sig = ", ".join(f"{'' if p.is_output else 'const '}{storage_type(p.dtype)}* {p.name}"
-                    for p in params)
-    fields = dict(sig=sig, epilogue="\n".join(Renderer(C).stmts(tuple(body), 1)),
-                  args=", ".join(p.name for p in params), M=M, N=N, K=K, a_sm=a_sm,
-                  b_sk=b_sk, b_sn=b_sn, A=params[inputs.index(sources[0])].name,
-                  B=params[inputs.index(sources[1])].name)
+    M, N, K, (a_sm, _), (b_sk, b_sn), _, _ = _layout(group.anchor)
+    fields = epilogue_function(group, name, inputs, outputs, C)
+    params = fields.pop("params")
+    fields.update(M=M, N=N, K=K, a_sm=a_sm, b_sk=b_sk, b_sn=b_sn)
     return CKernel(name, params, _TEMPLATE, tuple(fields.items()), fallback, work=M * N * K)
 
 
