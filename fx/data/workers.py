@@ -14,19 +14,22 @@ the worker); the consumer copies the arrays out and releases the segment for the
 Only records that cannot be stacked (ragged shapes, non-array leaves) travel pickled.
 
 Workers ignore SIGINT: on Ctrl-C the consumer's ``KeyboardInterrupt`` closes the pool, which
-asks the workers to stop, then terminates and finally kills them. A worker that dies (a crash,
-``os._exit``, the OOM killer) is noticed through its process sentinel and reported with its exit
-code and the records it held.
+asks the workers to stop, then terminates and finally kills them; the consumer holds SIGINT
+back while it updates its bookkeeping, so a shared pool drained after Ctrl-C serves the next
+iterator. A worker that dies (a crash, ``os._exit``, the OOM killer) is noticed through its
+process sentinel and reported with its exit code and the records it held.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import itertools
 import multiprocessing as mp
 import os
 import pickle
 import signal
+import threading
 import time
 import traceback
 import weakref
@@ -214,6 +217,30 @@ def _worker_main(conn, pool_tag: str, worker: int) -> None:
                 f"{type(e).__name__}: {e}\n{tb}", None, epoch, start, tb)))
 
 
+@contextlib.contextmanager
+def _sigint_deferred():
+    """Hold back SIGINT (a real Ctrl-C or ``_thread.interrupt_main``) for the duration of the
+    block and deliver it after: the pool's bookkeeping is a few dictionary updates and a pipe
+    message, and a KeyboardInterrupt halfway through them would leave a task or a slot
+    accounted for on one side of the pipe only. Signals reach only the main thread, so
+    elsewhere (and where SIGINT is not Python's to handle) the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous):
+        yield
+        return
+    caught = []
+    signal.signal(signal.SIGINT, lambda signum, frame: caught.append(frame))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            previous(signal.SIGINT, caught[0])
+
+
 def _unlink(name: str) -> None:
     try:
         shared_memory.SharedMemory(name=name).unlink()
@@ -303,20 +330,27 @@ class WorkerPool:
     def submit(self, plan_id: int, task_id: int, epoch: int, start: int, end: int,
                indices) -> None:
         w = min(range(self.num_workers), key=self._load.__getitem__)
-        try:
-            if self._plan_of[w] != plan_id:
-                self._conns[w].send(("plan", plan_id, self._plan_data[1]))
-                self._plan_of[w] = plan_id
-            self._conns[w].send(("task", plan_id, task_id, epoch, start, end, indices))
-        except OSError:
-            p = self._procs[w]
-            p.join(timeout=1.0)
-            self.broken = (f"fx.data: worker process {w} (pid {p.pid}) is gone (exit code "
-                           f"{p.exitcode}); it could not take positions {start}..{end - 1} "
-                           f"of epoch {epoch}")
-            raise WorkerDied(self.broken) from None
-        self._inflight[task_id] = (w, plan_id)
-        self._load[w] += 1
+        # The task is in flight from before its message is sent until its result is handled,
+        # and Ctrl-C waits for the bookkeeping: a result never arrives for a task the pool
+        # does not know, and a slot never stays with the consumer unreleased.
+        with _sigint_deferred():
+            self._inflight[task_id] = (w, plan_id)
+            self._load[w] += 1
+            try:
+                if self._plan_of[w] != plan_id:
+                    self._plan_of[w] = None
+                    self._conns[w].send(("plan", plan_id, self._plan_data[1]))
+                    self._plan_of[w] = plan_id
+                self._conns[w].send(("task", plan_id, task_id, epoch, start, end, indices))
+            except OSError:
+                del self._inflight[task_id]
+                self._load[w] -= 1
+                p = self._procs[w]
+                p.join(timeout=1.0)
+                self.broken = (f"fx.data: worker process {w} (pid {p.pid}) is gone (exit code "
+                               f"{p.exitcode}); it could not take positions {start}..{end - 1} "
+                               f"of epoch {epoch}")
+                raise WorkerDied(self.broken) from None
 
     def poll(self, timeout: float | None) -> list[tuple[int, Any]]:
         """Results that arrived within ``timeout`` seconds; raises :class:`WorkerDied` when a
@@ -325,17 +359,18 @@ class WorkerPool:
         sentinels = {p.sentinel: i for i, p in enumerate(self._procs)}
         ready = connection.wait(live + list(sentinels), timeout)
         out = []
-        for r in ready:
-            if r in sentinels:
-                continue
-            while r.poll():  # everything this worker sent so far
-                try:
-                    msg = r.recv()
-                except (EOFError, OSError):
-                    break
-                result = self._receive(r, msg)
-                if result is not None:
-                    out.append(result)
+        with _sigint_deferred():  # a received message is always handled (see submit)
+            for r in ready:
+                if r in sentinels:
+                    continue
+                while r.poll():  # everything this worker sent so far
+                    try:
+                        msg = r.recv()
+                    except (EOFError, OSError):
+                        break
+                    result = self._receive(r, msg)
+                    if result is not None:
+                        out.append(result)
         for i, p in enumerate(self._procs):
             if self._load[i] and not p.is_alive():
                 held = sorted(t for t, (w, _) in self._inflight.items() if w == i)
@@ -356,21 +391,26 @@ class WorkerPool:
             self._names.discard(msg[1])
             return None
         task_id = msg[1]
-        w, _ = self._inflight.pop(task_id)
-        self._load[w] -= 1
+        owner = self._inflight.pop(task_id, None)
+        if owner is not None:
+            self._load[owner[0]] -= 1
         if kind != "shared":
-            return task_id, msg[2]
+            return None if owner is None else (task_id, msg[2])
         _, _, meta, name, treedef, table, unstack = msg
-        shm = self._mapped.get(name)
-        if shm is None:
-            shm = self._mapped[name] = shared_memory.SharedMemory(name=name)
-        # Copy out, then hand the slot back: the batch must outlive the slot's next use.
-        leaves = [np.array(np.ndarray(shape, np.dtype(dt), shm.buf, off))
-                  for dt, shape, off in table]
         try:
-            conn.send(("release", name))
-        except OSError:
-            pass  # a dead worker is reported by the caller
+            if owner is None:  # a task close() dropped: only the slot goes back
+                return None
+            shm = self._mapped.get(name)
+            if shm is None:
+                shm = self._mapped[name] = shared_memory.SharedMemory(name=name)
+            # Copy out, then hand the slot back: the batch must outlive the slot's next use.
+            leaves = [np.array(np.ndarray(shape, np.dtype(dt), shm.buf, off))
+                      for dt, shape, off in table]
+        finally:
+            try:
+                conn.send(("release", name))
+            except OSError:
+                pass  # a dead worker is reported by the caller
         tree = tree_unflatten(treedef, leaves)
         if unstack:
             meta.stacked = tree

@@ -8,6 +8,7 @@ two-worker pool where they can and start at most four other workers in the defau
 
 from __future__ import annotations
 
+import _thread
 import gc
 import glob
 import multiprocessing as mp
@@ -159,6 +160,35 @@ def test_ctrl_c_stops_the_iteration_and_drains_a_shared_pool(pool2):
     again, inline = ds.iterator(pool=pool2), iter(ds)
     _same([next(again) for _ in range(3)], [next(inline) for _ in range(3)])  # still serves
     again.close()
+
+
+def test_interrupts_anywhere_leave_a_shared_pool_consistent(pool2):
+    # Ctrl-C at 40 points spread over a fast pipeline's bookkeeping (a task sent but not yet
+    # recorded, a result received but its slot not yet released): every time the pool drains
+    # and serves the next iterator the inline batches. Without the deferred SIGINT about one
+    # interrupt in ten left a result for a task the pool did not know (KeyError) or a slot
+    # never released (the pool shut down on drain).
+    ds = Dataset.from_source(np.arange(8000, dtype=np.float32).reshape(4000, 2))
+    ds = ds.map(fns.double).batch(2)
+    want = [next(iter(ds))]
+    delays = np.random.default_rng(0).uniform(0.0, 0.03, 40)
+    for delay in delays:
+        it = ds.iterator(pool=pool2)
+        next(it)
+        timer = threading.Timer(delay, _thread.interrupt_main)
+        try:
+            timer.start()
+            for _ in it:
+                pass
+            timer.join()  # the interrupt lands here when the epoch ended first
+        except KeyboardInterrupt:
+            pass
+        timer.join()
+        again = ds.iterator(pool=pool2)
+        _same([next(again)], want)
+        again.close()
+        assert not pool2.closed
+    assert _only_the_pools_slots(pool2)
 
 
 def test_a_dead_worker_is_reported_not_waited_on(pool2):
