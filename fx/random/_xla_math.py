@@ -43,6 +43,7 @@ from fx.array import Array
 from fx.core import get_aval
 from fx.custom_derivatives import custom_jvp
 from fx.lax.convert import to_dtype
+from fx.random._xla_rsqrt import float16_fma_fused
 
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
 
@@ -109,11 +110,12 @@ def _scalars_as_vectors(fn):
 @_scalars_as_vectors
 def fma(a, b, c):
     """``a * b + c`` rounded once, as XLA's contracted multiply-add (operands of one shape).
-    float16 follows XLA's CPU fusion with excess precision: computed in float32 (the product is
-    exact there) and rounded to float16 once at the end; bfloat16 rounds the product and the
-    sum separately, as XLA does for it. Differentiates as ``a * b + c``."""
+    float16 follows XLA CPU on this machine: where float16 arithmetic is native (AVX512-FP16)
+    the multiply-add is contracted, computed here in float32 (the product is exact there) and
+    rounded to float16 once; elsewhere XLA rounds the product and the sum separately, as
+    bfloat16 always does. Differentiates as ``a * b + c``."""
     dtype = get_aval(c).dtype
-    if dtype == dtypes.float16:
+    if dtype == dtypes.float16 and float16_fma_fused():
         wide = [lax.convert_element_type(v, F32) for v in (a, b, c)]
         return lax.convert_element_type(lax.add(lax.mul(wide[0], wide[1]), wide[2]), dtype)
     plain = lax.add(lax.mul(a, b), c)

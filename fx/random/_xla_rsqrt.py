@@ -9,8 +9,9 @@ Tsang's ``c = (1/3) / sqrt(d)`` in the gamma family), and XLA CPU (jaxlib 0.10.2
 * float32 on a CPU with AVX: ``y0 = rsqrtss(x)`` (the SSE approximation, 12 bits; the 128- and
   256-bit ``rsqrtps`` forms XLA uses on vectors give the same bits); float64 on a CPU with
   AVX-512F: ``y0 = vrsqrt14pd(x)`` (14 bits; the scalar and every vector width agree);
-* two Newton steps, each ``r2 = x * y``, ``h = y * -0.5``, ``e = fma(r2, y, -1)``,
-  ``y = fma(h, e, y)`` (the LLVM backend fuses each multiply-add);
+* two Newton steps (one for float32 on AMD CPUs, whose ``rsqrtss`` is more accurate than
+  Intel's; XLA asks the CPU's vendor), each ``r2 = x * y``, ``h = y * -0.5``,
+  ``e = fma(r2, y, -1)``, ``y = fma(h, e, y)`` (the LLVM backend fuses each multiply-add);
 * ``y0`` itself where ``x < FLT_MIN`` (zeros, subnormals, negatives) or ``x == inf``;
 * all of it with the denormals-are-zero and flush-to-zero flags XLA's threads run with;
 * otherwise (float64 without AVX-512F, any type without AVX, other architectures):
@@ -21,9 +22,9 @@ so no composition of exactly rounded operations gives its bits: a small C kernel
 (``runtime.cc``, compiled with the same ``-march`` as fx's kernels, so ``FX_MARCH=x86-64-v3``
 gives an AVX2 machine's answer as ``--xla_cpu_max_isa=AVX2`` gives XLA's) runs the instruction
 and the Newton steps, called through ``fx.pure_callback`` (eagerly, under ``jit`` and, one call
-for the whole batch, under ``vmap``). Checked against ``jax.jit(jax.lax.rsqrt)`` on this Intel
-CPU: every float32 in [1/4, 4) and 4 million random bit patterns of each type, specials
-included, with no difference.
+for the whole batch, under ``vmap``). Checked against ``jax.jit(jax.lax.rsqrt)`` on an Intel
+Sapphire Rapids CPU: every float32 in [1/4, 4) and 4 million random bit patterns of each type,
+specials included, with no difference; and by the tests on an AMD EPYC (Zen 4).
 
 Differentiates as ``rsqrt`` (``custom_jvp`` with ``fx.lax.rsqrt``'s rule).
 """
@@ -47,23 +48,35 @@ _SOURCE = r"""
 #if defined(__x86_64__) && defined(__AVX__)
 #include <immintrin.h>
 #define FX_MXCSR_FLUSH 0x8040 /* flush-to-zero | denormals-are-zero */
-#define NEWTON(T, FMA, a, y) do { for (int s = 0; s < 2; s++) { \
+#define NEWTON(T, FMA, a, y, steps) do { for (int s = 0; s < (steps); s++) { \
     T r2 = (a) * y, h = y * (T)-0.5; y = FMA(h, FMA(r2, y, (T)-1), y); } } while (0)
 
 int fx_xla_rsqrt_f32_native(void) { return 1; }
+/* AMD's rsqrtss/rsqrtps are more accurate than Intel's: XLA refines them with one step. */
+int fx_xla_rsqrt_f32_steps(void) { __builtin_cpu_init(); return __builtin_cpu_is("amd") ? 1 : 2; }
 void fx_xla_rsqrt_f32(const float* x, float* out, long n) {
     unsigned int csr = _mm_getcsr();
+    const int steps = fx_xla_rsqrt_f32_steps();
     _mm_setcsr(csr | FX_MXCSR_FLUSH);
     for (long i = 0; i < n; i++) {
         float a = x[i], y0 = _mm_cvtss_f32(_mm_rsqrt_ss(_mm_set_ss(a))), y = y0;
-        NEWTON(float, fmaf, a, y);
+        NEWTON(float, fmaf, a, y, steps);
         out[i] = (a < 1.17549435e-38f || a == INFINITY) ? y0 : y;
     }
     _mm_setcsr(csr);
 }
 #else
 int fx_xla_rsqrt_f32_native(void) { return 0; }
+int fx_xla_rsqrt_f32_steps(void) { return 0; }
 void fx_xla_rsqrt_f32(const float* x, float* out, long n) {}
+#endif
+/* With AVX512-FP16, float16 arithmetic is native and LLVM contracts a * b + c into one
+   vfmadd (rounded once); without it XLA computes each float16 operation in float32 and
+   rounds its result to float16. */
+#if defined(__x86_64__) && defined(__AVX512FP16__)
+int fx_xla_float16_fma_native(void) { return 1; }
+#else
+int fx_xla_float16_fma_native(void) { return 0; }
 #endif
 #if defined(__x86_64__) && defined(__AVX512F__)
 int fx_xla_rsqrt_f64_native(void) { return 1; }
@@ -72,7 +85,7 @@ void fx_xla_rsqrt_f64(const double* x, double* out, long n) {
     _mm_setcsr(csr | FX_MXCSR_FLUSH);
     for (long i = 0; i < n; i++) {
         double a = x[i], y0 = _mm_cvtsd_f64(_mm_rsqrt14_pd(_mm_set1_pd(a))), y = y0;
-        NEWTON(double, fma, a, y);
+        NEWTON(double, fma, a, y, 2);
         out[i] = (a < 2.2250738585072014e-308 || a == INFINITY) ? y0 : y;
     }
     _mm_setcsr(csr);
@@ -103,7 +116,16 @@ def _library():
     for s in _SUFFIX.values():
         getattr(lib, f"fx_xla_rsqrt_{s}").argtypes = [p, p, ctypes.c_long]
         getattr(lib, f"fx_xla_rsqrt_{s}_native").restype = ctypes.c_int
+    lib.fx_xla_rsqrt_f32_steps.restype = ctypes.c_int
+    lib.fx_xla_float16_fma_native.restype = ctypes.c_int
     return lib
+
+
+def float16_fma_fused() -> bool:
+    """Whether XLA CPU rounds a float16 ``a * b + c`` once (a native float16 FMA: x86 with
+    AVX512-FP16, for the ``-march`` fx compiles for) rather than after each operation."""
+    lib = _library()
+    return lib is not None and bool(lib.fx_xla_float16_fma_native())
 
 
 def uses_hardware_approximation(dtype) -> bool:
