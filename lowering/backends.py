@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from fx.lowering import c_program, render
 from fx.lowering.opencl_dialect import OPENCL as OPENCL_DIALECT
+from fx.lowering.pack_int8_weights import pack_int8_weights
 from fx.lowering.render import Dialect, render_module
 from fx.runtime import cc, platforms
 from fx.runtime.cpu import CpuExecutable
@@ -58,6 +59,11 @@ class Backend:
     # Whether generated kernels can be compiled here (CPU: a C compiler is installed; device
     # targets compile with their runtime).
     compiler_available: Callable[[], bool] = lambda: True
+    # Passes that specialize the optimized program on its constants' values for this
+    # target's operators: ``(jaxpr, consts, hoisted) -> (jaxpr, consts)``, where the leading
+    # inputs are the constants (``consts``, then a jit's ``hoisted`` closed-over arrays) and a
+    # pass may append constants (CPU: int8 weights packed for the VNNI microkernel).
+    constant_passes: tuple[Callable, ...] = ()
 
     @property
     def host_steps_need_copies(self) -> bool:
@@ -98,7 +104,8 @@ def _opencl_source(units: list, kernels: list) -> tuple[str, int]:
 
 CPU = Backend("cpu", platforms.CPU, render.C, alignment=64, source=_c_source,
               native_loops=True, executor=CpuExecutable,
-              compiler_available=lambda: cc.compiler() is not None)
+              compiler_available=lambda: cc.compiler() is not None,
+              constant_passes=(pack_int8_weights,))
 CUDA = Backend("cuda", platforms.CUDA, render.CUDA, alignment=256, source=_cuda_source,
                native_loops=False, executor=CudaExecutable, device_loops=True,
                concurrent_cost=20_000.0, apart="on side streams")

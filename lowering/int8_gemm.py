@@ -46,6 +46,7 @@ from fx.lowering import int8_vnni
 from fx.lowering import kernel_ir as ir
 from fx.lowering.codegen import KernelBuilder
 from fx.lowering.fusion import FusionGroup, GroupKind
+from fx.lowering.pack_int8_weights import int8_packed_dot_p
 from fx.lowering.render import Renderer, storage_type
 
 MR, NR = 4, 4
@@ -60,7 +61,7 @@ def _layout(dot):
     first of two), leading or trailing in the rhs; the output is then ``(*lhs_free,
     *rhs_free)`` read as ``(M, N)``."""
     (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
-    lhs, rhs = dot.invars
+    lhs, rhs = dot.invars[:2]
     nl, nr, nc = lhs.aval.ndim, rhs.aval.ndim, len(lc)
     if lb or not nc or nl == nc or nr == nc:
         return None
@@ -87,9 +88,9 @@ def _layout(dot):
 def canonical_int8_dot(eqn) -> bool:
     """An int8 × int8 product into int32 without batch dimensions whose operands are
     matrices over flattened dimensions (see ``_layout``)."""
-    if eqn.primitive is not linalg.dot_general_p:
+    if eqn.primitive not in (linalg.dot_general_p, int8_packed_dot_p):
         return False
-    lhs, rhs = eqn.invars
+    lhs, rhs = eqn.invars[:2]
     if not (isinstance(lhs, Var) and isinstance(rhs, Var) and lhs.aval.dtype == dtypes.int8
             and rhs.aval.dtype == dtypes.int8 and eqn.outvars[0].aval.dtype == dtypes.int32):
         return False
@@ -114,7 +115,9 @@ def _source(g: FusionGroup, v: Var) -> Var:
 
 def describe(g: FusionGroup) -> str:
     m, n, k = _sizes(g.anchor)
-    return f"int8 dot products (uint8-offset A, vpdpbusd where the ISA has it), M={m} N={n} K={k}"
+    packed = ", B packed at compile time" if g.anchor.primitive is int8_packed_dot_p else ""
+    return (f"int8 dot products (uint8-offset A, vpdpbusd where the ISA has it{packed}), "
+            f"M={m} N={n} K={k}")
 
 
 def _sizes(dot) -> tuple[int, int, int]:
@@ -139,15 +142,17 @@ def epilogue_function(group: FusionGroup, name: str, inputs: list[Var], outputs:
     b.store_all(outputs, at)
     body = b.pop()
     params = b.params()
-    lhs, rhs = dot.invars
+    lhs, rhs = dot.invars[:2]
+    names = {v: p.name for v, p in zip(inputs, params, strict=False)}
+    packed = dot.invars[2:] if dot.primitive is int8_packed_dot_p else (None, None)
     return dict(
         params=params,
         sig=", ".join(f"{'' if p.is_output else 'const '}{storage_type(p.dtype)}* {p.name}"
                       for p in params),
         epilogue="\n".join(Renderer(dialect).stmts(tuple(body), 1)),
         args=", ".join(p.name for p in params),
-        A=params[inputs.index(_source(group, lhs))].name,
-        B=params[inputs.index(_source(group, rhs))].name)
+        A=names[_source(group, lhs)], B=names[_source(group, rhs)],
+        P=names.get(packed[0]), CS=names.get(packed[1]))
 
 
 def _index(flat: ir.Expr, shape: tuple[int, ...]) -> tuple[ir.Expr, ...]:
@@ -164,7 +169,7 @@ def _i32(v: int) -> ir.Const:
 
 def gemm_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[Var]) -> ir.Kernel:
     dot = group.anchor
-    lhs, rhs = dot.invars
+    lhs, rhs = dot.invars[:2]
     # Element strides of A[m, k] and B[k, n] in their buffers.
     M, N, K, (a_sm, a_sk), (b_sk, b_sn), lhs_free, rhs_free = _layout(dot)
     nr = next(d for d in range(NR, 0, -1) if N % d == 0)  # the column blocks tile N exactly
@@ -235,6 +240,7 @@ def gemm_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[
         body += tile(ir.const_index(M - M % MR), M % MR)
     loop = ir.Loop("nb", N // nr, tuple(body), parallel=True)
     kernel = ir.Kernel(name, b.params(), (loop,), work=M * N * K, wide_vectors=True)
-    if a_sk == 1 and M >= int8_vnni.MIN_ROWS and K <= int8_vnni.MAX_K:
+    if dot.primitive is int8_packed_dot_p or (
+            a_sk == 1 and M >= int8_vnni.MIN_ROWS and K <= int8_vnni.MAX_K):
         return int8_vnni.gemm_kernel(group, name, inputs, outputs, kernel)
     return kernel

@@ -154,8 +154,13 @@ def lower(closed: ClosedJaxpr, backend: str | backends.Backend = "cpu", name: st
     # Constants become leading inputs of the optimized program (their values travel along).
     j = closed.jaxpr
     jaxpr = optimize(Jaxpr([], list(j.constvars) + list(j.invars), j.outvars, j.eqns), check)
+    consts = list(closed.consts)
+    for specialize in backend.constant_passes:  # e.g. int8 weights packed once, here
+        jaxpr, consts = specialize(jaxpr, consts, const_values)
+        if check:
+            check_jaxpr(jaxpr)
     stats.optimize = clock.lap()
-    n_consts = len(j.constvars)
+    n_consts = len(consts)
     fusion_stats: dict = {}
     groups = fuse(jaxpr, fusion_stats)
     stats.fuse = clock.lap()
@@ -173,7 +178,7 @@ def lower(closed: ClosedJaxpr, backend: str | backends.Backend = "cpu", name: st
             out_sources.append(("literal", v.value))
         else:
             out_sources.append(("buffer", buffers[v]))
-    low = Program(name, backend, jaxpr, list(closed.consts), steps, buffers, plan, out_sources,
+    low = Program(name, backend, jaxpr, consts, steps, buffers, plan, out_sources,
                   have_compiler=have_compiler)
     low.ops = [_op(t, s, buffers, backend) for t, s in enumerate(steps)]
     low.schedule = program.schedule(low.ops, concurrent=not effects,

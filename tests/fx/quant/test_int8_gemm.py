@@ -151,3 +151,90 @@ def test_tiles_use_the_dot_product_instructions():
     asm = subprocess.run(["gcc", *flags, "-march=icelake-server", "-S", "-o", "-", "-x", "c",
                           "-"], input=source, capture_output=True, text=True, check=True).stdout
     assert re.search(r"vpdpbusd\s+.*%zmm", asm), "no 512-bit vpdpbusd"
+
+
+# --- constant weights packed once, at compile time (pack_int8_weights) ------------------------
+
+# (M, K, N, weight layout): batch-1 rows, K not a multiple of 4, N not a multiple of 32, a
+# tile's worth of rows plus a few, the (N, K) layout fx.quant stores and the (K, N) one.
+PACKED = [(1, 784, 10, "nk"), (3, 5, 33, "kn"), (1, 130, 70, "kn"), (19, 64, 64, "nk")]
+
+
+@pytest.mark.parametrize("m,k,n,layout", PACKED)
+def test_constant_weight_is_packed_at_compile_time_and_exact(m, k, n, layout):
+    a, b = _operands(m, k, n, seed=k + n)
+    w = np.ascontiguousarray(b.T) if layout == "nk" else b
+    rc = 1 if layout == "nk" else 0
+    scale = np.linspace(0.5, 2.0, n, dtype=np.float32)
+
+    def f(a):  # the weight is closed over: a constant of the compiled program
+        acc = _dot(1, rc)(a, w)
+        return acc, acc.astype(np.float32) * scale
+
+    jitted = fx.jit(f)
+    acc, scaled = (np.asarray(v) for v in jitted(a))
+    assert np.array_equal(acc, _reference(a, b))
+    assert np.array_equal(scaled, _reference(a, b).astype(np.float32) * scale)
+    if cc.compiler() is not None:
+        text = jitted.lower(a).as_text()
+        assert "B packed at compile time" in text and "int8_packed_dot" in text, text
+        assert "_mm512_dpbusd_epi32" in jitted.lower(a).as_text("source")
+
+
+def test_packed_panels_layout():
+    from fx.lowering.pack_int8_weights import PANEL, pack
+
+    rng = np.random.default_rng(5)
+    b = rng.integers(-128, 128, (7, 40)).astype(np.int8)  # K=7 -> 8, N=40 -> 64
+    panels, colsums = pack(b)
+    assert panels.ctypes.data % 64 == 0 and panels.size == 2 * 2 * PANEL * 4
+    p = panels.reshape(2, 2, PANEL, 4)  # [N'/32][K'/4][32][4]
+    for k in range(8):
+        for n in range(64):
+            want = b[k, n] if k < 7 and n < 40 else 0
+            assert p[n // 32, k // 4, n % 32, k % 4] == want
+    assert np.array_equal(colsums[:40], 128 * b.astype(np.int32).sum(axis=0))
+    assert not colsums[40:].any()
+
+
+def test_packed_int8_conv_weights_and_threads():
+    # A quantized convolution's kernel is read through a reshape: packed all the same; and
+    # the compiled program called from several threads at once gives every caller its bits.
+    import concurrent.futures as cf
+
+    rng = np.random.default_rng(8)
+    w = rng.integers(-128, 128, (6, 3, 3, 4)).astype(np.int8)  # (O, H, W, I)
+    dn = lax.conv_dimension_numbers((2, 6, 5, 4), w.shape, ("NHWC", "OHWI", "NHWC"))
+
+    def f(x):
+        return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=dn,
+                                        preferred_element_type=np.int32)
+
+    xs = [rng.integers(-128, 128, (2, 6, 5, 4)).astype(np.int8) for _ in range(8)]
+    wants = [np.asarray(f(x)) for x in xs]  # eager: NumPy's integer convolution
+    jitted = fx.jit(f)
+    if cc.compiler() is not None:
+        assert "B packed at compile time" in jitted.lower(xs[0]).as_text("selection")
+    with cf.ThreadPoolExecutor(4) as pool:
+        for _ in range(3):
+            gots = list(pool.map(lambda x: np.asarray(jitted(x)), xs))
+            assert all(np.array_equal(g, w_) for g, w_ in zip(gots, wants, strict=True))
+
+
+@pytest.mark.skipif(not _X86 or shutil.which("gcc") is None, reason="needs GCC for x86-64")
+def test_packed_kernel_compiles_at_every_level():
+    # The packed microkernel under AVX-512 VNNI; the loop-IR fallback (reading B as it is)
+    # below it: both in the one source, each -march compiles it.
+    a, b = _operands(1, 256, 64)
+    w = np.ascontiguousarray(b.T)
+    source = fx.jit(lambda a: _dot(1, 1)(a, w)).lower(a).as_text("source")
+    source = source[source.index("#include"):] if "#include" in source else source
+    flags = [f for f in cc.FLAGS if not f.startswith("-march") and f not in ("-shared", "-fPIC")]
+    for march, instruction in {"icelake-server": r"vpdpbusd\s+.*%zmm",
+                               # one row: 16-bit products, exact for uint8 x int8
+                               "x86-64-v3": r"vpm(addwd|ullw)\s+.*%ymm",
+                               "x86-64-v2": r"pm(addwd|ullw)\s+.*%xmm"}.items():
+        asm = subprocess.run(["gcc", *flags, f"-march={march}", "-S", "-o", "-", "-x", "c",
+                              "-"], input=source, capture_output=True, text=True,
+                             check=True).stdout
+        assert re.search(instruction, asm), march
