@@ -87,6 +87,33 @@ FX_FN uint8_t fx_f2u8(double x) {
 FX_FN uint16_t fx_f2u16(double x) {
   return x != x ? 0 : (x <= 0.0 ? 0 : (x >= 65535.0 ? 65535 : (uint16_t)x));
 }
+/* The same from float, for 8/16-bit targets (quantization's float -> int8): clamped in
+   float and converted through int32 as selects, so that GCC keeps a vector of floats in
+   its lanes (the double versions above widen every lane and branch). */
+FX_FN int8_t fx_f2i8_f32(float x) {
+  float c = x < -128.0f ? -128.0f : x;
+  c = c > 127.0f ? 127.0f : c;
+  c = x != x ? 0.0f : c;
+  return (int8_t)(int32_t)c;
+}
+FX_FN uint8_t fx_f2u8_f32(float x) {
+  float c = x < 0.0f ? 0.0f : x;
+  c = c > 255.0f ? 255.0f : c;
+  c = x != x ? 0.0f : c;
+  return (uint8_t)(int32_t)c;
+}
+FX_FN int16_t fx_f2i16_f32(float x) {
+  float c = x < -32768.0f ? -32768.0f : x;
+  c = c > 32767.0f ? 32767.0f : c;
+  c = x != x ? 0.0f : c;
+  return (int16_t)(int32_t)c;
+}
+FX_FN uint16_t fx_f2u16_f32(float x) {
+  float c = x < 0.0f ? 0.0f : x;
+  c = c > 65535.0f ? 65535.0f : c;
+  c = x != x ? 0.0f : c;
+  return (uint16_t)(int32_t)c;
+}
 /* 18446744073709551615.0 is 2^64: below it the conversion is defined */
 FX_FN uint64_t fx_f2u64(double x) {
   return x != x ? 0u : (x <= 0.0 ? 0u : (x >= 18446744073709551615.0 ? ~(uint64_t)0

@@ -387,6 +387,8 @@ class Renderer:
         if dst == dtypes.bool_:
             return f"((uint8_t)({x} != 0))"
         if dtypes.is_float(src) and dtypes.is_int(dst):
+            if src == F32 and dst.itemsize <= 2:
+                return f"fx_f2{_kind(dst)}_f32({x})"
             return f"fx_f2{_kind(dst)}((double)({x}))"
         return f"(({compute_type(dst)})({x}))"
 
@@ -619,9 +621,19 @@ def _reduction_op(d: Dialect, op: str, dt: np.dtype) -> str | None:
 
 
 def _straight(body) -> bool:
-    """Straight-line code: lets and stores only (no accumulator carried between iterations,
-    no nested loop)."""
-    return all(isinstance(s, (ir.Let, ir.Store)) for s in body)
+    """Straight-line code: lets, stores and variables of the iteration's own (declared in the
+    body before they are assigned: a pooling window's unrolled max), so nothing is carried
+    between iterations, and no nested loop."""
+    local: set[str] = set()
+    for s in body:
+        if isinstance(s, ir.Decl):
+            local.add(s.name)
+        elif isinstance(s, ir.Assign):
+            if s.name not in local:
+                return False
+        elif not isinstance(s, (ir.Let, ir.Store)):
+            return False
+    return True
 
 
 def _shfl_operand(name: str, dt) -> str:

@@ -78,6 +78,12 @@ PROGRAMS = {  # name -> (function, example arguments)
     # A CNN layer's tail: each window element a relu'd value, the window's max of them.
     "relu then max-pool 2x2": (lambda x: _pool(fnp.maximum(x, 0.0)),
                                (np.ones((8, 28, 28, 16), _F32),)),
+    # fx.quant's requantization after a float layer: the window's max of relu'd values,
+    # scaled, rounded, clamped and converted to int8 (float -> int8 in float lanes).
+    "relu, max-pool, requantize to int8": (
+        lambda x: fx.lax.convert_element_type(
+            fnp.clip(fnp.round(_pool(fnp.maximum(x, 0.0)) * 63.2), -127.0, 127.0), np.int8),
+        (np.ones((8, 28, 28, 16), _F32),)),
     "max-pool gradient (select_and_scatter_add)": (
         fx.grad(lambda x: fnp.sum(_pool(x) ** 2)), (_RNG.standard_normal((8, 28, 28, 16))
                                                       .astype(_F32),)),
