@@ -26,40 +26,14 @@ codegen and called once per output with the corrected sum.
 
 from __future__ import annotations
 
-import dataclasses
-
 from fx.jaxpr import Var
 from fx.lowering import kernel_ir as ir
+from fx.lowering.c_kernel import CKernel
 from fx.lowering.fusion import FusionGroup
 from fx.lowering.render import C
 
 MIN_ROWS = 16
 MAX_K = 8192  # a tile's A words stay on the stack: 8 rows of K / 4 words
-
-
-@dataclasses.dataclass(frozen=True)
-class CKernel:
-    """A C kernel whose source is made whole (not loop IR), called like the others."""
-
-    name: str
-    params: tuple[ir.Param, ...]
-    template: str
-    fields: tuple[tuple[str, object], ...]
-    fallback: ir.Kernel  # the loop-IR kernel, for targets without the instructions
-    work: int = 0
-    restrict: bool = False
-    launch = None
-
-    def renamed(self, name: str) -> CKernel:
-        return dataclasses.replace(self, name=name)
-
-    def render(self, renderer) -> str:
-        """C: the microkernel with its fallback beside it; another dialect (the tests render
-        every CPU kernel for CUDA too): the loop-IR form under this name."""
-        if renderer.d is not C:
-            return renderer.kernel(self.fallback.renamed(self.name))
-        fallback = renderer.kernel(self.fallback.renamed(f"{self.name}_ir"))
-        return fallback + self.template.format(name=self.name, **dict(self.fields))
 
 
 def gemm_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[Var],

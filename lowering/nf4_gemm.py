@@ -20,6 +20,9 @@ bit-equal to ``fx.quant.nf4.reference_matmul`` whatever the vector width or thre
 - CUDA (``cuda_kernel``): one thread per byte column (two output columns), the tile's
   ``2·MR`` sums in registers over the ``k`` loop; consecutive threads read consecutive bytes.
 
+Where AVX-512F is there, the CPU kernel is ``nf4_avx512``'s microkernel (the code book in a
+register, the sums in registers), this loop IR its fallback.
+
 Only the forward product (``transposed=False``) has a kernel; the transposed one (the input
 gradient) runs as its NumPy impl.
 """
@@ -33,7 +36,7 @@ from fx import dtypes
 from fx.jaxpr import Var
 from fx.lax import base
 from fx.lowering import kernel_ir as ir
-from fx.lowering import scalar_ops
+from fx.lowering import nf4_avx512, scalar_ops
 from fx.lowering.cost import flops_rules
 from fx.lowering.fusion import FusionGroup, GroupKind
 from fx.quant.nf4 import nf4_dot_p
@@ -183,7 +186,11 @@ def cpu_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[V
         per_k.append(ir.Loop("s", S, tuple(per_chunk)))
         body.append(ir.Loop("k", K, tuple(per_k)))
     loop = ir.Loop("jb", H // (C * S), tuple(body), parallel=True)
-    return ir.Kernel(name, params, (loop,), work=M * K * N)
+    kernel = ir.Kernel(name, params, (loop,), work=M * K * N)
+    if nf4_avx512.applies(bs, H):  # the code book in a register, the sums in registers
+        return nf4_avx512.kernel(name, params, (x, packed, scales, code, out), M, K, N, bs,
+                                 kernel)
+    return kernel
 
 
 def cuda_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[Var]

@@ -117,8 +117,11 @@ def test_bad_inputs_get_clear_errors():
 # --- the fused kernel --------------------------------------------------------------------------
 
 # (M, K, N, block): one row; a tile's tail; chunks of 4 and 2 bytes (block 32 with N/2 = 20,
-# block 8 with N/2 = 10: scale blocks crossing rows).
-SHAPES = [(1, 128, 64, 64), (6, 96, 40, 32), (5, 6, 20, 8)]
+# block 8 with N/2 = 10: scale blocks crossing rows). The AVX-512 microkernel (16 | block and
+# 16 | N/2) takes the first and the last three: strips of 4, 1 and 2 groups of 16 bytes, tiles
+# of 3 rows with a tail of 1, exactly one tile, two tiles and a tail.
+SHAPES = [(1, 128, 64, 64), (6, 96, 40, 32), (5, 6, 20, 8), (4, 64, 256, 64),
+          (3, 16, 32, 16), (7, 40, 192, 32)]
 
 
 def _bits(a) -> np.ndarray:
@@ -206,6 +209,22 @@ def test_inner_loop_vectorizes_at_every_x86_level(tmp_path, march):
     done = {int(m.group(1)) for m in re.finditer(r"nf4\.c:(\d+):\d+: optimized: loop "
                                                  r"vectorized", proc.stderr)}
     assert hot <= done, (march, sorted(hot), sorted(done))
+
+
+@pytest.mark.skipif(not _X86 or shutil.which("gcc") is None, reason="needs GCC for x86-64")
+def test_avx512_microkernel_with_its_fallback_compiles_at_every_level(tmp_path):
+    # The code book in a register (vpermps) under AVX-512F; the loop IR, vectorized, below.
+    q = nf4.quantize(_w((64, 256)), block_size=64)
+    source = fx.jit(lambda x: nf4.matmul(x, q)).lower(_w((2, 64))).as_text("source")
+    source = source[source.index("#include"):]
+    assert "_mm512_permutexvar_ps" in source
+    flags = [f for f in cc.FLAGS if not f.startswith("-march") and f not in ("-shared", "-w")]
+    for march, instruction in {"x86-64-v4": r"vpermps\s+.*%zmm", "x86-64-v3": r"%ymm",
+                               "x86-64-v2": r"mulps\s+.*%xmm"}.items():
+        asm = subprocess.run(["gcc", *flags, f"-march={march}", "-S", "-o", "-", "-x", "c",
+                              "-"], input=source, capture_output=True, text=True,
+                             check=True).stdout
+        assert re.search(instruction, asm), march
 
 
 # --- differentiation ---------------------------------------------------------------------------
