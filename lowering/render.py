@@ -361,6 +361,16 @@ class Renderer:
         if e.op == "store_half":
             fn = "fx_f32_to_bf16" if e.dtype == dtypes.bfloat16 else "fx_f32_to_f16"
             return f"{fn}({args[0]})"
+        if e.op in ("max", "min") and dtypes.is_float(e.dtype):
+            # Against a constant that is neither zero nor NaN, jax's max/min is one compare:
+            # a NaN operand fails it and comes through, and an equal operand has the
+            # constant's bits (only zeros have two). fx_maxf's tie and NaN selects cost a
+            # quantizer's clamp as much as the rest of its arithmetic.
+            for i, c in enumerate(e.args):
+                if isinstance(c, ir.Const) and float(c.value) != 0 and c.value == c.value:
+                    text = (f"({args[i]} {'>' if e.op == 'max' else '<'} {args[1 - i]} ? "
+                            f"{args[i]} : {args[1 - i]})")
+                    return f"(({compute_type(e.dtype)}){text})" if _promoted(e.dtype) else text
         operand_dt = e.args[0].dtype if e.args and e.op not in ("select",) else e.dtype
         if e.op == "select":
             operand_dt = e.dtype

@@ -101,3 +101,30 @@ def test_generated_kernels_compile_for_sm90_without_spills():
                         fnp.ones(8, fnp.int32))
     ok, report = compile_cuda_kernels(kernels)
     assert ok, report
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_max_and_min_against_constants_keep_nans_and_signed_zeros(dtype):
+    # A nonzero, non-NaN constant operand renders as one compare (see Renderer.op); against
+    # zero (two of them) or a NaN the full NaN- and sign-aware helper stays. Bitwise eager.
+    import numpy as np
+
+    x = np.array([np.nan, -np.inf, np.inf, -0.0, 0.0, -127.0, 3.0, 5.0, -200.0, 127.0],
+                 dtype)
+
+    def f(x):
+        return (fnp.maximum(x, -127.0), fnp.minimum(x, 3.0), fnp.maximum(-127.0, x),
+                fnp.minimum(127.0, fnp.maximum(x, 0.0)), fnp.minimum(x, -0.0),
+                fnp.maximum(x, np.inf), fnp.minimum(x, -np.inf))
+
+    eager = [np.asarray(v) for v in f(x)]
+    jitted = [np.asarray(v) for v in fx.jit(f)(x)]
+    for e, j in zip(eager, jitted, strict=True):
+        assert e.dtype == j.dtype
+        assert np.array_equal(np.isnan(e), np.isnan(j))
+        keep = ~np.isnan(e)
+        assert np.array_equal(e[keep].view(f"u{e.itemsize}"), j[keep].view(f"u{j.itemsize}"))
+    source = fx.jit(f).lower(x).as_text("source")
+    assert re.search(r"\(-127\.0f? > ", source)  # the compact form against -127
+    kernels = source[source.index("void k0("):]
+    assert re.search(r"fx_max(f)?\(", kernels)  # max(x, 0.0) keeps the helper
