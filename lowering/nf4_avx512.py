@@ -110,3 +110,90 @@ static void {name}({sig}) {{
 #endif
 }}
 """
+
+
+# --- the transposed product: y = x @ W.T (the input gradient) -----------------------------------
+
+T_ROWS_W = 4  # rows of W per step: each load of x serves four of them
+T_ROWS_X = 3  # rows of x per tile: 4 x 3 accumulators
+
+
+def transposed_kernel(name: str, params: tuple[ir.Param, ...], operands: tuple[str, ...],
+                      m: int, k: int, n: int, block_size: int, fallback: ir.Kernel
+                      ) -> CKernel:
+    """``y[r, k] = sum_n x[r, n] W[k, n]``: per step, ``T_ROWS_W`` rows of ``W`` (contiguous
+    bytes of ``packed``, read in order) are unpacked 16 columns at a time and multiplied by
+    the matching 16 columns of up to ``T_ROWS_X`` rows of ``x`` into one accumulator per
+    (row of W, row of x); the 16 lanes are summed at the end."""
+    x, packed, scales, code, out = operands
+    rows = min(m, T_ROWS_X)
+    sig = ", ".join(f"{'' if p.is_output else 'const '}{_ctype(p.dtype)}* {p.name}"
+                    for p in params)
+    fields = dict(sig=sig, args=", ".join(p.name for p in params), x=x, P=packed, S=scales,
+                  code=code, out=out, M=m, K=k, N=n, H=n // 2, BS=block_size, R=rows,
+                  rest=m % rows, KR=T_ROWS_W, krest=k % T_ROWS_W)
+    return CKernel(name, params, _TRANSPOSED, tuple(fields.items()), fallback, work=m * k * n)
+
+
+_TRANSPOSED = r"""
+#if defined(__AVX512F__) && defined(__x86_64__)
+#include <immintrin.h>
+/* y[m0 .. m0+ROWS, k0 .. k0+KROWS] (see fx.lowering.nf4_avx512.transposed_kernel) */
+static inline __attribute__((always_inline)) void {name}_tile(
+    const float* x, const uint8_t* P, const float* S, __m512 code, float* y, int64_t k0,
+    const int KROWS, int64_t m0, const int ROWS) {{
+  enum {{ K = {K}, N = {N}, H = {H}, BS = {BS} }};
+  __m512 acc[{KR}][{R}];
+  for (int q = 0; q < KROWS; q++)
+    for (int r = 0; r < ROWS; r++) acc[q][r] = _mm512_setzero_ps();
+  const __m512i low = _mm512_set1_epi32(15);
+  for (int64_t j = 0; j < H; j += 16) {{
+    __m512 xl[{R}], xh[{R}];
+    for (int r = 0; r < ROWS; r++) {{
+      xl[r] = _mm512_loadu_ps(x + (m0 + r) * (int64_t)N + j);
+      xh[r] = _mm512_loadu_ps(x + (m0 + r) * (int64_t)N + H + j);
+    }}
+    for (int q = 0; q < KROWS; q++) {{
+      const int64_t k = k0 + q;
+      const __m512i b = _mm512_cvtepu8_epi32(
+          _mm_loadu_si128((const __m128i*)(P + k * (int64_t)H + j)));
+      const __m512 wl = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_and_si512(b, low), code),
+                                      _mm512_set1_ps(S[(k * (int64_t)N + j) / BS]));
+      const __m512 wh = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(b, 4), code),
+                                      _mm512_set1_ps(S[(k * (int64_t)N + H + j) / BS]));
+      for (int r = 0; r < ROWS; r++) {{
+        acc[q][r] = _mm512_add_ps(acc[q][r], _mm512_mul_ps(xl[r], wl));
+        acc[q][r] = _mm512_add_ps(acc[q][r], _mm512_mul_ps(xh[r], wh));
+      }}
+    }}
+  }}
+  for (int q = 0; q < KROWS; q++)
+    for (int r = 0; r < ROWS; r++)
+      y[(m0 + r) * (int64_t)K + k0 + q] = _mm512_reduce_add_ps(acc[q][r]);
+}}
+#endif
+static void {name}({sig}) {{
+#if !(defined(__AVX512F__) && defined(__x86_64__))
+  {name}_ir({args});
+#else
+  enum {{ M = {M}, K = {K}, R = {R}, KR = {KR} }};
+  const __m512 code = _mm512_loadu_ps((const float*){code});
+  #pragma omp parallel for schedule(static) if ((int64_t)M * K * {N} > 4000000)
+  for (int64_t k0 = 0; k0 < K - {krest}; k0 += KR) {{
+    int64_t m0 = 0;
+    for (; m0 + R <= M; m0 += R)
+      {name}_tile({x}, (const uint8_t*){P}, {S}, code, {out}, k0, KR, m0, R);
+    if ({rest})
+      {name}_tile({x}, (const uint8_t*){P}, {S}, code, {out}, k0, KR, m0, {rest});
+  }}
+  if ({krest}) {{
+    const int64_t k0 = K - {krest};
+    int64_t m0 = 0;
+    for (; m0 + R <= M; m0 += R)
+      {name}_tile({x}, (const uint8_t*){P}, {S}, code, {out}, k0, {krest}, m0, R);
+    if ({rest})
+      {name}_tile({x}, (const uint8_t*){P}, {S}, code, {out}, k0, {krest}, m0, {rest});
+  }}
+#endif
+}}
+"""

@@ -23,8 +23,9 @@ bit-equal to ``fx.quant.nf4.reference_matmul`` whatever the vector width or thre
 Where AVX-512F is there, the CPU kernel is ``nf4_avx512``'s microkernel (the code book in a
 register, the sums in registers), this loop IR its fallback.
 
-Only the forward product (``transposed=False``) has a kernel; the transposed one (the input
-gradient) runs as its NumPy impl.
+The transposed product (``transposed=True``: the input gradient, ``x @ W.T``) has its own
+kernels on the CPU (``transposed_kernel``: a dot product per row of ``W``); on CUDA it runs as
+its NumPy impl.
 """
 
 from __future__ import annotations
@@ -52,13 +53,14 @@ flops_rules[nf4_dot_p] = lambda e: (2.0 * e.invars[0].aval.shape[0] + 10.0) * ma
     e.invars[1].aval.shape) * 2
 
 
-def applies(g: FusionGroup) -> bool:
-    """The forward product, its operands buffers or row-major reshapes of them (views with
-    the same flat layout: a batch of rows flattened to ``M``)."""
+def applies(g: FusionGroup, transposed: bool = False) -> bool:
+    """The forward product (or, with ``transposed``, either product), its operands buffers
+    or row-major reshapes of them (views with the same flat layout: a batch of rows
+    flattened to ``M``)."""
     if g.kind is not GroupKind.GEMM:
         return False
     e = g.anchor
-    return (e.primitive is nf4_dot_p and not e.params["transposed"]
+    return (e.primitive is nf4_dot_p and (transposed or not e.params["transposed"])
             and all(p.primitive is base.reshape_p for p in g.prologue)
             and all(isinstance(v, Var) for v in e.invars))
 
@@ -83,6 +85,9 @@ def chunk(block_size: int, half: int) -> int:
 
 def describe(g: FusionGroup) -> str:
     m, k, n = _sizes(g.anchor)
+    if g.anchor.params["transposed"]:
+        return (f"NF4 dequantize-in-GEMM, transposed (x @ W.T: a dot product per row of W), "
+                f"M={m} N={n} K={k} block={g.anchor.params['block_size']}")
     return (f"NF4 dequantize-in-GEMM (nibble unpack, code lookup, block scale, in-order sum "
             f"over k), M={m} N={n} K={k} block={g.anchor.params['block_size']}")
 
@@ -146,6 +151,8 @@ STRIPS = max(1, os.cpu_count() or 1)
 
 def cpu_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[Var]
                ) -> ir.Kernel:
+    if group.anchor.params["transposed"]:
+        return transposed_kernel(group, name, inputs, outputs)
     e, (x, packed, scales, code, out), params = _operands(group, inputs, outputs)
     M, K, N = _sizes(e)
     H, bs = N // 2, e.params["block_size"]
@@ -220,3 +227,42 @@ def cuda_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[
                                  ir.Sym(a, F32)))
     loop = ir.Loop("j", H, tuple(body), parallel=True)
     return ir.Kernel(name, params, (loop,), work=M * K * N)
+
+
+def transposed_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[Var]
+                      ) -> ir.Kernel:
+    """``y = x @ W.T`` (the input gradient of a product by NF4 weights): ``x`` is ``(M, N)``,
+    ``y`` is ``(M, K)``, each output the dot product of a row of ``x`` with row ``k`` of
+    ``W``, unpacked, looked up and scaled where it is read (a row of ``packed`` is
+    contiguous: the parallel loop runs over ``k``). The loop IR sums in column order, one
+    product at a time, in float32; the AVX-512 microkernel (``nf4_avx512``) sums 16 lanes
+    apart and then across them: both agree with the NumPy product to rounding, not bit for
+    bit (the dense product's BLAS order is not defined either)."""
+    e, (x, packed, scales, code, out), params = _operands(group, inputs, outputs)
+    M, K, N = _sizes(e)
+    H, bs = N // 2, e.params["block_size"]
+    k, j = ir.Sym("k", ir.INDEX), ir.Sym("j", ir.INDEX)
+    row_k = ir.imul(k, ir.const_index(N))
+    lo, hi = _weight(packed, code, ir.iadd(ir.imul(k, ir.const_index(H)), j),
+                     ir.Load(scales, ir.idiv(ir.iadd(row_k, j), bs), F32),
+                     ir.Load(scales, ir.idiv(ir.iadd(row_k, ir.iadd(j, ir.const_index(H))),
+                                             bs), F32))
+    body: list[ir.Stmt] = []
+    for r0, mr in _tiles(M):
+        accs = [f"a{r0 + i}" for i in range(mr)]
+        body += [ir.Decl(a, F32, ir.Const(0.0, F32)) for a in accs]
+        per_j: list[ir.Stmt] = [ir.Let("wlo", lo), ir.Let("whi", hi)]
+        for i, a in enumerate(accs):
+            for w, column in (("wlo", j), ("whi", ir.iadd(j, ir.const_index(H)))):
+                xi = ir.Load(x, ir.iadd(ir.const_index((r0 + i) * N), column), F32)
+                per_j.append(ir.Assign(a, _f("add", ir.Sym(a, F32),
+                                             _f("mul", xi, ir.Sym(w, F32)))))
+        body.append(ir.Loop("j", H, tuple(per_j)))
+        body += [ir.Store(out, ir.iadd(ir.const_index((r0 + i) * K), k), ir.Sym(a, F32))
+                 for i, a in enumerate(accs)]
+    kernel = ir.Kernel(name, params, (ir.Loop("k", K, tuple(body), parallel=True),),
+                       work=M * K * N)
+    if nf4_avx512.applies(bs, H):
+        return nf4_avx512.transposed_kernel(name, params, (x, packed, scales, code, out), M,
+                                            K, N, bs, kernel)
+    return kernel

@@ -181,10 +181,11 @@ for _backend in backends.BACKENDS:  # CSR x dense for sparse constant weights (s
                     kernel=sparse_gemm.gemm_kernel, fuses_epilogue=True,
                     describe=sparse_gemm.describe))
 # NF4 weights unpacked, looked up and scaled inside the product (fx.quant.nf4); the epilogue
-# runs as a kernel of its own. The transposed product (the input gradient) runs op by op.
+# runs as a kernel of its own. On CUDA the transposed product (the input gradient) runs op by
+# op; the CPU has a kernel for it.
 register(OpImpl("cpu.nf4_gemm", "cpu", GroupKind.GEMM, frozenset([dtypes.float32]), {}, True,
                 nf4_gemm.cost, "generated NF4 dequantize-in-GEMM, in-order sums over k",
-                applies=lambda g: nf4_gemm.applies(g) and _generable(g),
+                applies=lambda g: nf4_gemm.applies(g, transposed=True) and _generable(g),
                 kernel=nf4_gemm.cpu_kernel, describe=nf4_gemm.describe))
 register(OpImpl("cuda.nf4_gemm", "cuda", GroupKind.GEMM, frozenset([dtypes.float32]), {}, False,
                 lambda g: 5000.0 + nf4_gemm.cost(g) / 100.0,

@@ -227,6 +227,34 @@ def test_avx512_microkernel_with_its_fallback_compiles_at_every_level(tmp_path):
         assert re.search(instruction, asm), march
 
 
+# (M, K, N, block): the transposed product x (M, N) @ W.T: the loop IR (block 8), and the AVX-512
+# microkernel with a remainder of rows of W (K % 4) and of x (M % 3), and without.
+TRANSPOSED = [(3, 20, 24, 8), (5, 38, 64, 16), (1, 64, 256, 64), (6, 16, 32, 32)]
+
+
+@pytest.mark.parametrize("m,k,n,block", TRANSPOSED)
+def test_transposed_product_has_a_kernel_and_matches_numpy(m, k, n, block):
+    q = nf4.quantize(_w((k, n), seed=k + n), block_size=block)
+    ct = _w((m, n), seed=m)
+
+    def f(ct):
+        return nf4.nf4_dot_p.bind(ct, q.packed, q.block_scales(), nf4.CODE, block_size=block,
+                                  transposed=True)
+
+    want = ct.astype(np.float64) @ nf4.dequantize(q).astype(np.float64).T
+    jitted = fx.jit(f)
+    got = np.asarray(jitted(ct))
+    assert got.dtype == np.float32 and got.shape == (m, k)
+    np.testing.assert_allclose(got, want, rtol=2e-6 * np.sqrt(n), atol=2e-6 * np.sqrt(n))
+    np.testing.assert_allclose(np.asarray(f(ct)), want, rtol=2e-6 * np.sqrt(n),
+                               atol=2e-6 * np.sqrt(n))
+    if cc.compiler() is not None:
+        text = jitted.lower(ct).as_text()
+        assert "cpu.nf4_gemm" in text and "transposed" in text, text
+        if block % 16 == 0 and n % 32 == 0:
+            assert "_mm512_reduce_add_ps" in jitted.lower(ct).as_text("source")
+
+
 # --- differentiation ---------------------------------------------------------------------------
 
 
