@@ -7,7 +7,9 @@ Both sides start from the same key: ``fx.random`` is bit-compatible with ``jax.r
 ``fx.example_libraries.stax`` and ``jax.example_libraries.stax`` initialise the same weights
 (to a few ulps, where truncated-normal draws go through differently computed transcendental
 functions), and the minibatches come out in the same order (``fx.data.batches`` shuffles with
-``fx.random.permutation``; the jax side shuffles with ``jax.random.permutation``). fx trains
+``fx.random.permutation``; the jax side shuffles with ``jax.random.permutation``: this is why
+the script keeps ``batches`` rather than ``fx.data.Dataset``, whose shuffle is its own
+function of the seed and the epoch). fx trains
 with ``fx.optim.adam``, jax with ``jax.example_libraries.optimizers.adam`` (the same update
 rule), both in float32. The script fails unless the two loss curves agree to ``--rtol``
 (default 1e-4) at every step.

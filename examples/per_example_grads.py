@@ -49,7 +49,7 @@ def main():
 
     x_train, y_train, x_test, y_test = load_digits(args.seed, standardize=True)
     init_fn, apply_fn = stax.serial(stax.Dense(64), stax.Tanh, stax.Dense(10), stax.LogSoftmax)
-    key, init_key, noise_key = fx.random.split(fx.random.key(args.seed), 3)
+    _, init_key, noise_key = fx.random.split(fx.random.key(args.seed), 3)
     _, params = init_fn(init_key, (-1, 64))
     loss = per_example_loss(apply_fn)
 
@@ -97,8 +97,9 @@ def main():
     xt, yt = fnp.asarray(x_test), fnp.asarray(y_test)
     print(f"DP-SGD (clip {args.clip}, noise multiplier {args.noise}): "
           f"test loss {float(full_loss(params, xt, yt)):.4f} at the start")
-    batches = (b for epoch in range(10**6) for b in fx.data.batches(
-        fx.random.fold_in(key, epoch), (x_train, y_train), args.batch_size))
+    # Shuffled anew each epoch (from the seed and the epoch), full batches, as long as needed.
+    batches = iter(fx.data.Dataset.from_source((x_train, y_train)).shuffle(args.seed)
+                   .batch(args.batch_size, drop_remainder=True).repeat(None))
     for step, (xb, yb) in zip(range(args.steps), batches):
         params, mean_norm = dp_step(params, xb, yb, fx.random.fold_in(noise_key, step))
         if step % 10 == 0 or step == args.steps - 1:
