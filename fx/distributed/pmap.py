@@ -64,6 +64,7 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
     # broadcast costs more than the rest of a small call).
     in_plans: dict = {}
     out_plans: dict = {}
+    axes_cache: dict = {}  # (transport, processes) -> the ProcessAxis (immutable)
 
     def body_for(transport):
         if transport not in compiled:
@@ -88,6 +89,23 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
                 raise ValueError(f"fx.pmap: in_axes has {len(axes_arg)} entries but "
                                  f"{_fun_name(fun)} was called with {len(args)} arguments")
             axes_arg = tuple(a for i, a in enumerate(axes_arg) if i not in statics)
+        local = _local_count()
+        axis = axes_cache.get((g.transport, g.process_count))
+        if axis is None:
+            axis = axes_cache[g.transport, g.process_count] = ProcessAxis(
+                g.process_count, axis_name, g.transport)
+        if not statics and all(type(a) is np.ndarray or type(a) is Array for a in args):
+            # Every argument an array (the common call): no tree to flatten or rebuild.
+            if isinstance(axes_arg, tuple):
+                if not all(a is None or type(a) is int for a in axes_arg):
+                    raise ValueError(f"fx.pmap: in_axes {axes_arg!r} is deeper than the "
+                                     f"arguments of {_fun_name(fun)} (arrays)")
+                flat = axes_arg
+            else:
+                flat = (axes_arg,) * len(args)
+            sliced = [_take(x, ax, local, i, bool(donate))
+                      for i, (x, ax) in enumerate(zip(args, flat))]
+            return sliced, axis, body_for(g.transport)
         leaves, tree = tree_util.tree_flatten(tuple(dyn))
         axes = in_plans.get(tree)
         if axes is None:
@@ -98,18 +116,18 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
             except ValueError as e:
                 raise ValueError(f"fx.pmap: in_axes does not match the arguments: {e}") from None
             in_plans[tree] = axes
-        local = _local_count()
         sliced = [_take(x, ax, local, i, bool(donate)) for i, (x, ax) in
                   enumerate(zip(leaves, axes))]
         it = iter(tree_util.tree_unflatten(tree, sliced))
         full = [args[i] if i in statics else next(it) for i in range(len(args))]
-        axis = ProcessAxis(g.process_count, axis_name, g.transport)
         return full, axis, body_for(g.transport)
 
     def mapped(*args):
         full, axis, body = prepare(args)
         with batching.extend_axis_env(axis):
             out = body(*full)
+        if type(out) is Array and (out_axes is None or type(out_axes) is int):
+            return _stack(out, out_axes)  # one array out: no tree
         leaves, tree = tree_util.tree_flatten(out)
         axes = out_plans.get(tree)
         if axes is None:
@@ -143,25 +161,34 @@ def _take(x, ax, local: int, i: int, donated: bool = False):
     """This device's slice of argument leaf ``x`` along its mapped axis ``ax``."""
     if ax is None:
         return x
-    aval = get_aval(x)
-    if not isinstance(ax, int) or not -aval.ndim <= ax < max(aval.ndim, 1):
+    # NumPy arrays and fx Arrays are read without making an aval (a small call's largest
+    # cost after the collective); anything else (a Python scalar, a list) through one.
+    kind = type(x)
+    shape = x.shape if kind is np.ndarray or kind is Array else get_aval(x).shape
+    ndim = len(shape)
+    if not isinstance(ax, int) or not -ndim <= ax < max(ndim, 1):
         raise ValueError(f"fx.pmap: in_axes {ax!r} does not name an axis of argument leaf {i} "
-                         f"({aval.str_short()})")
-    ax %= aval.ndim
-    if aval.shape[ax] != local:
+                         f"({get_aval(x).str_short()})")
+    ax %= ndim
+    if shape[ax] != local:
         raise ValueError(
-            f"fx.pmap: argument leaf {i} ({aval.str_short()}) has {aval.shape[ax]} along its "
-            f"mapped axis {ax}, but this process has {local} local device(s): give each "
+            f"fx.pmap: argument leaf {i} ({get_aval(x).str_short()}) has {shape[ax]} along "
+            f"its mapped axis {ax}, but this process has {local} local device(s): give each "
             f"process its shard with a leading axis of {local} (e.g. x[None])")
-    buf = np.asarray(x)
+    buf = x._buf if kind is Array else np.asarray(x)
     # A view where it can be one (the leading axis of a contiguous array): the slice is only
     # read by this call, unless donated to it.
-    part = buf[0] if ax == 0 and not donated else np.take(buf, 0, axis=ax)
-    return Array(np.ascontiguousarray(part), aval.weak_type)
+    part = np.ascontiguousarray(buf[0] if ax == 0 and not donated else np.take(buf, 0, axis=ax))
+    if kind is np.ndarray:
+        return part  # jit reads NumPy arrays as they are (strongly typed)
+    return Array(part, x.weak_type if kind is Array else get_aval(x).weak_type)
 
 
 def _stack(o, ax):
     if ax is None:
         return o
-    buf = np.asarray(o)
-    return Array(buf[None] if ax == 0 else np.expand_dims(buf, ax), get_aval(o).weak_type)
+    if type(o) is Array:
+        buf, weak = o._buf, o.weak_type
+    else:
+        buf, weak = np.asarray(o), get_aval(o).weak_type
+    return Array(buf[None] if ax == 0 else np.expand_dims(buf, ax), weak)
