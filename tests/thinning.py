@@ -78,8 +78,31 @@ SLOW = {
 }
 
 
+# Tables whose rows cross two kinds of case (programs x compositions, index kinds x update
+# ops, a function's several inputs): the default run keeps every K-th row of each group, the
+# groups' offsets rotating, so that each case of either kind still runs for some rows.
+# test -> (the parameter that varies within a group, or None: the row id's part after its
+# last "-", the rest naming the group; K).
+SPREAD: dict[str, tuple[str | None, int]] = {
+    "tests/fx/test_jit_transforms.py::test_composition_matches_eager_and_jax": ("comp", 2),
+    "tests/fx/numpy/test_indexing.py::test_at_updates": ("op", 2),
+    "tests/fx/numpy/test_statistics.py::test_values_dtypes_shapes": (None, 2),
+}
+
+
+def _spread_key(item, base: str, variant: str | None):
+    """(group, the row's variant) of a SPREAD row."""
+    if variant is None:
+        head, _, tail = item.nodeid[len(base) + 1:-1].rpartition("-")
+        return (base, head), tail
+    spec = item.callspec
+    return (base, tuple(sorted((k, _stable(v)) for k, v in spec.params.items()
+                               if k != variant))), _stable(spec.params[variant])
+
+
 def thin(items) -> None:
     groups: dict[tuple, list] = {}
+    spread: dict[tuple, list] = {}
     for item in items:
         if item.nodeid in SLOW:
             item.add_marker(pytest.mark.slow)
@@ -87,9 +110,13 @@ def thin(items) -> None:
         base = item.nodeid.split("[")[0]
         variants = THIN.get(base)
         spec = getattr(item, "callspec", None)
-        if variants is None or spec is None:
+        if spec is None or (variants is None and base not in SPREAD):
             continue
         if any(m.name in ("slow", "xfail", "skip") for m in item.iter_markers()):
+            continue
+        if base in SPREAD:
+            key, variant = _spread_key(item, base, SPREAD[base][0])
+            spread.setdefault(key, []).append((variant, item))
             continue
         key = (base, tuple(sorted((k, _stable(v)) for k, v in spec.params.items()
                                   if k not in variants)))
@@ -98,4 +125,10 @@ def thin(items) -> None:
         keep = zlib.crc32(repr(key).encode()) % len(rows)
         for i, item in enumerate(rows):
             if i != keep:
+                item.add_marker(pytest.mark.slow)
+    for key, rows in spread.items():
+        every = SPREAD[key[0]][1]
+        offset = zlib.crc32(repr(key).encode())
+        for i, (_, item) in enumerate(sorted(rows, key=lambda r: r[0])):
+            if (i + offset) % every:
                 item.add_marker(pytest.mark.slow)

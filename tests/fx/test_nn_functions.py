@@ -215,8 +215,8 @@ def _make(module, name, args):
 
 
 # Each draw of a new (shape, dtype) costs jax a compile of its sampler (~1-1.5 s for the
-# normal family) and fx a compile per jitted (shape, dtype): the default run pairs each shape
-# with one dtype (every shape and every dtype is drawn, each pair also under jit);
+# normal family) and fx a compile per jitted (shape, dtype): the default run draws one pair
+# per initializer (every shape and every dtype among them, each also under jit);
 # test_initializer_every_shape_and_dtype (-m slow) draws the full product. The families' second
 # forms and jax's xavier aliases of glorot_* and kaiming_* of he_*, and he_*/lecun_normal (the
 # variance-scaling samplers glorot_normal and lecun_uniform already run) run with -m slow (each
@@ -259,11 +259,14 @@ _INIT_PARAMS = [pytest.param(n, a, id=f"{n}{a or ''}",
 
 @pytest.mark.parametrize("name, args", _INIT_PARAMS)
 def test_initializer_matches_jax(name, args):
-    shapes = _shapes_for(args)
-    # Every shape and every dtype, each shape with one dtype (cycled when shapes are fewer).
-    n = max(len(shapes), len(_DTYPES))
-    _check_initializer(name, args, [(shapes[i % len(shapes)], _DTYPES[i % len(_DTYPES)])
-                                    for i in range(n)])
+    # One (shape, dtype) per initializer, rotating with its place in the table, so that the
+    # default rows draw every shape and every dtype between them (each pair costs a compile
+    # in jax and in fx: ~2 s); test_initializer_every_shape_and_dtype draws them all.
+    # (The dtype offset puts float16, where the compiled normal rounds differently, on a
+    # normal-family row: glorot_normal.)
+    shapes, i = _shapes_for(args), INITS.index((name, args))
+    _check_initializer(name, args, [(shapes[i % len(shapes)],
+                                     _DTYPES[(i + 1) % len(_DTYPES)])])
 
 
 @pytest.mark.slow
