@@ -52,6 +52,18 @@ _COMMON = {
     ("rem", "u8"): "fx_rem_u32({0}, {1})", ("rem", "u16"): "fx_rem_u32({0}, {1})",
     ("rem", "u32"): "fx_rem_u32({0}, {1})", ("rem", "u64"): "fx_rem_u64({0}, {1})",
     ("mul", "u16"): "((uint32_t){0} * (uint32_t){1})",
+    # Wrapping value arithmetic on wide signed ints (scalar_ops.WRAPPING): through the
+    # unsigned type, whose overflow is defined; the conversion back is GCC's modulo.
+    ("add_wrap", "i32"): "((int32_t)((uint32_t){0} + (uint32_t){1}))",
+    ("sub_wrap", "i32"): "((int32_t)((uint32_t){0} - (uint32_t){1}))",
+    ("mul_wrap", "i32"): "((int32_t)((uint32_t){0} * (uint32_t){1}))",
+    ("neg_wrap", "i32"): "((int32_t)(0u - (uint32_t){0}))",
+    ("abs_wrap", "i32"): "({0} < 0 ? (int32_t)(0u - (uint32_t){0}) : {0})",
+    ("add_wrap", "i64"): "((int64_t)((uint64_t){0} + (uint64_t){1}))",
+    ("sub_wrap", "i64"): "((int64_t)((uint64_t){0} - (uint64_t){1}))",
+    ("mul_wrap", "i64"): "((int64_t)((uint64_t){0} * (uint64_t){1}))",
+    ("neg_wrap", "i64"): "((int64_t)((uint64_t)0 - (uint64_t){0}))",
+    ("abs_wrap", "i64"): "({0} < 0 ? (int64_t)((uint64_t)0 - (uint64_t){0}) : {0})",
     ("neg", "*"): "(-{0})", ("not", "bool"): "((uint8_t)!{0})", ("not", "*"): "(~{0})",
     ("and", "*"): "({0} & {1})", ("or", "*"): "({0} | {1})", ("xor", "*"): "({0} ^ {1})",
     ("eq", "*"): "((uint8_t)({0} == {1}))", ("ne", "*"): "((uint8_t)({0} != {1}))",

@@ -58,9 +58,24 @@ def compute_dtype(dt) -> np.dtype:
     return dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
 
 
+# Signed 32/64-bit arithmetic wraps in NumPy and XLA; in C its overflow is undefined, and GCC
+# folds on that (``x + 1 > x`` became true for INT32_MAX). These ops are value arithmetic
+# rendered through the unsigned type (index arithmetic, which never overflows, keeps the
+# plain ops: GCC's loop analysis relies on it).
+WRAPPING = {"add": "add_wrap", "sub": "sub_wrap", "mul": "mul_wrap", "neg": "neg_wrap",
+            "abs": "abs_wrap"}
+
+
+def wrapping(op: str, dt) -> str:
+    """The op for value arithmetic ``op`` on ``dt``: its wrapping form on wide signed ints."""
+    dt = np.dtype(dt)
+    return WRAPPING.get(op, op) if dt in (dtypes.int32, dtypes.int64) else op
+
+
 def _named(prim: Primitive, op: str) -> None:
     patterns[prim] = Pattern.ELEMENTWISE
-    scalar_rules[prim] = lambda args, params, dt, op=op: ir.Op(op, tuple(args), dt)
+    scalar_rules[prim] = lambda args, params, dt, op=op: ir.Op(wrapping(op, dt), tuple(args),
+                                                                dt)
 
 
 for _prim, _op in [

@@ -88,6 +88,10 @@ PROGRAMS = {  # name -> (function, example arguments)
         fx.grad(lambda x: fnp.sum(_pool(x) ** 2)), (_RNG.standard_normal((8, 28, 28, 16))
                                                       .astype(_F32),)),
     "fori_loop body (roll, tanh)": (_fori, (np.ones(64, _F32),)),
+    # Signed int32 arithmetic, rendered through uint32 so that it wraps (scalar_ops.WRAPPING).
+    "int32 wrapping arithmetic": (lambda x, y: 3 * x + y * y - fnp.abs(x),
+                                  (np.arange(1 << 12, dtype=np.int32),
+                                   np.arange(1 << 12, dtype=np.int32))),
 }
 
 
