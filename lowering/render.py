@@ -156,6 +156,11 @@ class Dialect:
     combine: str = ""  # format: acc, other, type, combine expression; "" = no-op
     combine_arg: str = ""  # format: best, idx, vtype, itype, better; "" = no-op
     leader_guard: str = ""  # prefix of a store only one lane performs
+    # Short SIMD loops that compute in float and store 8/16-bit integers are split in two:
+    # the values, converted to int32, go to a local array, then a second loop narrows them
+    # into the buffer (see Renderer.staged_loop). GCC sizes a loop's vectors by its narrowest
+    # type: a 16-iteration loop storing int8 ran its float arithmetic in 128-bit vectors.
+    stage_narrow_stores: bool = False
     # A pragma vectorizing a cooperative loop that reduces with these ops ("" = none).
     simd_reduction: str = ""
     simd_reduction_ops: dict = field(default_factory=dict)  # (op, kind) as in _COMMON
@@ -204,6 +209,7 @@ C = Dialect(
     parallel_for_simd="#pragma omp parallel for simd schedule(static)\n"
                       "for ({it} {v} = {start}; {v} < {stop}; {v}++)",
     simd_loop="#pragma omp simd",
+    stage_narrow_stores=True,
     # OpenMP may reassociate a sum or product within a row (the same way every run); max/min
     # reduce per lane with the prelude's NaN-propagating reductions fx_max/fx_min.
     simd_reduction="reduction({op}:{acc})",
@@ -365,6 +371,8 @@ class Renderer:
         args = [self.expr(a) for a in e.args]
         if e.op == "cast":
             return self.cast(e.args[0].dtype, e.dtype, args[0])
+        if e.op == "cast_wide":  # a float32 -> narrow int conversion, left in int32
+            return f"fx_f2{_kind(e.dtype)}w_f32({args[0]})"
         if e.op == "bitcast":
             return self.bitcast(e.args[0].dtype, e.dtype, args[0])
         if e.op == "load_half":
@@ -373,6 +381,13 @@ class Renderer:
         if e.op == "store_half":
             fn = "fx_f32_to_bf16" if e.dtype == dtypes.bfloat16 else "fx_f32_to_f16"
             return f"{fn}({args[0]})"
+        if (e.op in ("div", "rem") and dtypes.is_int(e.dtype) and isinstance(e.args[1], ir.Const)
+                and int(e.args[1].value) > 0):
+            # By a positive constant C's / and % are defined for every dividend and truncate
+            # as XLA does: no helper guarding zero and -1 divisors, which kept GCC from
+            # vectorizing index arithmetic (delinearizing a flattened index) and values alike.
+            text = f"({args[0]} {'/' if e.op == 'div' else '%'} {args[1]})"
+            return f"(({compute_type(e.dtype)}){text})" if _promoted(e.dtype) else text
         if e.op in ("max", "min") and dtypes.is_float(e.dtype):
             # Against a constant that is neither zero nor NaN, jax's max/min is one compare:
             # a NaN operand fails it and comes through, and an equal operand has the
@@ -472,6 +487,10 @@ class Renderer:
                                                          stop=s.extent)
                     out.append(f"{pad}{head} {{")
                 else:
+                    staged = self.staged_loop(s, indent)
+                    if staged:
+                        out.extend(staged)
+                        continue
                     if self.d.simd_loop and _straight(s.body):
                         out.append(pad + self.d.simd_loop)
                     out.append(f"{pad}for ({self.it} {s.var} = 0; {s.var} < "
@@ -481,6 +500,58 @@ class Renderer:
             else:
                 raise TypeError(f"cannot render statement {s!r}")
         return out
+
+    def staged_loop(self, s: ir.Loop, indent: int) -> list[str] | None:
+        """``s`` as two loops where ``Dialect.stage_narrow_stores`` applies (a short straight
+        loop whose only narrow values are float32 -> 8/16-bit conversions, each stored once,
+        at an index of loop variables): the first computes in float and stores each value
+        converted to int32 (the same clamping: prelude ``fx_f2i8w_f32`` ...) in a local
+        array, the second narrows them into the buffer. The same values land in the same
+        places; only the vector sizes change."""
+        if not (self.d.stage_narrow_stores and self.d.simd_loop and s.extent <= 32
+                and _straight(s.body)):
+            return None
+        lets = {st.name: st for st in s.body if isinstance(st, ir.Let)}
+        local = set(lets) | {st.name for st in s.body if isinstance(st, ir.Decl)}
+        reads: dict[str, int] = {}
+        for st in s.body:
+            for e in (st.index, st.value) if isinstance(st, ir.Store) else (
+                    getattr(st, "value", None) or getattr(st, "init", None),):
+                for name in _names(e):
+                    reads[name] = reads.get(name, 0) + 1
+
+        def conversion(v: ir.Expr) -> ir.Op | None:
+            if isinstance(v, ir.Sym) and v.name in lets and reads.get(v.name) == 1:
+                v = lets[v.name].value
+            ok = (isinstance(v, ir.Op) and v.op == "cast" and v.args[0].dtype == F32
+                  and dtypes.is_int(v.dtype) and np.dtype(v.dtype).itemsize <= 2)
+            return v if ok else None
+
+        staged, dropped = {}, set()
+        for k, st in enumerate(s.body):
+            if isinstance(st, ir.Store):
+                conv = conversion(st.value)
+                if conv is None or st.leader_only or _names(st.index) & local:
+                    return None
+                staged[k] = (f"fx_stage{k}", conv)
+                if isinstance(st.value, ir.Sym):
+                    dropped.add(st.value.name)
+        if not staged or any(_narrow(st) for k, st in enumerate(s.body) if k not in staged
+                             and not (isinstance(st, ir.Let) and st.name in dropped)):
+            return None
+        pad, it = "  " * indent, self.it
+        head = f"for ({it} {s.var} = 0; {s.var} < {s.extent}; {s.var}++) {{"
+        out = [f"{pad}int32_t {name}[{s.extent}];" for name, _ in staged.values()]
+        first = [ir.Store(staged[k][0], ir.Sym(s.var, ir.INDEX),
+                          ir.Op("cast_wide", staged[k][1].args, staged[k][1].dtype))
+                 if k in staged else st for k, st in enumerate(s.body)
+                 if not (isinstance(st, ir.Let) and st.name in dropped)]
+        out += [pad + self.d.simd_loop, pad + head, *self.stmts(tuple(first), indent + 1),
+                pad + "}", pad + self.d.simd_loop, pad + head]
+        out += [f"{pad}  {s.body[k].buf}[{self.expr(s.body[k].index)}] = "
+                f"({storage_type(conv.dtype)}){name}[{s.var}];"
+                for k, (name, conv) in staged.items()]
+        return out + [pad + "}"]
 
     def assigned(self, e: ir.Expr) -> str:
         """An accumulator's new value. A select of floats is the dialect's bitwise blend where
@@ -640,6 +711,34 @@ def _reduction_op(d: Dialect, op: str, dt: np.dtype) -> str | None:
     """The dialect's SIMD reduction identifier for ``op`` on ``dt`` (None: no pragma)."""
     return next((d.simd_reduction_ops[k] for k in _keys(op, dt) if k in d.simd_reduction_ops),
                 None)
+
+
+def _names(e: ir.Expr) -> set[str]:
+    """The symbols ``e`` reads."""
+    if isinstance(e, ir.Sym):
+        return {e.name}
+    if isinstance(e, ir.Load):
+        return _names(e.index)
+    if isinstance(e, ir.Op):
+        return set().union(*(_names(a) for a in e.args))
+    return set()
+
+
+def _narrow(st: ir.Stmt) -> bool:
+    """Whether a statement loads, stores or computes an integer narrower than 32 bits
+    (bools, which GCC keeps as masks, aside)."""
+    def narrow(e: ir.Expr) -> bool:
+        dt = np.dtype(e.dtype)
+        if dtypes.is_int(dt) and dt.itemsize < 4:
+            return True
+        if isinstance(e, ir.Load):
+            return narrow(e.index)
+        return isinstance(e, ir.Op) and any(narrow(a) for a in e.args)
+
+    if isinstance(st, ir.Store):
+        return narrow(st.value) or narrow(st.index)
+    value = getattr(st, "value", None) if not isinstance(st, ir.Decl) else st.init
+    return value is not None and narrow(value)
 
 
 def _straight(body) -> bool:
