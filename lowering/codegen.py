@@ -463,8 +463,50 @@ def elementwise_kernel(group: FusionGroup, name: str, inputs, outputs) -> ir.Ker
         vector = VECTOR_WIDTH if n >= VECTOR_MIN_EXTENT else 1
         body = [ir.Loop("i0", n, tuple(b.pop()), parallel=True, vector=vector)]
     else:
-        body = _loops(space, lambda idx: b.store_all(outputs, idx), b)
+        tail = _reshape_tail(group, outputs)
+        if tail is None:
+            body = _loops(space, lambda idx: b.store_all(outputs, idx), b)
+        else:
+            # The outputs are row-major reshapes (a flatten after a pooling window, say) of
+            # values of one shape: iterate in that shape and store at the same linear
+            # positions, so that the window's loads stay affine in the loop variables
+            # (iterating the flat shape delinearized every load's index, with divisions).
+            shape = next(iter(tail.values())).aval.shape
+            body = _loops(shape, lambda idx: _store_reshaped(b, outputs, tail, idx, shape), b)
     return ir.Kernel(name, b.params(), tuple(b.top.stmts + body), work=math.prod(space))
+
+
+def _reshape_tail(group: FusionGroup, outputs) -> dict | None:
+    """``{output: its reshape's operand}`` when every output is a plain reshape, consumed by
+    nothing else in the group, of a value computed in the group, all of one other shape."""
+    made = {o: e for e in group.eqns for o in e.outvars}
+    read = {v for e in group.eqns for v in e.invars if isinstance(v, Var)}
+    tail = {}
+    for v in outputs:
+        e = made.get(v)
+        if (e is None or e.primitive is not base.reshape_p or e.params.get("dimensions")
+                is not None or v in read or not isinstance(e.invars[0], Var)
+                or e.invars[0] not in made):
+            return None
+        tail[v] = e.invars[0]
+    shapes = {u.aval.shape for u in tail.values()}
+    if len(shapes) != 1 or outputs[0].aval.shape in shapes:
+        return None
+    return tail
+
+
+def _store_reshaped(b: KernelBuilder, outputs, tail: dict, index, shape) -> None:
+    """Store each output's operand at ``index`` of ``shape``, the same linear position."""
+    vals = []
+    for v in outputs:
+        val, dt = b.value(tail[v], index), v.aval.dtype
+        if dt in _HALF:
+            val = ir.Op("store_half", (val,), dt)
+        elif val.dtype != dt:
+            val = ir.Op("cast", (val,), dt)
+        vals.append(val)
+    for v, val in zip(outputs, vals, strict=True):
+        b.emit(ir.Store(b.out_param[v], ir.linearize(index, shape), val))
 
 
 def is_flat(group: FusionGroup, space) -> bool:

@@ -125,3 +125,28 @@ def test_pooling_kernels_in_the_cuda_dialect_run_correctly(padding):
         values.update(zip(step.outputs, arrays[len(step.inputs):]))
     (out,) = low.jaxpr.outvars
     np.testing.assert_allclose(values[out], want, rtol=1e-6)
+
+
+def test_a_flatten_after_pooling_iterates_in_the_pooled_shape():
+    # The group's output is a row-major reshape of the window's result: the kernel loops over
+    # the pooled shape (affine window loads, no index divisions in the inner loop) and stores
+    # at the same linear positions: the eager bits, NaN and signed zeros included.
+    from fx.example_libraries import stax
+
+    _, pool = stax.MaxPool((2, 2), (2, 2))
+    x = np.random.default_rng(0).standard_normal((8, 6, 6, 16)).astype(np.float32)
+    x[0, 0, 0, :4] = [np.nan, -0.0, 0.0, np.inf]
+
+    def f(x):
+        return fx.numpy.reshape(pool((), fx.numpy.maximum(x, 0.0)), (8, -1))
+
+    eager = np.asarray(f(fx.numpy.asarray(x)))
+    jitted = np.asarray(fx.jit(f)(x))
+    assert eager.shape == jitted.shape == (8, 144)
+    assert np.array_equal(np.isnan(eager), np.isnan(jitted))
+    keep = ~np.isnan(eager)
+    assert np.array_equal(eager[keep].view(np.uint32), jitted[keep].view(np.uint32))
+    kernel = fx.jit(f).lower(x).as_text("source")
+    kernel = kernel[kernel.index("void k0("):]
+    kernel = kernel[:kernel.index("\n}\n")]
+    assert "i3 < 16; i3++" in kernel and "< 144;" not in kernel, kernel
