@@ -115,6 +115,17 @@ def _weight(packed: str, code: str, byte_at: ir.Expr, scale_lo: ir.Expr, scale_h
             _f("mul", ir.Load(code, hi, F32), scale_hi))
 
 
+def _byte_weights(packed: str, scales: str, code: str, k: ir.Expr, j: ir.Expr, n: int,
+                  block_size: int):
+    """The two weights of byte ``j`` of row ``k`` of ``packed`` (columns ``j`` and
+    ``j + n/2``), each scaled by its own block's scale."""
+    half, row = n // 2, ir.imul(k, ir.const_index(n))
+    return _weight(packed, code, ir.iadd(ir.imul(k, ir.const_index(half)), j),
+                   ir.Load(scales, ir.idiv(ir.iadd(row, j), block_size), F32),
+                   ir.Load(scales, ir.idiv(ir.iadd(row, ir.iadd(j, ir.const_index(half))),
+                                           block_size), F32))
+
+
 def _operands(group: FusionGroup, inputs: list[Var], outputs: list[Var]):
     e = group.anchor
     names = {v: f"in{i}" for i, v in enumerate(inputs)}
@@ -206,11 +217,7 @@ def cuda_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[
     M, K, N = _sizes(e)
     H, bs = N // 2, e.params["block_size"]
     j, k = ir.Sym("j", ir.INDEX), ir.Sym("k", ir.INDEX)
-    row_k = ir.imul(k, ir.const_index(N))
-    lo, hi = _weight(packed, code, ir.iadd(ir.imul(k, ir.const_index(H)), j),
-                     ir.Load(scales, ir.idiv(ir.iadd(row_k, j), bs), F32),
-                     ir.Load(scales, ir.idiv(ir.iadd(row_k, ir.iadd(j, ir.const_index(H))),
-                                             bs), F32))
+    lo, hi = _byte_weights(packed, scales, code, k, j, N, bs)
     body: list[ir.Stmt] = []
     for r0, mr in _tiles(M):
         accs = [(f"a{r0 + i}_{h}", i, h) for i in range(mr) for h in (0, 1)]
@@ -241,12 +248,8 @@ def transposed_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs:
     e, (x, packed, scales, code, out), params = _operands(group, inputs, outputs)
     M, K, N = _sizes(e)
     H, bs = N // 2, e.params["block_size"]
-    k, j = ir.Sym("k", ir.INDEX), ir.Sym("j", ir.INDEX)
-    row_k = ir.imul(k, ir.const_index(N))
-    lo, hi = _weight(packed, code, ir.iadd(ir.imul(k, ir.const_index(H)), j),
-                     ir.Load(scales, ir.idiv(ir.iadd(row_k, j), bs), F32),
-                     ir.Load(scales, ir.idiv(ir.iadd(row_k, ir.iadd(j, ir.const_index(H))),
-                                             bs), F32))
+    j, k = ir.Sym("j", ir.INDEX), ir.Sym("k", ir.INDEX)
+    lo, hi = _byte_weights(packed, scales, code, k, j, N, bs)
     body: list[ir.Stmt] = []
     for r0, mr in _tiles(M):
         accs = [f"a{r0 + i}" for i in range(mr)]

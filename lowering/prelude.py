@@ -89,55 +89,36 @@ FX_FN uint16_t fx_f2u16(double x) {
 }
 /* The same from float, for 8/16-bit targets (quantization's float -> int8): clamped in
    float and converted through int32 as selects, so that GCC keeps a vector of floats in
-   its lanes (the double versions above widen every lane and branch). */
-FX_FN int8_t fx_f2i8_f32(float x) {
-  float c = x < -128.0f ? -128.0f : x;
-  c = c > 127.0f ? 127.0f : c;
-  c = x != x ? 0.0f : c;
-  return (int8_t)(int32_t)c;
-}
-FX_FN uint8_t fx_f2u8_f32(float x) {
-  float c = x < 0.0f ? 0.0f : x;
-  c = c > 255.0f ? 255.0f : c;
-  c = x != x ? 0.0f : c;
-  return (uint8_t)(int32_t)c;
-}
-FX_FN int16_t fx_f2i16_f32(float x) {
-  float c = x < -32768.0f ? -32768.0f : x;
-  c = c > 32767.0f ? 32767.0f : c;
-  c = x != x ? 0.0f : c;
-  return (int16_t)(int32_t)c;
-}
-FX_FN uint16_t fx_f2u16_f32(float x) {
-  float c = x < 0.0f ? 0.0f : x;
-  c = c > 65535.0f ? 65535.0f : c;
-  c = x != x ? 0.0f : c;
-  return (uint16_t)(int32_t)c;
-}
-FX_FN int32_t fx_f2i8w_f32(float x) {  /* as fx_f2i8_f32, left in int32 */
+   its lanes (the double versions above widen every lane and branch). The "w" forms leave
+   the value in int32: a staged store narrows it later (render.Renderer.staged_loop). */
+FX_FN int32_t fx_f2i8w_f32(float x) {
   float c = x < -128.0f ? -128.0f : x;
   c = c > 127.0f ? 127.0f : c;
   c = x != x ? 0.0f : c;
   return (int32_t)c;
 }
-FX_FN int32_t fx_f2u8w_f32(float x) {  /* as fx_f2u8_f32, left in int32 */
+FX_FN int32_t fx_f2u8w_f32(float x) {
   float c = x < 0.0f ? 0.0f : x;
   c = c > 255.0f ? 255.0f : c;
   c = x != x ? 0.0f : c;
   return (int32_t)c;
 }
-FX_FN int32_t fx_f2i16w_f32(float x) {  /* as fx_f2i16_f32, left in int32 */
+FX_FN int32_t fx_f2i16w_f32(float x) {
   float c = x < -32768.0f ? -32768.0f : x;
   c = c > 32767.0f ? 32767.0f : c;
   c = x != x ? 0.0f : c;
   return (int32_t)c;
 }
-FX_FN int32_t fx_f2u16w_f32(float x) {  /* as fx_f2u16_f32, left in int32 */
+FX_FN int32_t fx_f2u16w_f32(float x) {
   float c = x < 0.0f ? 0.0f : x;
   c = c > 65535.0f ? 65535.0f : c;
   c = x != x ? 0.0f : c;
   return (int32_t)c;
 }
+FX_FN int8_t fx_f2i8_f32(float x) { return (int8_t)fx_f2i8w_f32(x); }
+FX_FN uint8_t fx_f2u8_f32(float x) { return (uint8_t)fx_f2u8w_f32(x); }
+FX_FN int16_t fx_f2i16_f32(float x) { return (int16_t)fx_f2i16w_f32(x); }
+FX_FN uint16_t fx_f2u16_f32(float x) { return (uint16_t)fx_f2u16w_f32(x); }
 /* 18446744073709551615.0 is 2^64: below it the conversion is defined */
 FX_FN uint64_t fx_f2u64(double x) {
   return x != x ? 0u : (x <= 0.0 ? 0u : (x >= 18446744073709551615.0 ? ~(uint64_t)0
