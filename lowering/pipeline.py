@@ -36,13 +36,14 @@ from fx.lowering.merge_reduced_axes import merge_reduced_axes
 from fx.lowering.op_info import Choice, host_only_prims, select
 from fx.lowering.program import Buffer
 from fx.lowering.simplify_algebra import simplify_algebra
+from fx.lowering.sink_reshapes import sink_reshapes
 from fx.lowering.text import lowered_as_text
 
 # Primitives running the user's Python on the host (their steps are host callbacks).
 CALLBACKS = frozenset([pure_callback_p, debug_print_p])
 
-PASSES = (lower_convolutions, merge_reduced_axes, simplify_algebra, fold_constants,
-          eliminate_common_subexpressions, eliminate_dead_code)
+PASSES = (lower_convolutions, merge_reduced_axes, simplify_algebra, sink_reshapes,
+          fold_constants, eliminate_common_subexpressions, eliminate_dead_code)
 
 # Called with every lowered Program (tests use this to compile every generated kernel for CUDA;
 # debugging tools can dump programs).

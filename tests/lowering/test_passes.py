@@ -143,3 +143,28 @@ def test_reductions_over_adjacent_axes_reduce_one_merged_axis_with_the_same_bits
     for got, want in zip(eval_jaxpr(j, [], x), eval_jaxpr(closed.jaxpr, [], x)):
         np.testing.assert_array_equal(np.asarray(got).view(np.uint32),
                                       np.asarray(want).view(np.uint32))
+
+
+def test_reshapes_sink_below_elementwise_chains_with_the_same_bits():
+    from fx.lowering.sink_reshapes import sink_reshapes
+
+    def f(x, y):
+        flat = fnp.reshape(x, (2, 12))
+        scaled = fnp.clip(fnp.round(flat * 3.5), -4.0, 4.0).astype(np.int8)  # scalars only
+        mixed = fnp.reshape(x, (2, 12)) + y  # a full-shape second operand: stays
+        return scaled, mixed
+
+    x = np.linspace(-2, 2, 24, dtype=np.float32).reshape(2, 3, 4)
+    x.flat[:3] = [np.nan, -0.0, np.inf]
+    y = np.ones((2, 12), np.float32)
+    j = eliminate_dead_code(sink_reshapes(_jaxpr(f, x, y)))
+    check_jaxpr(j)
+    made = {v: e for e in j.eqns for v in e.outvars}
+    scaled, mixed = (made[v] for v in j.outvars)
+    assert scaled.primitive.name == "reshape"  # the chain ran on (2, 3, 4), then one reshape
+    assert made[scaled.invars[0]].invars[0].aval.shape == (2, 3, 4)
+    assert mixed.primitive.name == "add"
+    eager = [np.asarray(v) for v in f(fnp.asarray(x), fnp.asarray(y))]
+    jitted = [np.asarray(v) for v in fx.jit(f)(x, y)]
+    for e, g in zip(eager, jitted, strict=True):
+        assert e.dtype == g.dtype and np.array_equal(e.view(np.uint8), g.view(np.uint8))
