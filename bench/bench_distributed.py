@@ -6,10 +6,13 @@ step time at 1 and 2 processes.
     python bench/bench_distributed.py --nccl     # NCCL on a GPU (run by bench/gpu_check.sh)
 
 1. All-reduce (float32 sum, 1 KB - 64 MB, 2 processes) on the same preallocated buffers:
-   raw ``comm.Allreduce`` (the reference); fx's MPI transport (what a collective step calls:
-   the allreduce under the deadline watchdog); and a whole ``fx.pmap(psum)`` call (argument
-   slicing, the compiled program, its collective step, the result array). Bus bandwidth =
-   2(n-1)/n * bytes / time (the nccl-tests convention); ratios are fx / raw bandwidth.
+   raw ``comm.Allreduce`` from Python (the reference); a psum step of a compiled program (the
+   generated C calling MPI_Allreduce under the deadline watchdog, ``fx.distributed.native``),
+   timed as the difference between programs of 2K and K chained psums, divided by K (so the
+   call into the program is not counted); fx's Python transport (what the collective steps
+   generated code does not run call: float pmax/pmin, all_gather, NCCL); and a whole
+   ``fx.pmap(psum)`` call (argument slicing, the compiled program, the result array). Bus
+   bandwidth = 2(n-1)/n * bytes / time (the nccl-tests convention); ratios are fx / raw.
 2. A data-parallel MLP training step (value_and_grad, ``pmean`` of the gradients, SGD) at 1
    and 2 processes: weak scaling (the same per-process batch: efficiency T1/T2) and strong
    scaling (the same global batch split: efficiency T1/(2 T2)). Times are the fastest of
@@ -60,17 +63,31 @@ def worker_allreduce(quick: bool) -> None:
 
     comm, t = MPI.COMM_WORLD, state.group().transport
     psum = fx.pmap(lambda v: lax.psum(v, "i"), axis_name="i")
+
+    def chain(k):  # k dependent psums in one compiled program
+        def f(v):
+            for _ in range(k):
+                v = lax.psum(v, "i")
+            return v
+
+        return fx.pmap(f, axis_name="i")
+
     rows = []
     for nbytes in SIZES[::2] if quick else SIZES:
         x = np.ones(nbytes // 4, np.float32)
         out, out2 = np.empty_like(x), np.empty_like(x)  # preallocated, as a program's arena
         reps = max(10, min(300, 2 ** 26 // nbytes)) // (3 if quick else 1)
         x1 = x[None]
-        psum(x1)  # compile once
-        raw, mine, step = _best([lambda x=x, out=out: comm.Allreduce(x, out, op=MPI.SUM),
-                                 lambda x=x, o=out2: t.allreduce(x, ReduceOp.SUM, "bench", o),
-                                 lambda x1=x1: psum(x1)], reps, comm.Barrier)
-        rows.append((nbytes, raw, mine, step))
+        k = max(1, min(16, 2 ** 18 // nbytes))
+        short, long = chain(k), chain(2 * k)
+        for f in (psum, short, long):
+            f(x1)  # compile once
+        raw, mine, step, t_short, t_long = _best(
+            [lambda x=x, out=out: comm.Allreduce(x, out, op=MPI.SUM),
+             lambda x=x, o=out2: t.allreduce(x, ReduceOp.SUM, "bench", o),
+             lambda x1=x1: psum(x1), lambda x1=x1: short(x1), lambda x1=x1: long(x1)],
+            reps, comm.Barrier)
+        rows.append((nbytes, raw, mine, step, max((t_long - t_short) / k, 1e-9)))
     if comm.rank == 0:
         print("RESULT " + json.dumps({"n": comm.size, "rows": rows}), flush=True)
     fx.distributed.shutdown()
@@ -231,12 +248,13 @@ def main():
     n = res["n"]
     factor = 2 * (n - 1) / n
     print(f"\nall-reduce, float32 sum, {n} processes (bus bandwidth GB/s; ratio = fx / raw)")
-    print(f"{'bytes':>9} {'raw us':>9} {'raw GB/s':>9} {'transport':>10} {'ratio':>6} "
-          f"{'pmap(psum)':>11} {'ratio':>6}")
-    for nbytes, raw, mine, step in res["rows"]:
-        bw = [factor * nbytes / t / 1e9 for t in (raw, mine, step)]
-        print(f"{nbytes:>9} {raw * 1e6:>9.1f} {bw[0]:>9.3f} {bw[1]:>10.3f} "
-              f"{bw[1] / bw[0]:>6.2f} {bw[2]:>11.3f} {bw[2] / bw[0]:>6.2f}")
+    print(f"{'bytes':>9} {'raw us':>9} {'raw GB/s':>9} {'step us':>8} {'step GB/s':>10} "
+          f"{'ratio':>6} {'transport':>10} {'ratio':>6} {'pmap(psum)':>11} {'ratio':>6}")
+    for nbytes, raw, mine, step, native in res["rows"]:
+        bw = [factor * nbytes / t / 1e9 for t in (raw, native, mine, step)]
+        print(f"{nbytes:>9} {raw * 1e6:>9.1f} {bw[0]:>9.3f} {native * 1e6:>8.1f} "
+              f"{bw[1]:>10.3f} {bw[1] / bw[0]:>6.2f} {bw[2]:>10.3f} {bw[2] / bw[0]:>6.2f} "
+              f"{bw[3]:>11.3f} {bw[3] / bw[0]:>6.2f}")
     a, bw = _fit_ring(res["rows"], n)
     print(f"ring model from raw MPI: latency a = {a * 1e6:.1f} us per step, "
           f"bandwidth B = {bw / 1e9:.2f} GB/s")

@@ -6,6 +6,8 @@ the instructions it needs (AVX-512 VNNI's ``vpdpbusd``, AVX-512F's ``vpermps``),
 loop-IR kernel rendered beside it as ``<name>_ir``, which the template calls where the target
 lacks those instructions (the source is compiled for whatever ``-march`` the machine has).
 In other dialects (the tests render every CPU kernel for CUDA too) it is the loop-IR kernel.
+A kernel without a loop-IR form (a call into a host runtime: ``fx.distributed.native``'s
+collectives) renders as nothing in other dialects: it exists only in C programs.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ class CKernel:
     params: tuple[ir.Param, ...]
     template: str
     fields: tuple[tuple[str, object], ...]
-    fallback: ir.Kernel  # the loop-IR kernel, for targets without the instructions
+    fallback: ir.Kernel | None  # the loop-IR kernel, for targets without the instructions
     work: int = 0
     restrict: bool = False
     launch = None
@@ -35,6 +37,9 @@ class CKernel:
     def render(self, renderer) -> str:
         """C: the microkernel with its fallback beside it; another dialect: the loop-IR form
         under this name."""
+        if self.fallback is None:
+            return self.template.format(name=self.name, **dict(self.fields)) \
+                if renderer.d is C else ""
         if renderer.d is not C:
             return renderer.kernel(self.fallback.renamed(self.name))
         fallback = renderer.kernel(self.fallback.renamed(f"{self.name}_ir"))

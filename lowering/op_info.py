@@ -63,6 +63,9 @@ class OpImpl:
     control_flow: bool = False
     # What it runs for a group, shown in as_text() before the cost (e.g. the LAPACK routine).
     describe: Callable[[FusionGroup], str] | None = None
+    # ``first_run(group)`` -> a check the executable runs once, before its first call runs
+    # any step (a native collective's agreement with the other processes: it may raise).
+    first_run: Callable[[FusionGroup], Callable[[], None]] | None = None
 
     def supports(self, dt) -> bool:
         return self.dtypes is None or dt in self.dtypes or dt in self.widen

@@ -123,6 +123,9 @@ class Program:
     ops: list[program.Op] = field(default_factory=list)  # one per step: the program IR
     schedule: program.Schedule = program.Schedule(())  # what the runtime calls, in order
     stats: CompileStats = field(default_factory=CompileStats)
+    # Checks the executable runs once before its first call (``OpImpl.first_run``), in
+    # program order, those of native loop bodies included.
+    first_run: tuple = ()
 
     @property
     def in_avals(self) -> list[ShapedArray]:
@@ -184,6 +187,7 @@ def lower(closed: ClosedJaxpr, backend: str | backends.Backend = "cpu", name: st
     low.ops = [_op(t, s, buffers, backend) for t, s in enumerate(steps)]
     low.schedule = program.schedule(low.ops, concurrent=not effects,
                                     concurrent_cost=backend.concurrent_cost)
+    low.first_run = tuple(_first_run(steps, low.ops))
     low.kernels = [s.kernel for s in steps if s.kernel is not None]
     low.kernels += [k for op in low.ops if isinstance(op, program.ControlFlow)
                     and (op.native or op.device) for k in op.kernels]
@@ -196,6 +200,17 @@ def lower(closed: ClosedJaxpr, backend: str | backends.Backend = "cpu", name: st
     for observe in observers:
         observe(low)
     return low
+
+
+def _first_run(steps: list[Step], ops: list[program.Op]):
+    """The program's once-before-the-first-call checks, in step order: a native loop's
+    bodies never run as executables of their own, so theirs are the parent's."""
+    for st, op in zip(steps, ops):
+        if st.choice.impl.first_run is not None:
+            yield st.choice.impl.first_run(st.group)
+        if isinstance(op, program.ControlFlow) and op.native:
+            for body in op.bodies:
+                yield from body.first_run
 
 
 def _op(t: int, st: Step, buffers, backend: backends.Backend) -> program.Op:

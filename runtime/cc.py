@@ -149,6 +149,14 @@ def build(source: str) -> ctypes.CDLL | Library:
         return Library(list(pool.map(_build_unit, units)))
 
 
+def build_global(source: str) -> ctypes.CDLL:
+    """``build`` of one translation unit whose symbols later libraries link against: it is
+    loaded again with ``RTLD_GLOBAL`` (the generated code of a program calls the functions
+    of such a runtime library by name; see ``fx.distributed.native``)."""
+    lib = _build_unit(source)
+    return ctypes.CDLL(lib._name, mode=os.RTLD_GLOBAL | os.RTLD_NOW)
+
+
 def _build_unit(source: str) -> ctypes.CDLL:
     key = cache_key(source)
     with _lock:

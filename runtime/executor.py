@@ -9,6 +9,7 @@ to its memory (``device_constant``) and running one call over a state (``run``).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,6 +66,12 @@ class Executable:
         ]
         self.load(low)
         self.states: StatePool = StatePool(self.new_state)
+        # Checks run once, before the first call's steps (see ``Program.first_run``); a call
+        # that finds them not yet passed runs them under the lock (a check that raises is
+        # run again by the next call).
+        self._first_run = tuple(getattr(low, "first_run", ()))
+        self._first_done = not self._first_run
+        self._first_lock = threading.Lock()
         # The dependency schedule (``program.Schedule.waves``): per wave, the calls this
         # thread runs and those handed to the worker threads. Empty: calls run in order.
         self.waves = ()
@@ -118,11 +125,20 @@ class Executable:
     # --- the call protocol ------------------------------------------------------------------
 
     def __call__(self, args: list) -> list:
+        if not self._first_done:
+            self._run_first_checks()
         state = self.states.acquire()
         try:
             return self.run(state, args)
         finally:
             self.release(state)
+
+    def _run_first_checks(self) -> None:
+        with self._first_lock:
+            if not self._first_done:
+                for check in self._first_run:
+                    check()
+                self._first_done = True
 
     def release(self, state) -> None:
         self.states.release(state)

@@ -90,7 +90,8 @@ def _record(low):
     # at another shape) compile alike; one of each is compiled.
     for k in low.kernels:
         text = _NUMBER.sub("N", k.renamed("k").render(Renderer(CUDA)))
-        _cuda_kernels.setdefault(text, k)
+        if text:  # (a host-runtime call, fx.distributed.native's, has no CUDA form)
+            _cuda_kernels.setdefault(text, k)
 
 
 _pipeline.observers.append(_record)

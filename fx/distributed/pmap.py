@@ -24,6 +24,7 @@ import numpy as np
 from fx import tree_util
 from fx.array import Array
 from fx.core import EVAL_TRACE, current_trace, get_aval
+from fx.distributed import native as _native  # noqa: F401  (its C collective step)
 from fx.distributed import state
 from fx.distributed.collectives import ProcessAxis
 from fx.interpreters import batching

@@ -141,12 +141,29 @@ class MpiTransport(Transport):
         self._running: tuple[float, str] | None = None  # (when it started, what)
         self._how: dict = {}  # dtype -> "native", "bool" or the dtype it is reduced in
         self._watchdog: threading.Thread | None = None
+        # () -> (start, what) of a collective running in generated code (fx.distributed.native)
+        self._native_running = None
+
+    def watch_native(self, running) -> None:
+        """Also watch the collectives generated code runs: ``running()`` gives the one
+        running, as ``(time.monotonic() at its start, what)``, or None."""
+        self._native_running = running
+        with self._lock:
+            self._start_watchdog()
+
+    def _start_watchdog(self) -> None:
+        if self._watchdog is None:
+            self._watchdog = threading.Thread(target=self._watch, daemon=True,
+                                              name="fx-collective-watchdog")
+            self._watchdog.start()
 
     def _watch(self) -> None:
         interval = min(1.0, self.timeout / 10)
         while True:
             time.sleep(interval)
             running = self._running
+            if running is None and self._native_running is not None:
+                running = self._native_running()
             if running is not None and time.monotonic() - running[0] > self.timeout:
                 started, what = running
                 self.abort(
@@ -157,10 +174,7 @@ class MpiTransport(Transport):
 
     def _run(self, collective, what: str) -> None:
         with self._lock:
-            if self._watchdog is None:
-                self._watchdog = threading.Thread(target=self._watch, daemon=True,
-                                                  name="fx-collective-watchdog")
-                self._watchdog.start()
+            self._start_watchdog()
             self._running = (time.monotonic(), what)
             try:
                 collective()

@@ -81,9 +81,13 @@ for name, f in COLLECTIVES.items():
             close(got, want, f"{name} {dt}", rtol=2e-3 if dt == "float16" else 1e-6)
     passed(name)
 
-# The collective is a step of the compiled program, run by the MPI transport.
+# A psum is a kernel of the compiled program calling MPI from the generated code (no Python
+# step: it runs inside the C segment); a float pmax (a NaN must win) is a transport step.
 text = fx.pmap(COLLECTIVES["psum"], axis_name="i").lower(F32[R:R + 1]).as_text()
-assert f"collective psum over 'i' (mpi, {N} processes)" in text, text
+assert (f"psum over 'i' as MPI_Allreduce called from the generated code (mpi, {N} "
+        "processes)") in text and "segment fx_seg0: launch k0" in text, text
+text = fx.pmap(COLLECTIVES["pmax"], axis_name="i").lower(F32[R:R + 1]).as_text()
+assert f"collective pmax over 'i' (mpi, {N} processes)" in text, text
 passed("as_text")
 assert len(fx.devices()) == N and fx.local_devices()[0].process_index == R, fx.devices()
 passed("devices")
@@ -105,6 +109,20 @@ close(per_process(lambda v: fx.vmap(lambda u: lax.psum(u, "i"))(v), B),
 same_bits(per_process(lambda v: fx.vmap(lambda u: lax.all_gather(u, "i"))(v), B),
           single(lambda v: fx.vmap(lambda u: lax.all_gather(u, "i"))(v), B), "vmap gather")
 passed("vmap")
+
+
+# The psum kernel inside a loop compiled to C (the body's kernels called from the loop), and
+# with a donated argument.
+def looped(v):
+    return lax.fori_loop(0, 3, lambda k, u: lax.psum(u, "i") * 0.5 + k, v)
+
+
+text = fx.pmap(looped, axis_name="i").lower(F32[R:R + 1]).as_text()
+assert "(native fx_loop" in text and "cpu.mpi_collective" in text, text
+close(per_process(looped, F32), single(looped, F32), "psum in a C loop", rtol=1e-5)
+donated = fx.pmap(COLLECTIVES["psum"], axis_name="i", donate_argnums=0)
+same_bits(donated(I32[R:R + 1].copy())[0], single(COLLECTIVES["psum"], I32), "psum, donated")
+passed("loop")
 
 
 # grad through psum (its transpose is a psum) and through all_gather.

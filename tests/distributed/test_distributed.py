@@ -140,3 +140,27 @@ def test_mpi_collective_deadline_aborts_naming_the_rank():
     (message,) = t.messages
     assert re.search(r"fx.lax.psum over 'i' timed out after 0\.\d s on rank 1 of 2", message), \
         message
+
+
+def test_native_collective_library_compiles_for_both_handle_kinds():
+    # Open MPI's handles are pointers, MPICH's ints: the runtime library that generated code
+    # calls (fx.distributed.native) compiles for either, and exports what bind() fills.
+    from fx.distributed import native
+    from fx.runtime import cc
+
+    if cc.compiler() is None:
+        pytest.skip("needs a C compiler")
+    for handle in ("void*", "int32_t"):
+        lib = cc.build(native._LIBRARY.format(handle=handle, n_types=len(native.DTYPES),
+                                              n_ops=3))
+        for symbol in ("fx_mpi_group", "fx_mpi_started_ns", "fx_mpi_what", "fx_mpi_allreduce"):
+            assert hasattr(lib, symbol), symbol  # (dlsym finds data and functions)
+
+
+def test_native_collective_names_are_c_string_literals():
+    from fx.distributed import native
+
+    assert native._c_string("fx.lax.psum over 'i' of f32[3]") == \
+        "\"fx.lax.psum over 'i' of f32[3]\""
+    # quotes, backslashes, '?' (trigraphs), newlines and UTF-8 bytes become octal escapes
+    assert native._c_string('a"b\\c?\n\u00e9') == '"a\\042b\\134c\\077\\012\\303\\251"'

@@ -57,8 +57,8 @@ def launch(n: int, script: str, *args: str, limit: float = LIMIT):
 
 
 CHECKS = ["psum", "pmax", "pmin", "pmean", "all_gather", "axis_index", "ppermute",
-          "psum_scatter", "all_to_all", "psum(1)", "as_text", "devices", "jit", "vmap", "grad",
-          "sgd", "shutdown"]
+          "psum_scatter", "all_to_all", "psum(1)", "as_text", "devices", "jit", "vmap", "loop",
+          "grad", "sgd", "shutdown"]
 
 
 def _check_all(n: int, *args: str):

@@ -293,3 +293,45 @@ def test_concurrent_calls_use_separate_states_and_reuse_them():
         assert len({id(s.arena) for s in seen}) == THREADS
     finally:
         del exe.run
+
+
+def test_first_run_checks_run_once_before_any_step_even_from_threads():
+    # Program.first_run (a native collective's cross-process agreement): run once, under a
+    # lock, before the first call's steps; a check that raises fails that call and runs again
+    # in the next one.
+    x = np.arange(8, dtype=np.float32)
+    f = lambda x: fnp.tanh(x) * 2.0 + x  # noqa: E731
+    want = fx.jit(f)(x)  # the same kernel, without the check
+    lowered = fx.jit(f).lower(x)
+    ran, fail = [], [True]
+    gate = threading.Barrier(THREADS)
+
+    def check():
+        ran.append(threading.get_ident())
+        if fail[0]:
+            fail[0] = False
+            raise RuntimeError("the other processes disagree")
+
+    lowered.program.first_run = (check,)
+    compiled = lowered.compile()
+    exe = compiled._exe
+    run = exe.run
+
+    def counted_run(state, args):
+        assert len(ran) == 2  # the failed check and the one that passed, both before
+        return run(state, args)
+
+    exe.run = counted_run
+    try:
+        with pytest.raises(RuntimeError, match="disagree"):
+            compiled(x)
+        assert len(ran) == 1
+
+        def call(t):
+            gate.wait()
+            assert_same_bits(compiled(x), want)
+
+        run_threads(call)
+        assert len(ran) == 2
+    finally:
+        del exe.run

@@ -1,0 +1,266 @@
+"""Collectives called from the generated C code: an all-reduce step with no Python in it.
+
+A compiled collective step (``collectives``) is a Python call: ``mpi4py``'s ``Allreduce``
+parses two buffers and a datatype per call, and with the transport's bookkeeping a 1 KB
+all-reduce between two processes took 3.3 us, of which MPI itself (the shared-memory
+exchange) is about 0.9. On the CPU backend, a ``psum`` (``pmax``/``pmin`` of integers) over an
+MPI process axis is instead a kernel of the program: one line of generated C calling
+``fx_mpi_allreduce`` below, a small runtime library compiled once per machine and loaded
+with global symbols, which holds this process's ``MPI_Allreduce`` (looked up in the MPI
+library mpi4py loaded), its communicator, datatype and operation handles. The kernel sits in
+a segment between the other kernels (and in native ``scan``/``while`` bodies), so a jitted
+training step runs kernels and all-reduces in one C call.
+
+What the Python step did around the collective stays:
+
+- the deadline: the library notes the start time (``CLOCK_MONOTONIC``, which is Python's
+  ``time.monotonic``) and the collective's name where the transport's watchdog thread reads
+  them, and clears them after;
+- the agreement on the collective's signature with every other process: a check the
+  executable runs once, before its first call (``OpImpl.first_run``), in program order;
+- an MPI error: the library prints which collective failed on which rank, and aborts the job
+  (the other processes would wait for this one until their deadline).
+
+The handles are pointers (Open MPI) or ints (MPICH); the library passes them as the integer
+type of their size, which both calling conventions (x86-64, AArch64) take alike. One MPI
+communicator is bound at a time: that of the process group the program was lowered for.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import numpy as np
+
+from fx.distributed import collectives
+from fx.distributed.transport import MpiTransport, ReduceOp
+from fx.jaxpr import Var
+from fx.lax import parallel
+from fx.lowering import kernel_ir as ir
+from fx.lowering import op_info
+from fx.lowering.c_kernel import CKernel
+from fx.lowering.fusion import GroupKind
+from fx.lowering.render import storage_type
+from fx.runtime import cc
+
+# The dtypes MPI reduces natively, in the order of the library's handle table.
+DTYPES = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
+          np.float32, np.float64)
+_CODE = {np.dtype(d): i for i, d in enumerate(DTYPES)}
+_OPS = (ReduceOp.SUM, ReduceOp.MAX, ReduceOp.MIN)
+_PRIMS = {parallel.psum_p: ReduceOp.SUM, parallel.pmax_p: ReduceOp.MAX,
+          parallel.pmin_p: ReduceOp.MIN}
+MAX_COUNT = 2**31 - 1  # MPI counts are C ints
+
+_LIBRARY = r"""
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+typedef {handle} fx_mpi_handle;
+typedef int (*fx_mpi_allreduce_fn)(const void*, void*, int, fx_mpi_handle, fx_mpi_handle,
+                                   fx_mpi_handle);
+typedef int (*fx_mpi_abort_fn)(fx_mpi_handle, int);
+typedef int (*fx_mpi_error_string_fn)(int, char*, int*);
+
+/* Filled by fx.distributed.native.bind: this process's MPI. */
+struct fx_mpi_group {{
+  fx_mpi_allreduce_fn allreduce;
+  fx_mpi_abort_fn abort;
+  fx_mpi_error_string_fn error_string;
+  fx_mpi_handle comm;
+  fx_mpi_handle types[{n_types}];
+  fx_mpi_handle ops[{n_ops}];
+  void* in_place;
+  int rank, size;
+}};
+struct fx_mpi_group fx_mpi_group;
+
+/* The running collective, for the transport's watchdog: its start (ns of CLOCK_MONOTONIC,
+   0 when none runs) and its name. */
+volatile int64_t fx_mpi_started_ns;
+const char* volatile fx_mpi_what;
+
+void fx_mpi_allreduce(const void* x, void* y, int64_t n, int type, int op, const char* what) {{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  fx_mpi_what = what;
+  fx_mpi_started_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  const struct fx_mpi_group* g = &fx_mpi_group;
+  int rc = g->allreduce(x == y ? g->in_place : x, y, (int)n, g->types[type], g->ops[op],
+                        g->comm);
+  fx_mpi_started_ns = 0;
+  if (rc != 0) {{
+    char message[512] = "";
+    int length = 0;
+    g->error_string(rc, message, &length);
+    fprintf(stderr, "fx.distributed: %s failed on rank %d of %d: %s; aborting every "
+            "process\n", what, g->rank, g->size, message);
+    fflush(stderr);
+    g->abort(g->comm, 1);
+  }}
+}}
+"""
+
+_KERNEL = r"""
+void fx_mpi_allreduce(const void* x, void* y, int64_t n, int type, int op, const char* what);
+void {name}(const {ctype}* x, {ctype}* y) {{
+  fx_mpi_allreduce(x, y, {count}, {type}, {op}, {what});
+}}
+"""
+
+
+class _Bound:
+    """The runtime library and the transport whose communicator it holds."""
+
+    def __init__(self, lib, transport: MpiTransport):
+        self.lib, self.transport = lib, transport
+        self.started = ctypes.c_int64.in_dll(lib, "fx_mpi_started_ns")
+        self.what = ctypes.c_char_p.in_dll(lib, "fx_mpi_what")
+
+    def running(self) -> tuple[float, str] | None:
+        """(start as ``time.monotonic()``, name) of the collective running in C, or None."""
+        started = self.started.value
+        if not started:
+            return None
+        return started / 1e9, (self.what.value or b"?").decode(errors="replace")
+
+
+_lock = threading.Lock()
+_bound: _Bound | None = None
+_unavailable: dict = {}  # transport -> why the native path is not taken (for describe)
+
+
+def _handle_type(mpi):
+    size = mpi._sizeof(mpi.Comm)
+    if {mpi._sizeof(mpi.Datatype), mpi._sizeof(mpi.Op)} != {size} or size not in (4, 8):
+        return None
+    return (ctypes.c_int32, "int32_t") if size == 4 else (ctypes.c_void_p, "void*")
+
+
+def bind(transport: MpiTransport) -> _Bound | None:
+    """The runtime library bound to ``transport``'s communicator (compiled and loaded on
+    first use); None where it cannot be (no C compiler, handles of an unknown size, an MPI
+    library without the symbols)."""
+    global _bound
+    with _lock:
+        if _bound is not None and _bound.transport is transport:
+            return _bound
+        if transport in _unavailable:
+            return None
+        mpi = transport._mpi
+        handle = _handle_type(mpi)
+        try:
+            if handle is None:
+                raise OSError("MPI handles of an unknown size")
+            if cc.compiler() is None:
+                raise OSError("no C compiler")
+            api = ctypes.CDLL(mpi.__file__)  # its dependencies include the MPI library
+            functions = [ctypes.cast(getattr(api, f), ctypes.c_void_p).value
+                         for f in ("MPI_Allreduce", "MPI_Abort", "MPI_Error_string")]
+            lib = cc.build_global(_LIBRARY.format(handle=handle[1], n_types=len(DTYPES),
+                                                  n_ops=len(_OPS)))
+        except (OSError, AttributeError, cc.CompileError) as e:
+            _unavailable[transport] = str(e)
+            return None
+        h = handle[0]
+
+        class Group(ctypes.Structure):
+            _fields_ = [("allreduce", ctypes.c_void_p), ("abort", ctypes.c_void_p),
+                        ("error_string", ctypes.c_void_p), ("comm", h),
+                        ("types", h * len(DTYPES)), ("ops", h * len(_OPS)),
+                        ("in_place", ctypes.c_void_p), ("rank", ctypes.c_int),
+                        ("size", ctypes.c_int)]
+
+        g = Group.in_dll(lib, "fx_mpi_group")
+        g.allreduce, g.abort, g.error_string = functions
+        g.comm = mpi._handleof(transport.comm)
+        for i, d in enumerate(DTYPES):
+            g.types[i] = mpi._handleof(mpi._typedict[np.dtype(d).char])
+        for i, op in enumerate(_OPS):
+            g.ops[i] = mpi._handleof(transport._ops[op])
+        g.in_place = int(mpi.IN_PLACE)
+        g.rank, g.size = transport.rank, transport.size
+        _bound = _Bound(lib, transport)
+        transport.watch_native(_bound.running)
+        return _bound
+
+
+def _eligible(g) -> bool:
+    if not collectives._is_collective(g):
+        return False
+    eqn = g.eqns[0]
+    op = _PRIMS.get(eqn.primitive)
+    if op is None or not eqn.invars or not isinstance(eqn.invars[0], Var):
+        return False
+    src, out = eqn.invars[0].aval, eqn.outvars[0].aval
+    dt = np.dtype(out.dtype)
+    if src.dtype != out.dtype or src.shape != out.shape or dt not in _CODE:
+        return False
+    if op is not ReduceOp.SUM and dt.kind not in "iu":
+        return False  # a NaN must win a float max/min: the Python step gathers
+    count = int(np.prod(out.shape, dtype=np.int64))
+    if not 0 < count <= MAX_COUNT:
+        return False
+    axis = collectives.process_axis(eqn.params["axis_name"])
+    return axis is not None and type(axis.transport) is MpiTransport
+
+
+def _applies(g) -> bool:
+    if not _eligible(g):
+        return False
+    axis = collectives.process_axis(g.eqns[0].params["axis_name"])
+    return bind(axis.transport) is not None
+
+
+def _c_string(s: str) -> str:
+    """``s`` as a C string literal (printable ASCII kept, the rest as octal escapes)."""
+    out = []
+    for b in s.encode():
+        c = chr(b)
+        out.append(c if 32 <= b < 127 and c not in '"\\?' else f"\\{b:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def _what(eqn) -> str:
+    sig = collectives.signature(eqn.primitive, eqn.invars[0].aval, eqn.params["axis_name"])
+    return f"fx.lax.{sig}"
+
+
+def _kernel(g, name, inputs, outputs) -> CKernel:
+    eqn = g.eqns[0]
+    aval = eqn.outvars[0].aval
+    count = int(np.prod(aval.shape, dtype=np.int64))
+    params = (ir.Param("x", aval.dtype, count, False), ir.Param("y", aval.dtype, count, True))
+    fields = dict(ctype=storage_type(aval.dtype), count=count,
+                  type=_CODE[np.dtype(aval.dtype)], op=_OPS.index(_PRIMS[eqn.primitive]),
+                  what=_c_string(_what(eqn)))
+    return CKernel(name, params, _KERNEL, tuple(fields.items()), None, work=count)
+
+
+def _first_run(g):
+    """The signature check the Python step ran on its first call (every process must reach
+    the same collective with the same shape and dtype)."""
+    eqn = g.eqns[0]
+    t = collectives._axis_of(eqn).transport
+    what = _what(eqn)
+
+    def agree() -> None:
+        if t.size > 1:
+            t.agree(what.removeprefix("fx.lax."), what)
+
+    return agree
+
+
+def _describe(g) -> str:
+    eqn = g.eqns[0]
+    axis = collectives._axis_of(eqn)
+    return (f"{eqn.primitive.name} over {axis.name!r} as MPI_Allreduce called from the "
+            f"generated code ({axis.transport.describe()})")
+
+
+op_info.register(op_info.OpImpl(
+    "cpu.mpi_collective", "cpu", GroupKind.OPAQUE, None, {}, True, lambda g: 100.0,
+    "a psum (integer pmax/pmin) over an MPI process axis, called from the generated code",
+    applies=_applies, kernel=_kernel, describe=_describe, first_run=_first_run))
