@@ -15,11 +15,11 @@ and iota) are recomputed in every consumer instead of being materialized. Merges
 make the group graph cyclic are refused. Values read outside their group (or returned) are the
 group's outputs and get buffers.
 
-Scale: a group holds at most ``MAX_GROUP_EQNS`` equations (a long chain becomes several
-kernels); cycle checks use the topological keys of ``fusion_graph`` and stop after a bounded
-search; the merge passes after the first sweep work from worklists (a merge revisits only the
-groups it may have affected) instead of starting over, so fusion's work grows linearly with
-the program.
+Scale: a group weighs at most ``MAX_GROUP_EQNS`` operations (an index map a quarter, see
+``fusion_groups.size``: a long chain becomes several kernels); cycle checks use the
+topological keys of ``fusion_graph`` and stop after a bounded search; the merge passes after
+the first sweep work from worklists (a merge revisits only the groups it may have affected)
+instead of starting over, so fusion's work grows linearly with the program.
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def fuse(jaxpr: Jaxpr, stats: dict | None = None) -> list[FusionGroup]:
                     if g not in dup_groups:
                         dup_groups.append(g)
                     continue
-                if uses[v] != 1 or len(g.eqns) >= MAX_GROUP_EQNS or not joinable(
+                if uses[v] != 1 or g.size >= MAX_GROUP_EQNS or not joinable(
                         g, v, eqn, out_shape):
                     continue
                 if g.kind is GroupKind.ELEMENTWISE and not outputs_fit(outside_of(g), v,
@@ -155,14 +155,14 @@ def fuse(jaxpr: Jaxpr, stats: dict | None = None) -> list[FusionGroup]:
             # recomputed) that would close a cycle through a group outside the set, or make
             # the group longer than a kernel should be.
             members: set[FusionGroup] = {host} if host is not None else set()
-            size = len(host.eqns) + 1 if host is not None else 1
+            size = host.size + 1 if host is not None else 1
             reads: set[FusionGroup] = set(producers)
             if host is not None:
                 reads |= graph.deps[host]
             for g in merge:
                 if g is host:
                     continue
-                if size + len(g.eqns) > MAX_GROUP_EQNS or not tied_reads_ok(host, g.eqns,
+                if size + g.size > MAX_GROUP_EQNS or not tied_reads_ok(host, g.eqns,
                                                                              position):
                     continue
                 if any(gathers_from(m, g) or gathers_from(g, m) for m in members):
@@ -170,11 +170,11 @@ def fuse(jaxpr: Jaxpr, stats: dict | None = None) -> list[FusionGroup]:
                 if not graph.would_cycle(members | {g}, reads | graph.deps[g]):
                     members.add(g)
                     reads |= graph.deps[g]
-                    size += len(g.eqns)
+                    size += g.size
             dup = []
             for g in dup_groups:
                 g_reads = {q for e in g.eqns for q in read_groups(e)}
-                if size + len(g.eqns) > MAX_GROUP_EQNS:
+                if size + g.size > MAX_GROUP_EQNS:
                     continue
                 if host is not None and not tied_reads_ok(host, g.eqns, position):
                     continue
@@ -183,7 +183,7 @@ def fuse(jaxpr: Jaxpr, stats: dict | None = None) -> list[FusionGroup]:
                 if not graph.would_cycle(members, reads | g_reads):
                     reads |= g_reads
                     dup.extend(e for e in g.eqns if e not in dup)
-                    size += len(g.eqns)
+                    size += g.size
             if graph.would_cycle(members, reads):
                 members, dup = set(), []  # nothing merges: a fresh group reads everything
             if host not in members:
@@ -210,7 +210,7 @@ def fuse(jaxpr: Jaxpr, stats: dict | None = None) -> list[FusionGroup]:
             in_shape, axes = x.aval.shape, tuple(eqn.params["axes"])
             g = group_of.get(x) if isinstance(x, Var) else None
             if g is not None and g.kind is GroupKind.REDUCTION and g.in_shape == in_shape \
-                    and g.axes == axes and x in g.produced() and len(g.eqns) < MAX_GROUP_EQNS:
+                    and g.axes == axes and x in g.produced() and g.size < MAX_GROUP_EQNS:
                 host = g  # a further reduction over the same rows (softmax's sum after max)
                 others = []
             else:
@@ -218,7 +218,7 @@ def fuse(jaxpr: Jaxpr, stats: dict | None = None) -> list[FusionGroup]:
                 others = []
                 if (g is not None and g.kind is GroupKind.ELEMENTWISE and uses[x] == 1
                         and space(g) == in_shape and all(space_ok(g, in_shape))
-                        and len(g.eqns) < MAX_GROUP_EQNS):
+                        and g.size < MAX_GROUP_EQNS):
                     others = [g]  # the prologue
                     take_eqns(host, others)
             host.eqns.append(eqn)
@@ -318,7 +318,7 @@ def _merge_single_consumer_producers(alive, graph, group_of, jaxpr, absorb, posi
         if p not in alive or len(graph.users[p]) != 1:
             continue
         (c,) = graph.users[p]
-        if len(c.eqns) + len(p.eqns) > MAX_GROUP_EQNS:
+        if c.size + p.size > MAX_GROUP_EQNS:
             continue
         if graph.would_cycle({c, p}, graph.deps[c] | graph.deps[p]):
             continue
@@ -443,7 +443,7 @@ def _merge_siblings(alive, graph, group_of, jaxpr, absorb) -> None:
         fits.pop(a, None)
 
     def mergeable(a, b) -> bool:
-        if space(b) != space(a) or len(a.eqns) + len(b.eqns) > MAX_GROUP_EQNS:
+        if space(b) != space(a) or a.size + b.size > MAX_GROUP_EQNS:
             return False
         if not (stores_in_space(a) and stores_in_space(b)):
             return False

@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from fx.jaxpr import JaxprEqn, Literal, Var, has_effects
-from fx.lax import base
+from fx.lax import base, structural
 from fx.lowering.scalar_ops import Pattern, cheap_prims, pattern_of, reduction_combine, rereads
 
 
@@ -69,6 +69,10 @@ class FusionGroup:
         skip = {id(e) for e in self.prologue} | {id(self.anchor)}
         return [e for e in self.eqns if id(e) not in skip]
 
+    @property
+    def size(self) -> int:
+        return size(self.eqns)
+
     def produced(self) -> set[Var]:
         return {v for e in self.eqns for v in e.outvars}
 
@@ -81,12 +85,24 @@ reduction_prims = reduction_combine  # the primitives that anchor a REDUCTION gr
 
 
 _MAX_RECOMPUTE = 8
-# The most equations one group holds: a long chain becomes several kernels (each stores its last
+# The largest group (its ``size``): a long chain becomes several kernels (each stores its last
 # value; the next one loads it, once per 64 operations). gcc -O3 is superlinear in a kernel's
 # length on integer chains (3,000 chained x*3+c: 0.4 s of compile in kernels of 64, 2.3 s in
 # kernels of 256), and more kernels spread over more translation units compile in parallel.
 MAX_GROUP_EQNS = 64
 VIEW_PRIMS = {base.reshape_p, base.transpose_p}
+# Equations that are only an index map in a kernel (a load's index, no operation of their own)
+# weigh a quarter of an operation in a group's size: a small convolution written as a sum of
+# products (lower_convolutions) is a slice and a broadcast of each operand per product.
+INDEX_MAPS = {base.reshape_p, base.transpose_p, base.broadcast_in_dim_p, structural.slice_p,
+              structural.squeeze_p}
+
+
+def size(eqns) -> int:
+    """What ``eqns`` weigh against ``MAX_GROUP_EQNS``: their operations, plus a quarter of
+    their index maps."""
+    ops = sum(1 for e in eqns if e.primitive not in INDEX_MAPS)
+    return ops + (len(eqns) - ops + 3) // 4
 
 
 def space_ok(g: FusionGroup, shape) -> list[bool]:

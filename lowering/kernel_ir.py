@@ -266,3 +266,80 @@ def delinearize(flat: Expr, shape: tuple[int, ...]) -> tuple[Expr, ...]:
     index = Delinearized(out)
     index.flat, index.shape = flat, tuple(shape)
     return index
+
+
+def _reads(e: Expr, names: set, bufs: set) -> None:
+    """Add the symbols and the buffers ``e`` reads to ``names`` and ``bufs``."""
+    stack = [e]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Sym):
+            names.add(e.name)
+        elif isinstance(e, Load):
+            bufs.add(e.buf)
+            stack.append(e.index)
+        elif isinstance(e, Op):
+            stack.extend(e.args)
+
+
+def _stored(body) -> set:
+    """The buffers the statements store to (nested loops included)."""
+    out, stack = set(), list(body)
+    while stack:
+        s = stack.pop()
+        if isinstance(s, Store):
+            out.add(s.buf)
+        elif isinstance(s, Loop):
+            stack.extend(s.body)
+    return out
+
+
+def hoist_invariants(k: Kernel) -> Kernel:
+    """``k`` with the values an innermost loop's iterations all compute alike bound once in
+    front of it: a ``Let`` of the loop body whose expression reads neither the loop index,
+    nor a local the body assigns, nor a value bound in the body that does, nor (unless
+    every parameter is ``restrict``) a buffer the kernel stores to. A window read through
+    padding is the case: inside a loop over the output features, the tap's value and its
+    in-bounds test depend on the position only, and GCC does not vectorize a select between
+    vector values on a scalar condition, which it makes of ``(inside ? x : 0) * w``.
+    Hoisting changes no result (the same operations on the same values, in order); the loop
+    has a constant extent of at least one, so a hoisted load was made by the loop anyway."""
+    stored = _stored(k.body) if k.restrict else None
+
+    def visit(body: tuple) -> tuple:
+        out = []
+        for s in body:
+            if isinstance(s, Loop):
+                if any(isinstance(t, Loop) for t in s.body):
+                    s = dataclasses.replace(s, body=visit(s.body))
+                else:
+                    out += _hoisted(s, stored)
+                    s = out.pop()
+            out.append(s)
+        return tuple(out)
+
+    body = visit(k.body)
+    return k if body == k.body else dataclasses.replace(k, body=body)
+
+
+def _hoisted(loop: Loop, stored: set | None) -> list:
+    """The invariant ``Let`` s of an innermost ``loop``, then the loop without them."""
+    if loop.extent < 1 or loop.lanes != 1 or loop.cooperative:
+        return [loop]
+    variant = {loop.var}
+    for s in loop.body:
+        if isinstance(s, (Decl, Assign)):
+            variant.add(s.name)
+    moved, kept = [], []
+    for s in loop.body:
+        if isinstance(s, Let):
+            names, bufs = set(), set()
+            _reads(s.value, names, bufs)
+            if not names & variant and (not bufs or stored is not None and not bufs & stored):
+                moved.append(s)
+                continue
+            variant.add(s.name)
+        kept.append(s)
+    if not moved:
+        return [loop]
+    return moved + [dataclasses.replace(loop, body=tuple(kept))]

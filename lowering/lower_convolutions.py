@@ -28,7 +28,7 @@ import math
 
 from fx import dtypes
 from fx.jaxpr import Jaxpr, JaxprEqn, Var
-from fx.lax import base, linalg
+from fx.lax import base, elementwise, linalg, structural
 from fx.lax.convolution import conv_general_dilated_p
 from fx.lowering.conv import patches_matmul_cost, winograd_cost, winograd_eligible
 from fx.lowering.conv_patches import conv_patches_p, patches_shape
@@ -119,6 +119,15 @@ def _as_matmul(eqn: JaxprEqn) -> list[JaxprEqn] | None:
     perm = tuple(where[d] for d in range(res.aval.ndim))
     if prod_aval.update(shape=tuple(prod_aval.shape[d] for d in perm)) != res.aval:
         return None  # (a weak type the product would not reproduce, say)
+    k = math.prod(pat.aval.shape[d] for d in dims[0])
+    if (not int8 and k <= SMALL_K and pat.aval.dtype == rhs.aval.dtype == res.aval.dtype
+            and p["preferred_element_type"] in (None, res.aval.dtype) and nsp >= 1):
+        prod = res if perm == tuple(range(len(perm))) else Var(prod_aval)
+        _unrolled(pat, rhs, dims, prod, eqn, new)
+        if prod is not res:
+            new.append(JaxprEqn(base.transpose_p, [prod], [res], {"permutation": perm},
+                                eqn.source_info))
+        return new
     if perm == tuple(range(len(perm))):
         new.append(JaxprEqn(linalg.dot_general_p, [pat, rhs], [res], dot_params,
                             eqn.source_info))
@@ -129,6 +138,55 @@ def _as_matmul(eqn: JaxprEqn) -> list[JaxprEqn] | None:
         new.append(JaxprEqn(base.transpose_p, [prod], [res], {"permutation": perm},
                             eqn.source_info))
     return new
+
+
+# Convolutions whose contraction is tiny (a first layer: 3x3 taps of one channel) are sums of
+# at most SMALL_K products, not a patches matrix and a matmul: see _unrolled.
+SMALL_K = 9
+
+
+def _unrolled(pat: Var, rhs: Var, contract, out: Var, eqn: JaxprEqn, new: list[JaxprEqn]) -> None:
+    """``out = dot_general(pat, rhs)`` (the patches' trailing dimensions contracted with
+    ``rhs``'s, whose one other dimension is the output features) as the sum, in the
+    contraction's row-major order, of one product per contracted index k: the patches' value
+    at k for every output position times the kernel's row k, each broadcast to the output.
+    All of it elementwise, so the gather, the products, the bias and activation after them
+    and a pooling window become one generated kernel, and nothing the size of the patches is
+    written (LeNet's first layer, K = 9 and 16 features, wrote the patches, the product and
+    the product plus bias, each a pass over memory larger than the input). Six equations per
+    k: a group holds at most ``MAX_GROUP_EQNS``."""
+    lc, rc = contract
+    a = pat.aval
+    na = a.ndim - len(lc)
+    shape = out.aval.shape
+    k = math.prod(a.shape[d] for d in lc)
+
+    def emit(prim, invars, params):
+        var = Var(prim.abstract_eval(*[v.aval for v in invars], **params))
+        new.append(JaxprEqn(prim, list(invars), [var], params, eqn.source_info))
+        return var
+
+    def reshape(x, sizes):
+        return emit(base.reshape_p, [x], {"new_sizes": tuple(sizes)})
+
+    def at(x, axis, i, dims):  # x's index i of ``axis`` (kept, of size 1), broadcast to out
+        start, limit = [0] * x.aval.ndim, list(x.aval.shape)
+        start[axis], limit[axis] = i, i + 1
+        s = emit(structural.slice_p, [x], {"start_indices": tuple(start),
+                                            "limit_indices": tuple(limit), "strides": None})
+        return emit(base.broadcast_in_dim_p, [s], {"shape": tuple(shape),
+                                                   "broadcast_dimensions": dims})
+
+    rows = reshape(pat, (*a.shape[:na], k))  # (positions..., k)
+    (o,) = [d for d in range(rhs.aval.ndim) if d not in rc]
+    w = _transposed(rhs, (*rc, o), eqn, new)
+    w = reshape(w, (k, rhs.aval.shape[o]))  # (k, features)
+    acc = None
+    for i in range(k):
+        term = emit(elementwise.mul_p, [at(rows, na, i, tuple(range(na + 1))),
+                                        at(w, 0, i, (na - 1, na))], {})
+        acc = term if acc is None else emit(elementwise.add_p, [acc, term], {})
+    new[-1] = new[-1].replace(outvars=[out])  # the last sum is the product
 
 
 def _swappable(lhs, ls, kernel, out_spatial, p) -> bool:

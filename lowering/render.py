@@ -396,6 +396,7 @@ class Renderer:
                                      expr=expr, shfl=_shfl_operand(c.name, c.dtype))
 
     def kernel(self, k: ir.Kernel) -> str:
+        k = ir.hoist_invariants(k)
         restrict = self.d.restrict if k.restrict else ""
         params = ", ".join(
             f"{self.d.pointer_space}{'' if p.is_output else 'const '}{storage_type(p.dtype)}* "

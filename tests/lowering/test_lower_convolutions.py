@@ -30,6 +30,14 @@ CONVS = [  # lhs shape, rhs shape, params
     ((4, 2, 3, 3), (5, 2, 1, 1), dict(window_strides=(1, 1), padding="VALID")),
     ((2, 6, 6, 1), (5, 5, 1, 2), dict(window_strides=(1, 1), padding="SAME",
                                       dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+    # Contractions of at most SMALL_K terms: sums of products (LeNet's first layer, one
+    # channel first with strides and dilation, and two channels of a 2x2 kernel).
+    ((2, 8, 8, 1), (3, 3, 1, 16), dict(window_strides=(1, 1), padding="SAME",
+                                       dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+    ((2, 1, 7, 6), (4, 1, 3, 3), dict(window_strides=(2, 1), padding=((1, 0), (2, 1)),
+                                      rhs_dilation=(1, 2))),
+    ((3, 5, 4, 2), (2, 2, 2, 5), dict(window_strides=(1, 1), padding="VALID",
+                                      dimension_numbers=("NHWC", "HWIO", "NCHW"))),
 ]
 
 
@@ -69,7 +77,7 @@ def test_rewritten_convolution_and_its_gradients_compute_the_same(case):
 
 
 def test_the_weight_gradient_shares_the_forward_patches():
-    ls, rs, p = CONVS[-1]  # NHWC, 5x5 SAME: the CNN example's layers
+    ls, rs, p = CONVS[6]  # NHWC, 5x5 SAME: the CNN example's layers
     x, w = np.ones(ls, np.float32), np.ones(rs, np.float32)
     loss = lambda x, w: fnp.sum(_conv(p)(x, w) ** 2)
     closed = fx.make_jaxpr(fx.value_and_grad(loss, argnums=1))(x, w)
@@ -87,3 +95,25 @@ def test_grouped_and_integer_convolutions_are_left_alone():
     xi, wi = np.ones((1, 2, 5, 5), np.int32), np.ones((3, 2, 3, 3), np.int32)
     ints = fx.make_jaxpr(_conv(dict(window_strides=(1, 1), padding="SAME")))(xi, wi)
     assert [e.primitive.name for e in _rewritten(ints).eqns] == ["conv_general_dilated"]
+
+
+def _k(rs, p):
+    """The contraction's length: the kernel's taps times its input features (all of the
+    kernel but its output features, axis O: 0 in the default OIHW)."""
+    spec = p.get("dimension_numbers")
+    return int(np.prod(rs)) // rs[spec[1].index("O") if spec else 0]
+
+
+@pytest.mark.parametrize("case", [i for i, (_, rs, p) in enumerate(CONVS) if _k(rs, p) <= 9])
+def test_a_small_contraction_is_a_sum_of_products(case):
+    # K <= SMALL_K terms per output: elementwise products of the patches' taps and the
+    # kernel's rows, no matmul (so that the bias, relu and pool after it fuse in one kernel).
+    ls, rs, p = CONVS[case]
+    r = np.random.default_rng(case)
+    x, w = r.standard_normal(ls).astype(np.float32), r.standard_normal(rs).astype(np.float32)
+    closed = fx.make_jaxpr(_conv(p))(x, w)
+    names = [e.primitive.name for e in _rewritten(closed).eqns]
+    assert "dot_general" not in names and names.count("mul") == _k(rs, p), names
+    got = fx.jit(_conv(p))(x, w)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(_conv(p)(x, w)), rtol=2e-6,
+                               atol=2e-6)

@@ -6,6 +6,7 @@ import dataclasses
 import re
 import shutil
 
+import numpy as np
 import pytest
 from conftest import compile_cuda_kernels
 
@@ -128,3 +129,71 @@ def test_max_and_min_against_constants_keep_nans_and_signed_zeros(dtype):
     assert re.search(r"\(-127\.0f? > ", source)  # the compact form against -127
     kernels = source[source.index("void k0("):]
     assert re.search(r"fx_max(f)?\(", kernels)  # max(x, 0.0) keeps the helper
+
+
+# --- index maps and invariant values ---------------------------------------------------------
+
+
+def _evaluate(e, env):
+    from fx.lowering import kernel_ir as ir
+
+    if isinstance(e, ir.Const):
+        return e.value
+    if isinstance(e, ir.Sym):
+        return env[e.name]
+    a, b = (_evaluate(x, env) for x in e.args)
+    ops = {"add": lambda: a + b, "mul": lambda: a * b, "div": lambda: a // b,
+           "rem": lambda: a % b, "sub": lambda: a - b}
+    return ops[e.op]()
+
+
+RESHAPES = [((256, 8, 8, 3, 3, 1), (256, 8, 8, 9)), ((3, 1, 4), (3, 4)), ((4,), (4, 1)),
+            ((2, 6), (3, 4)), ((1, 1, 6), (6, 1, 1)), ((2, 3, 4), (6, 4)), ((2, 3, 4), (2, 12)),
+            ((6, 1), (2, 3)), ((1,), (1, 1)), ((5, 1, 1), (5,)), ((1, 5), (5, 1)),
+            ((2, 1, 3), (1, 6, 1)), ((4, 6), (2, 2, 3, 2)), ((2, 2, 3, 2), (4, 6))]
+
+
+@pytest.mark.parametrize("in_shape,out_shape", RESHAPES)
+def test_a_reshape_maps_indices_group_by_group(in_shape, out_shape):
+    # Every output index goes to the operand index NumPy's row-major reshape gives; dimensions
+    # the reshape keeps pass their index through; the flat index is kept for loads.
+    import itertools
+
+    from fx.lowering import kernel_ir as ir
+    from fx.lowering.codegen import _regrouped
+
+    syms = tuple(ir.Sym(f"i{k}", ir.INDEX) for k in range(len(out_shape)))
+    got = _regrouped(syms, in_shape, out_shape)
+    assert ir.linearize(got, in_shape) == ir.linearize(syms, out_shape)
+    for k in range(min(len(in_shape), len(out_shape))):  # kept leading dimensions
+        if in_shape[k] != out_shape[k]:
+            break
+        assert got[k] == (syms[k] if in_shape[k] != 1 else ir.const_index(0))
+    for idx in itertools.product(*map(range, out_shape)):
+        env = {f"i{k}": v for k, v in enumerate(idx)}
+        want = np.unravel_index(np.ravel_multi_index(idx, out_shape), in_shape)
+        assert tuple(_evaluate(e, env) for e in got) == tuple(int(w) for w in want), idx
+
+
+def test_values_invariant_in_an_inner_loop_are_bound_before_it():
+    from fx.lowering import kernel_ir as ir
+
+    f32 = np.dtype(np.float32)
+    i, j = ir.Sym("i", ir.INDEX), ir.Sym("j", ir.INDEX)
+    inner = ir.Loop("j", 16, (
+        ir.Let("a", ir.Load("in0", i, f32)),  # invariant: the position's value
+        ir.Let("b", ir.Op("mul", (ir.Sym("a", f32), ir.Load("in1", j, f32)), f32)),
+        ir.Let("c", ir.Op("add", (ir.Sym("a", f32), ir.Const(1.0, f32)), f32)),  # invariant
+        ir.Store("out0", ir.iadd(ir.imul(i, ir.const_index(16)), j),
+                 ir.Op("add", (ir.Sym("b", f32), ir.Sym("c", f32)), f32))))
+    params = (ir.Param("in0", f32, 4, False), ir.Param("in1", f32, 16, False),
+              ir.Param("out0", f32, 64, True))
+    k = ir.Kernel("k", params, (ir.Loop("i", 4, (inner,)),), work=64, restrict=True)
+    (outer,) = ir.hoist_invariants(k).body
+    assert [type(s).__name__ + ":" + getattr(s, "name", "") for s in outer.body] == [
+        "Let:a", "Let:c", "Loop:"]
+    assert [s.name for s in outer.body[-1].body if isinstance(s, ir.Let)] == ["b"]
+    # Where parameters may alias (an in-place kernel), loads stay in the loop, and so does
+    # every value computed from them.
+    (outer,) = ir.hoist_invariants(dataclasses.replace(k, restrict=False)).body
+    assert [type(s).__name__ for s in outer.body] == ["Loop"]

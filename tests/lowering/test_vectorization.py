@@ -90,6 +90,13 @@ PROGRAMS = {  # name -> (function, example arguments)
     "max-pool gradient (select_and_scatter_add)": (
         fx.grad(lambda x: fnp.sum(_pool(x) ** 2)), (_RNG.standard_normal((8, 28, 28, 16))
                                                       .astype(_F32),)),
+    # A first conv layer (3x3 taps of one channel: nine products, lower_convolutions'
+    # unrolled form), its bias, relu and 2x2 pool in one kernel over the output features; the
+    # taps' padding tests are per position (hoisted out of the loop over features).
+    "3x3 conv of one channel, bias, relu, max-pool": (
+        lambda x, w, b: _pool(fnp.maximum(fx.lax.conv_general_dilated(
+            x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")) + b, 0.0)),
+        (np.ones((8, 8, 8, 1), _F32), np.ones((3, 3, 1, 16), _F32), np.ones(16, _F32))),
     "fori_loop body (roll, tanh)": (_fori, (np.ones(64, _F32),)),
     # Signed int32 arithmetic, rendered through uint32 so that it wraps (scalar_ops.WRAPPING).
     "int32 wrapping arithmetic": (lambda x, y: 3 * x + y * y - fnp.abs(x),
