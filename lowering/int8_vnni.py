@@ -7,9 +7,13 @@ instead, as oneDNN's and FBGEMM's do: B is packed into panels of 32 columns, ``[
 [32][4]`` bytes (four consecutive k of one column in each 32-bit lane, zero padded to N' = N
 rounded up to 32 and K' = K to 4), and each step broadcasts four bytes of an A row to every
 lane and adds one ``vpdpbusd`` per 16 columns. A tile is R rows × 32 columns (R = 8, or M
-when M is smaller): 2R accumulators, two B loads and R broadcasts per four k. A is offset to
-unsigned bytes (``a ^ 0x80``) as in ``int8_gemm``, and ``128 · sum_k B[k, n]`` is subtracted
-afterwards: exact integer arithmetic.
+when M is smaller): 2R accumulators, two B loads and R broadcasts per four k, in a function of
+its own with the accumulators as named variables (GCC 12 otherwise copied all of them between
+registers on every step). A is offset to unsigned bytes (``a ^ 0x80``, as each word is
+broadcast) as in ``int8_gemm``, and ``128 · sum_k B[k, n]`` is subtracted afterwards: exact
+integer arithmetic. Where K and A's row stride are whole words the tiles read A in place (only
+a last, partial tile is copied, with zero rows after M); otherwise A is first copied into rows
+of whole words.
 
 B's panels and column sums come packed at compile time where B is a constant
 (``int8_packed_dot``, made by ``pack_int8_weights``: a quantized layer's weight), for any
@@ -33,7 +37,7 @@ from fx.lowering.fusion import FusionGroup
 from fx.lowering.render import C
 
 MIN_ROWS = 16
-MAX_K = 8192  # a tile's A words stay on the stack: 8 rows of K / 4 words
+MAX_K = 8192  # the longest K the microkernel takes (beyond it the loop-IR kernel)
 
 
 def gemm_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[Var],
@@ -48,12 +52,39 @@ def gemm_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[
     # or packed on every call.
     prepared = (_PACKED.format(P=P, CS=CS) if P is not None else
                 _PACK.format(B=fields["B"], b_sk=b_sk, b_sn=b_sn))
-    fields.update(M=M, N=N, K=K, R=min(M, TILE_ROWS), a_sm=a_sm, prepare=prepared,
+    rows = min(M, TILE_ROWS)
+    fields.update(tile=_tile(rows), store=_store(rows))
+    fields.update(M=M, N=N, K=K, R=rows, a_sm=a_sm, prepare=prepared,
+                  direct=int(K % 4 == 0 and a_sm % 4 == 0),
                   release="" if P is not None else "  free(Pm);\n  free(csm);")
     return CKernel(name, params, _TEMPLATE, tuple(fields.items()), fallback, work=M * N * K)
 
 
 TILE_ROWS = 8  # rows of a tile (fewer for a product with fewer rows: a batch-1 layer has one)
+
+
+def _tile(rows: int) -> str:
+    """The k loop of a tile of ``rows`` rows, accumulating in ``a<r>_0``, ``a<r>_1``."""
+    acc = ", ".join(f"a{r}_0 = _mm512_setzero_si512(), a{r}_1 = a{r}_0" for r in range(rows))
+    steps = "\n".join(
+        f"        {{ const __m512i a = _mm512_set1_epi32((int)(aw[{r} * rs + k4] ^ 0x80808080u));"
+        f"\n          a{r}_0 = _mm512_dpbusd_epi32(a{r}_0, a, b0);"
+        f" a{r}_1 = _mm512_dpbusd_epi32(a{r}_1, a, b1); }}" for r in range(rows))
+    return (f"      __m512i {acc};\n"
+            "      for (int64_t k4 = 0; k4 < K4; k4++) {\n"
+            "        const __m512i b0 = _mm512_loadu_si512((const void*)(panel + k4 * 128));\n"
+            "        const __m512i b1 = _mm512_loadu_si512((const void*)(panel + k4 * 128 + 64));"
+            f"\n{steps}\n      }}\n"
+            "      const __m512i c0 = _mm512_loadu_si512((const void*)cs);\n"
+            "      const __m512i c1 = _mm512_loadu_si512((const void*)(cs + 16));")
+
+
+def _store(rows: int) -> str:
+    """The tile's corrected sums into ``c`` (the epilogue's input)."""
+    return "\n".join(
+        f"      _mm512_storeu_si512((void*)&c[{r}][0], _mm512_sub_epi32(a{r}_0, c0));\n"
+        f"      _mm512_storeu_si512((void*)&c[{r}][16], _mm512_sub_epi32(a{r}_1, c1));"
+        for r in range(rows))
 
 _PACKED = """  const int8_t* P = (const int8_t*){P};
   const int32_t* cs = (const int32_t*){CS};"""
@@ -95,6 +126,18 @@ _TEMPLATE = r"""
 static inline void {name}_epilogue(int64_t i0, int64_t i1, int32_t acc, {sig}) {{
 {epilogue}
 }}
+#ifdef FX_VNNI
+typedef uint32_t fx_word __attribute__((may_alias, aligned(1)));
+/* One tile: rows r of A at aw + r * rs (words), the panel's 32 columns, the corrected sums
+   into c. A function of its own, its 2R accumulators named variables: inside the tile loop
+   (an OpenMP region) GCC copied every accumulator between registers on each step. */
+static __attribute__((noinline)) void {name}_tile(const fx_word* aw, int64_t rs,
+    const int8_t* panel, const int32_t* cs, int32_t (*c)[32]) {{
+  enum {{ K4 = ({K} + 3) / 4 }};
+{tile}
+{store}
+}}
+#endif
 static void {name}({sig}) {{
 #ifndef FX_VNNI
   {name}_ir({args});
@@ -103,46 +146,37 @@ static void {name}({sig}) {{
          MB = ({M} + {R} - 1) / {R} }};
   const int8_t* A = (const int8_t*){A};
 {prepare}
-  /* Aw: A offset to unsigned bytes, as words, 0x80s past K (offset zeros). */
-  uint32_t* Aw = (uint32_t*)aligned_alloc(64, ((size_t)MB * R * K4 * 4 + 63) / 64 * 64);
-  for (int64_t m = 0; m < (int64_t)MB * R; m++)
+  /* Aw: rows of A as words of four bytes, zeros past K; the tile loop offsets them to
+     unsigned bytes (x ^ 0x80) as it broadcasts them. Where K and the row stride are whole
+     words ({direct}), the full tiles read A itself and Aw holds the last, partial tile's rows
+     (zero rows after M); otherwise Aw holds every row. */
+  const int64_t first = {direct} ? M / R * R : 0;  /* the first row Aw holds */
+  const int64_t held = (int64_t)MB * R - first;
+  uint32_t* Aw = (uint32_t*)aligned_alloc(64, ((size_t)(held > 0 ? held : 1) * K4 * 4 + 63)
+                                              / 64 * 64);
+  for (int64_t m = first; m < (int64_t)MB * R; m++)
     for (int64_t k4 = 0; k4 < K4; k4++) {{
-      uint32_t w = 0x80808080u;
+      uint32_t w = 0;
       if (m < M) {{
         const int8_t* row = A + m * (int64_t){a_sm};
-        if (4 * k4 + 4 <= K) memcpy(&w, row + 4 * k4, 4), w ^= 0x80808080u;
+        if (4 * k4 + 4 <= K) memcpy(&w, row + 4 * k4, 4);
         else
-          for (int j = 0; j < 4; j++)
-            if (4 * k4 + j < K)
-              w = (w & ~(0xFFu << (8 * j))) | ((uint32_t)(uint8_t)(row[4 * k4 + j] ^ 0x80)
-                                               << (8 * j));
+          for (int j = 0; j < 4 && 4 * k4 + j < K; j++)
+            w |= (uint32_t)(uint8_t)row[4 * k4 + j] << (8 * j);
       }}
-      Aw[m * K4 + k4] = w;
+      Aw[(m - first) * K4 + k4] = w;
     }}
   #pragma omp parallel for collapse(2) schedule(static) if ((int64_t)M * N * K > 4000000)
   for (int64_t nb = 0; nb < NB; nb++)
     for (int64_t mb = 0; mb < MB; mb++) {{
       const int64_t m0 = mb * R, n0 = nb * 32;
       const int8_t* panel = P + nb * (int64_t)K4 * 128;
-      const uint32_t* aw = Aw + m0 * K4;
-      __m512i acc[R][2];
-      for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
-      for (int64_t k4 = 0; k4 < K4; k4++) {{
-        const __m512i b0 = _mm512_loadu_si512((const void*)(panel + k4 * 128));
-        const __m512i b1 = _mm512_loadu_si512((const void*)(panel + k4 * 128 + 64));
-        for (int r = 0; r < R; r++) {{
-          const __m512i a = _mm512_set1_epi32((int)aw[r * K4 + k4]);
-          acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], a, b0);
-          acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], a, b1);
-        }}
-      }}
-      const __m512i c0 = _mm512_loadu_si512((const void*)(cs + n0));
-      const __m512i c1 = _mm512_loadu_si512((const void*)(cs + n0 + 16));
+      /* row r of the tile: a word every K4 (Aw) or every row stride / 4 (A) */
+      const fx_word* aw = m0 >= first ? (const fx_word*)(Aw + (m0 - first) * K4)
+                                      : (const fx_word*)(A + m0 * (int64_t){a_sm});
+      const int64_t rs = m0 >= first ? K4 : (int64_t){a_sm} / 4;
       int32_t c[R][32];
-      for (int r = 0; r < R; r++) {{
-        _mm512_storeu_si512((void*)&c[r][0], _mm512_sub_epi32(acc[r][0], c0));
-        _mm512_storeu_si512((void*)&c[r][16], _mm512_sub_epi32(acc[r][1], c1));
-      }}
+      {name}_tile(aw, rs, panel, cs + n0, c);
       const int rows = M - m0 < R ? (int)(M - m0) : R;
       const int cols = N - n0 < 32 ? (int)(N - n0) : 32;
       for (int r = 0; r < rows; r++)

@@ -14,6 +14,11 @@ An int8 × int8 → int32 convolution (``fx.quant``'s) becomes the same gather a
 (``int8_gemm``) where the kernel's layout is ``(O, *window, I)`` or ``(*window, I, O)``: a
 matrix of rows or columns in the patches' feature order.
 
+A floating-point convolution contracting at most ``SMALL_K`` terms per output (a first layer:
+3x3 taps of one channel) becomes no product at all but a sum of that many elementwise products
+(see ``_unrolled``), after an explicit pad of its input: the gather, the products and the
+bias, activation and pooling after them then fuse into one generated kernel.
+
 A 1x1 convolution of stride 1 without padding or dilation needs no gather: the product reads
 its input directly. Grouped convolutions (``feature_group_count`` or ``batch_group_count``
 above 1), other integer or bool ones, and those a library implementation does more cheaply
@@ -26,8 +31,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from fx import dtypes
-from fx.jaxpr import Jaxpr, JaxprEqn, Var
+from fx.avals import ShapedArray
+from fx.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from fx.lax import base, elementwise, linalg, structural
 from fx.lax.convolution import conv_general_dilated_p
 from fx.lowering.conv import patches_matmul_cost, winograd_cost, winograd_eligible
@@ -108,6 +116,12 @@ def _as_matmul(eqn: JaxprEqn) -> list[JaxprEqn] | None:
         where = {os_[0]: nsp, os_[1]: nsp + 1, **{d: i for i, d in enumerate(os_[2:])}}
     else:
         x = _transposed(lhs, (ls[0], *ls[2:], ls[1]), eqn, new)
+        if _small(eqn, int8) and _pads(p):
+            # The sum of products reads every input element up to K times: padded once into
+            # a buffer, its reads need no bounds tests (fusion keeps a pad read many times
+            # apart), where inside the one kernel each tap tested its position per output.
+            x = _padded(x, p, eqn, new)
+            geometry = dict(padding=((0, 0),) * nsp, base_dilation=(1,) * nsp)
         pat = _patches(x, eqn, new, window_dimensions=kernel, window_strides=p["window_strides"],
                        window_dilation=p["rhs_dilation"], **geometry)
         contract = ((*range(1 + nsp, 1 + 2 * nsp), 1 + 2 * nsp), (*rs[2:], rs[1]))
@@ -119,9 +133,7 @@ def _as_matmul(eqn: JaxprEqn) -> list[JaxprEqn] | None:
     perm = tuple(where[d] for d in range(res.aval.ndim))
     if prod_aval.update(shape=tuple(prod_aval.shape[d] for d in perm)) != res.aval:
         return None  # (a weak type the product would not reproduce, say)
-    k = math.prod(pat.aval.shape[d] for d in dims[0])
-    if (not int8 and k <= SMALL_K and pat.aval.dtype == rhs.aval.dtype == res.aval.dtype
-            and p["preferred_element_type"] in (None, res.aval.dtype) and nsp >= 1):
+    if _small(eqn, int8):
         prod = res if perm == tuple(range(len(perm))) else Var(prod_aval)
         _unrolled(pat, rhs, dims, prod, eqn, new)
         if prod is not res:
@@ -143,6 +155,34 @@ def _as_matmul(eqn: JaxprEqn) -> list[JaxprEqn] | None:
 # Convolutions whose contraction is tiny (a first layer: 3x3 taps of one channel) are sums of
 # at most SMALL_K products, not a patches matrix and a matmul: see _unrolled.
 SMALL_K = 9
+
+
+def _small(eqn: JaxprEqn, int8: bool) -> bool:
+    """Whether the (ungrouped, float) convolution is written as a sum of products: at most
+    ``SMALL_K`` terms per output, all of one dtype."""
+    lhs, rhs = eqn.invars
+    res = eqn.outvars[0].aval
+    p = eqn.params
+    o = p["dimension_numbers"][1][0]
+    return (not int8 and rhs.aval.ndim > 2 and rhs.aval.size // rhs.aval.shape[o] <= SMALL_K
+            and lhs.aval.dtype == rhs.aval.dtype == res.dtype
+            and p["preferred_element_type"] in (None, res.dtype))
+
+
+def _pads(p) -> bool:
+    return any(pad != (0, 0) for pad in p["padding"]) or any(d != 1 for d in p["lhs_dilation"])
+
+
+def _padded(x: Var, p, eqn: JaxprEqn, new: list[JaxprEqn]) -> Var:
+    """``x`` (channels last) with the convolution's padding and input dilation applied."""
+    config = ((0, 0, 0), *((int(lo), int(hi), int(d) - 1)
+                           for (lo, hi), d in zip(p["padding"], p["lhs_dilation"])), (0, 0, 0))
+    zero = Literal(np.zeros((), x.aval.dtype), ShapedArray((), x.aval.dtype))
+    aval = structural.pad_p.abstract_eval(x.aval, zero.aval, padding_config=config)
+    v = Var(aval)
+    new.append(JaxprEqn(structural.pad_p, [x, zero], [v], {"padding_config": config},
+                        eqn.source_info))
+    return v
 
 
 def _unrolled(pat: Var, rhs: Var, contract, out: Var, eqn: JaxprEqn, new: list[JaxprEqn]) -> None:

@@ -55,7 +55,9 @@ def _each_tap(b: KernelBuilder, extents, body_fn, unroll: int = _UNROLL) -> None
 def _tap(out_index, taps, params, shape, out_shape):
     """The operand index a window tap reads, and whether it reads a real element. Checks and
     clamps that the geometry makes always true are left out (an index of extent ``m`` lies in
-    [0, m-1]), so trivial window dimensions stay affine and their loops vectorize."""
+    [0, m-1]; a constant tap, one of a convolution's unrolled products, is that tap alone:
+    the centre of a 3x3 window padded by one needs none), so trivial window dimensions stay
+    affine and their loops vectorize."""
     valid, idx = None, []
     for o, t, n, m, k, s, wd, bd, (lo, _) in zip(
             out_index, taps, shape, out_shape, params["window_dimensions"],
@@ -63,7 +65,8 @@ def _tap(out_index, taps, params, shape, out_shape):
             params["padding"]):
         pos = ir.isub(ir.iadd(ir.imul(o, ir.const_index(s)), ir.imul(t, ir.const_index(wd))),
                       ir.const_index(lo))
-        low, high = -lo, (m - 1) * s + (k - 1) * wd - lo
+        first, last = (t.value, t.value) if isinstance(t, ir.Const) else (0, k - 1)
+        low, high = first * wd - lo, (m - 1) * s + last * wd - lo
         if low < 0:
             valid = _and(valid, ir.Op("ge", (pos, ir.const_index(0)), _B))
             pos = ir.Op("max", (pos, ir.const_index(0)), ir.INDEX)
