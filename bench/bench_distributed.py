@@ -85,7 +85,8 @@ def worker_allreduce(quick: bool) -> None:
         raw, mine, step, t_short, t_long = _best(
             [lambda x=x, out=out: comm.Allreduce(x, out, op=MPI.SUM),
              lambda x=x, o=out2: t.allreduce(x, ReduceOp.SUM, "bench", o),
-             lambda x1=x1: psum(x1), lambda x1=x1: short(x1), lambda x1=x1: long(x1)],
+             lambda x1=x1: psum(x1), lambda x1=x1, f=short: f(x1),
+             lambda x1=x1, f=long: f(x1)],
             reps, comm.Barrier)
         rows.append((nbytes, raw, mine, step, max((t_long - t_short) / k, 1e-9)))
     if comm.rank == 0:
