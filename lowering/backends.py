@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fx.lowering import c_program, render
+from fx.lowering.int8_conv import pack_int8_convs
 from fx.lowering.opencl_dialect import OPENCL as OPENCL_DIALECT
 from fx.lowering.pack_int8_weights import pack_int8_weights
 from fx.lowering.render import Dialect, render_module
@@ -105,7 +106,7 @@ def _opencl_source(units: list, kernels: list) -> tuple[str, int]:
 CPU = Backend("cpu", platforms.CPU, render.C, alignment=64, source=_c_source,
               native_loops=True, executor=CpuExecutable,
               compiler_available=lambda: cc.compiler() is not None,
-              constant_passes=(pack_int8_weights,))
+              constant_passes=(pack_int8_weights, pack_int8_convs))
 CUDA = Backend("cuda", platforms.CUDA, render.CUDA, alignment=256, source=_cuda_source,
                native_loops=False, executor=CudaExecutable, device_loops=True,
                concurrent_cost=20_000.0, apart="on side streams")

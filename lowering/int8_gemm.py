@@ -125,14 +125,14 @@ def _sizes(dot) -> tuple[int, int, int]:
 
 
 def epilogue_function(group: FusionGroup, name: str, inputs: list[Var], outputs: list[Var],
-                      dialect) -> dict:
+                      dialect, free: tuple | None = None) -> dict:
     """For kernels whose source is written whole (``int8_vnni``, ``cuda_int8_gemm``): the
     group's epilogue as the body of a function ``(i0, i1, acc, params...)`` storing every
     output at row ``i0``, column ``i1`` of the product, in ``dialect``. Returns the kernel's
     ``params`` and the template fields ``sig``, ``epilogue``, ``args``, ``A`` and ``B`` (the
     parameters holding the operands, read through the group's reshapes)."""
     dot = group.anchor
-    lhs_free, rhs_free = _layout(dot)[5:]
+    lhs_free, rhs_free = _layout(dot)[5:] if free is None else free  # (the product's rows, columns)
     b = KernelBuilder(FusionGroup(GroupKind.ELEMENTWISE, group.epilogue, group.id), name,
                       inputs, outputs)
     i0, i1 = ir.Sym("i0", ir.INDEX), ir.Sym("i1", ir.INDEX)
@@ -144,7 +144,7 @@ def epilogue_function(group: FusionGroup, name: str, inputs: list[Var], outputs:
     params = b.params()
     lhs, rhs = dot.invars[:2]
     names = {v: p.name for v, p in zip(inputs, params, strict=False)}
-    packed = dot.invars[2:] if dot.primitive is int8_packed_dot_p else (None, None)
+    packed = dot.invars[2:4] if len(dot.invars) >= 4 else (None, None)  # panels, column sums
     return dict(
         params=params,
         sig=", ".join(f"{'' if p.is_output else 'const '}{storage_type(p.dtype)}* {p.name}"

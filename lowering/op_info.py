@@ -20,6 +20,7 @@ from fx.lowering import (
     backends,
     cuda_gemm,
     cuda_int8_gemm,
+    int8_conv,
     int8_gemm,
     nf4_gemm,
     scalar_ops,
@@ -169,6 +170,13 @@ register(OpImpl("cpu.int8_gemm", "cpu", GroupKind.GEMM, frozenset([dtypes.int32]
                 applies=lambda g: int8_gemm.applies(g) and _generable(g),
                 kernel=int8_gemm.gemm_kernel, fuses_epilogue=True,
                 describe=int8_gemm.describe))
+# The same tiles over a convolution's input read in place (int8_conv: no patches gather).
+register(OpImpl("cpu.int8_conv", "cpu", GroupKind.GEMM, frozenset([dtypes.int32]), {}, True,
+                lambda g: 1000.0 + _flops(g) / 60.0 + _elements(g),
+                "generated int8 x int8 -> int32 dot-product tiles over the input's pixels, "
+                "epilogue fused in the store",
+                applies=lambda g: int8_conv.applies(g) and _generable(g),
+                kernel=int8_conv.conv_kernel, fuses_epilogue=True, describe=int8_conv.describe))
 # H200 int8 on __dp4a: ~120 int8 multiply-adds per ns from the generated tile (estimated).
 register(OpImpl("cuda.int8_gemm", "cuda", GroupKind.GEMM, frozenset([dtypes.int32]), {}, False,
                 lambda g: 5000.0 + _flops(g) / 240000.0,

@@ -196,8 +196,9 @@ def test_a_dead_worker_is_reported_not_waited_on(pool2):
     ds = Dataset.from_source(_src()).map(fns.die_on_13).batch(4)
     pids = pool2.pids
     t = time.monotonic()
-    with pytest.raises(fx.data.WorkerDied, match=r"worker process \d \(pid \d+\) died with "
-                       r"exit code 7 while holding tasks"):
+    # (It dies holding its task, or, on a loaded machine, before another task sent to it.)
+    with pytest.raises(fx.data.WorkerDied, match=r"worker process \d \(pid \d+\) (died with "
+                       r"exit code 7 while holding tasks|is gone \(exit code 7\))"):
         list(ds.iterator(pool=pool2))
     assert time.monotonic() - t < 60
     assert pool2.closed and _gone(pids) and not _segments(pool2.tag)

@@ -4,10 +4,12 @@ epilogue fused), and vectorized by GCC to the x86 dot-product instructions."""
 
 from __future__ import annotations
 
+import os
 import platform
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -234,6 +236,92 @@ def test_packed_kernel_compiles_at_every_level():
                                # one row: 16-bit products, exact for uint8 x int8
                                "x86-64-v3": r"vpm(addwd|ullw)\s+.*%ymm",
                                "x86-64-v2": r"pm(addwd|ullw)\s+.*%xmm"}.items():
+        asm = subprocess.run(["gcc", *flags, f"-march={march}", "-S", "-o", "-", "-x", "c",
+                              "-"], input=source, capture_output=True, text=True,
+                             check=True).stdout
+        assert re.search(instruction, asm), march
+
+
+# --- an int8 convolution by a constant kernel reading its input in place (int8_conv) --------
+
+# (input NHWC, kernel layout, window, strides, padding, window dilation, output features):
+# channels whole words (4, 8), tiles with a partial last one (M % 8), columns past 32 and short
+# of it. fx.quant's (O, *window, I) kernels run in place; HWIO ones keep the patches gather.
+IN_PLACE = [
+    ((2, 4, 4, 16), "OHWI", (3, 3), (1, 1), "SAME", (1, 1), 32),
+    ((3, 7, 5, 4), "HWIO", (3, 2), (2, 1), ((2, 0), (1, 1)), (1, 1), 5),
+    ((1, 6, 6, 8), "OHWI", (2, 3), (1, 2), "VALID", (2, 1), 40),
+    ((2, 3, 5, 4), "HWIO", (1, 1), (1, 1), ((1, 1), (0, 2)), (1, 1), 3),
+]
+
+
+def _in_place_case(case, seed=9):
+    shape, layout, window, stride, pad, dil, o = case
+    rng = np.random.default_rng(seed)
+    c = shape[-1]
+    w_shape = (o, *window, c) if layout == "OHWI" else (*window, c, o)
+    w = rng.integers(-128, 128, w_shape).astype(np.int8)
+    x = rng.integers(-128, 128, shape).astype(np.int8)
+    x.flat[0] = w.flat[0] = -128
+    dn = lax.conv_dimension_numbers(shape, w.shape, ("NHWC", layout, "NHWC"))
+
+    def f(x):  # the kernel closed over: a constant, packed at compile time
+        return lax.conv_general_dilated(x, w, stride, pad, rhs_dilation=dil,
+                                        dimension_numbers=dn, preferred_element_type=np.int32)
+
+    return f, x
+
+
+@pytest.mark.parametrize("case", IN_PLACE, ids=lambda c: f"{c[1]}-{c[2]}-{c[3]}")
+def test_int8_conv_reading_its_input_in_place_is_exact(case):
+    f, x = _in_place_case(case)
+    want = np.asarray(f(x))  # eager: NumPy's integer convolution
+    jitted = fx.jit(f)
+    got = np.asarray(jitted(x))
+    assert got.dtype == np.int32 and got.tobytes() == want.tobytes()
+    if cc.compiler() is not None:
+        text = jitted.lower(x).as_text()
+        in_place = case[1] == "OHWI"
+        assert ("cpu.int8_conv" in text) == in_place == ("conv_patches" not in text), text
+
+
+@pytest.mark.skipif(cc.compiler() is None or not _X86, reason="needs a C compiler for x86-64")
+def test_int8_conv_without_vnni_is_exact():
+    # Below AVX-512 VNNI the kernel's plain C loops run (over B as it is): the same integers.
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(f"""
+        import numpy as np, fx, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_int8_gemm import IN_PLACE, _in_place_case
+        from fx.runtime import cc
+        assert cc.MARCH == "x86-64-v3"  # AVX2: no VNNI, the kernel's plain C path
+        for case in IN_PLACE:
+            f, x = _in_place_case(case)
+            jitted = fx.jit(f)
+            selected = jitted.lower(x).as_text("selection")
+            assert ("cpu.int8_conv" in selected) == (case[1] == "OHWI")
+            assert np.asarray(jitted(x)).tobytes() == np.asarray(f(x)).tobytes(), case
+        print("ok")
+    """)
+    env = dict(os.environ, FX_MARCH="x86-64-v3")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-3000:]
+
+
+@pytest.mark.skipif(not _X86 or shutil.which("gcc") is None, reason="needs GCC for x86-64")
+def test_int8_conv_kernel_compiles_at_every_level():
+    # The tiles under AVX-512 VNNI (a vpdpbusd per 16 columns); the plain C loops below it,
+    # whose integer sums GCC vectorizes over the channels.
+    f, x = _in_place_case(IN_PLACE[0])
+    source = fx.jit(f).lower(x).as_text("source")
+    source = source[source.index("#include"):]
+    flags = [f for f in cc.FLAGS if not f.startswith("-march") and f not in ("-shared", "-fPIC")]
+    for march, instruction in {"icelake-server": r"vpdpbusd\s+.*%zmm",
+                               "x86-64-v3": r"vpm(addwd|ullw|ulld)\s+.*%ymm",
+                               "x86-64-v2": r"pm(addwd|ullw|ulld)\s+.*%xmm"}.items():
         asm = subprocess.run(["gcc", *flags, f"-march={march}", "-S", "-o", "-", "-x", "c",
                               "-"], input=source, capture_output=True, text=True,
                              check=True).stdout

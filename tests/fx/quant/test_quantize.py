@@ -70,7 +70,9 @@ def test_int8_cnn_accuracy_within_half_a_point(mlp_example):
     if cc.compiler() is not None:
         # (The first convolution, 3x3x1 = 9 products per output, stays float: min_depth.)
         assert len(qfn.layers) == 3
-        assert jitted.lower(x_test).as_text("selection").count("cpu.int8_gemm ->") == 3
+        # The int8 convolution reads its (int8) input in place; the dense layers are products.
+        text = jitted.lower(x_test).as_text("selection")
+        assert text.count("cpu.int8_conv ->") == 1 and text.count("cpu.int8_gemm ->") == 2, text
 
 
 def test_quantized_program_is_int8_products_between_float_ops():
