@@ -31,6 +31,7 @@ from fx.lowering.c_kernel import CKernel
 from fx.lowering.conv_patches import conv_patches_p, patches_shape
 from fx.lowering.cost import flops_rules
 from fx.lowering.fusion import FusionGroup, GroupKind
+from fx.lowering.int8_gemm import epilogue_function
 from fx.lowering.pack_int8_weights import int8_packed_dot_p
 from fx.lowering.render import C
 from fx.lowering.scalar_ops import Pattern, patterns
@@ -152,8 +153,6 @@ def describe(g: FusionGroup) -> str:
 
 
 def conv_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[Var]):
-    from fx.lowering.int8_gemm import epilogue_function
-
     dot = group.anchor
     d = _geometry(dot)
     rhs_free = tuple(s for i, s in enumerate(dot.outvars[0].aval.shape) if i >= 3)
@@ -162,27 +161,22 @@ def conv_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[
     params = fields.pop("params")
     rows = min(d["M"], int8_vnni.TILE_ROWS)
     fields.update(d, R=rows, T=d["KH"] * d["KW"], C4=d["C"] // WORD, tile=_tile(rows),
-                  store=int8_vnni._store(rows))
+                  store=int8_vnni.store(rows))
     return CKernel(name, params, _TEMPLATE, tuple(fields.items()), None,
                    work=d["M"] * d["N"] * d["K"])
 
 
 def _tile(rows: int) -> str:
     """The taps and words of a tile of ``rows`` rows, each row a pointer per tap."""
-    acc = ", ".join(f"a{r}_0 = _mm512_setzero_si512(), a{r}_1 = a{r}_0" for r in range(rows))
     ptrs = " ".join(f"const fx_word* p{r} = rows[{r} * T + t];" for r in range(rows))
-    steps = "\n".join(
-        f"        {{ const __m512i a = _mm512_set1_epi32((int)(p{r}[c4] ^ 0x80808080u));"
-        f"\n          a{r}_0 = _mm512_dpbusd_epi32(a{r}_0, a, b0);"
-        f" a{r}_1 = _mm512_dpbusd_epi32(a{r}_1, a, b1); }}" for r in range(rows))
-    return (f"  __m512i {acc};\n"
+    return (f"  {int8_vnni.accumulators(rows)}\n"
             "  for (int64_t t = 0; t < T; t++) {\n"
             f"    {ptrs}\n"
             "    const int8_t* pt = panel + t * C4 * 128;\n"
             "    for (int64_t c4 = 0; c4 < C4; c4++) {\n"
             "        const __m512i b0 = _mm512_loadu_si512((const void*)(pt + c4 * 128));\n"
             "        const __m512i b1 = _mm512_loadu_si512((const void*)(pt + c4 * 128 + 64));"
-            f"\n{steps}\n    }}\n  }}\n"
+            f"\n{int8_vnni.dot_steps(rows, 'p{r}[c4]', '        ')}\n    }}\n  }}\n"
             "  const __m512i c0 = _mm512_loadu_si512((const void*)cs);\n"
             "  const __m512i c1 = _mm512_loadu_si512((const void*)(cs + 16));")
 

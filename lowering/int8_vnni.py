@@ -53,7 +53,7 @@ def gemm_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[
     prepared = (_PACKED.format(P=P, CS=CS) if P is not None else
                 _PACK.format(B=fields["B"], b_sk=b_sk, b_sn=b_sn))
     rows = min(M, TILE_ROWS)
-    fields.update(tile=_tile(rows), store=_store(rows))
+    fields.update(tile=_tile(rows), store=store(rows))
     fields.update(M=M, N=N, K=K, R=rows, a_sm=a_sm, prepare=prepared,
                   direct=int(K % 4 == 0 and a_sm % 4 == 0),
                   release="" if P is not None else "  free(Pm);\n  free(csm);")
@@ -63,23 +63,34 @@ def gemm_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[
 TILE_ROWS = 8  # rows of a tile (fewer for a product with fewer rows: a batch-1 layer has one)
 
 
-def _tile(rows: int) -> str:
-    """The k loop of a tile of ``rows`` rows, accumulating in ``a<r>_0``, ``a<r>_1``."""
-    acc = ", ".join(f"a{r}_0 = _mm512_setzero_si512(), a{r}_1 = a{r}_0" for r in range(rows))
-    steps = "\n".join(
-        f"        {{ const __m512i a = _mm512_set1_epi32((int)(aw[{r} * rs + k4] ^ 0x80808080u));"
-        f"\n          a{r}_0 = _mm512_dpbusd_epi32(a{r}_0, a, b0);"
+def accumulators(rows: int) -> str:
+    """The declaration of a tile's 2 x ``rows`` accumulators ``a<r>_0``, ``a<r>_1``."""
+    return "__m512i " + ", ".join(f"a{r}_0 = _mm512_setzero_si512(), a{r}_1 = a{r}_0"
+                                  for r in range(rows)) + ";"
+
+
+def dot_steps(rows: int, word: str, indent: str) -> str:
+    """One step of every row of a tile: row r's A word (``word`` formatted with ``r``: four
+    signed bytes) offset to unsigned and broadcast, times the panel's 32 columns ``b0``,
+    ``b1``."""
+    return "\n".join(
+        f"{indent}{{ const __m512i a = _mm512_set1_epi32((int)({word.format(r=r)} ^ 0x80808080u));"
+        f"\n{indent}  a{r}_0 = _mm512_dpbusd_epi32(a{r}_0, a, b0);"
         f" a{r}_1 = _mm512_dpbusd_epi32(a{r}_1, a, b1); }}" for r in range(rows))
-    return (f"      __m512i {acc};\n"
+
+
+def _tile(rows: int) -> str:
+    """The k loop of a tile of ``rows`` rows (row r's words at ``aw + r * rs``)."""
+    return (f"      {accumulators(rows)}\n"
             "      for (int64_t k4 = 0; k4 < K4; k4++) {\n"
             "        const __m512i b0 = _mm512_loadu_si512((const void*)(panel + k4 * 128));\n"
             "        const __m512i b1 = _mm512_loadu_si512((const void*)(panel + k4 * 128 + 64));"
-            f"\n{steps}\n      }}\n"
+            f"\n{dot_steps(rows, 'aw[{r} * rs + k4]', '        ')}\n      }}\n"
             "      const __m512i c0 = _mm512_loadu_si512((const void*)cs);\n"
             "      const __m512i c1 = _mm512_loadu_si512((const void*)(cs + 16));")
 
 
-def _store(rows: int) -> str:
+def store(rows: int) -> str:
     """The tile's corrected sums into ``c`` (the epilogue's input)."""
     return "\n".join(
         f"      _mm512_storeu_si512((void*)&c[{r}][0], _mm512_sub_epi32(a{r}_0, c0));\n"
