@@ -8,9 +8,11 @@ CPU's constant passes, gives such a product of 2-D patches whose channels are wh
 (a multiple of 4) the primitive ``int8_packed_conv(x, b, panels, colsums)``, which takes the
 convolution's input itself; its kernel (C) points each row of a tile at the input pixel each
 tap reads (or at a row of zeros outside the input) and runs ``int8_vnni``'s tile over the
-taps: the same words, in the same order, without the gather. Where the target lacks AVX-512
-VNNI the kernel gathers each output position's patch into a row on the stack and sums it
-against ``b``'s rows (``fx.quant``'s kernels are ``(O, *window, I)``: a feature's weights one
+taps: the same words, in the same order, without the gather. The pass runs for targets with
+byte dot products (on x86 without them the product runs as float32 BLAS over the patches,
+``op_info``'s ``cpu.int8_gemm_f32``); compiled for a target without AVX-512 VNNI all the same,
+the kernel gathers each output position's patch into a row on the stack and sums it against
+``b``'s rows (``fx.quant``'s kernels are ``(O, *window, I)``: a feature's weights one
 row; other layouts keep the gather and ``int8_gemm``). Both are exact: integer sums equal to
 ``int8_packed_dot``'s, so the results are the same bits.
 
@@ -92,7 +94,10 @@ def _eligible(dot, made: dict, uses: dict) -> bool:
 
 def pack_int8_convs(jaxpr: Jaxpr, consts: list, hoisted: tuple = ()) -> tuple[Jaxpr, list]:
     """``jaxpr`` with each eligible ``int8_packed_dot`` of patches as ``int8_packed_conv`` of
-    the patches' operand (see the module docstring); the constants are unchanged."""
+    the patches' operand (see the module docstring); the constants are unchanged. Not on x86
+    without byte dot products, where the product runs as float32 BLAS over the patches."""
+    if int8_vnni.target_lacks_dot_products():
+        return jaxpr, consts
     made, uses = {}, {}
     for eqn in jaxpr.eqns:
         for v in eqn.outvars:

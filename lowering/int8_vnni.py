@@ -35,6 +35,16 @@ from fx.lowering import kernel_ir as ir
 from fx.lowering.c_kernel import CKernel
 from fx.lowering.fusion import FusionGroup
 from fx.lowering.render import C
+from fx.runtime import cc
+
+
+def target_lacks_dot_products() -> bool:
+    """The kernels' target is x86 without a byte dot-product instruction (AVX-512 VNNI or
+    AVX-VNNI): there exact int8 products run fastest as float32 BLAS (``op_info``'s
+    ``cpu.int8_gemm_f32``). (AArch64's ``sdot``/``udot`` GCC emits from the loop IR itself.)"""
+    m = cc.target_macros()
+    return "__x86_64__" in m and not ({"__AVX512VNNI__", "__AVXVNNI__"} & m)
+
 
 MIN_ROWS = 16
 MAX_K = 8192  # the longest K the microkernel takes (beyond it the loop-IR kernel)

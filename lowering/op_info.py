@@ -22,6 +22,7 @@ from fx.lowering import (
     cuda_int8_gemm,
     int8_conv,
     int8_gemm,
+    int8_vnni,
     nf4_gemm,
     scalar_ops,
     sparse_gemm,
@@ -132,6 +133,10 @@ for _backend in backends.BACKENDS:  # every target renders the kernel IR
     register(OpImpl(f"{_backend}.fused_reduction", _backend, GroupKind.REDUCTION, ANY, {}, True,
                     lambda g: 500.0 + _touched(g), "generated row-reduction kernel",
                     applies=_generable, kernel=KERNEL_BUILDERS[GroupKind.REDUCTION]))
+def _operand_elements(g: FusionGroup) -> float:
+    return float(sum(v.aval.size for v in g.anchor.invars[:2]))
+
+
 def _is_dot(g: FusionGroup) -> bool:
     return g.anchor.primitive is linalg.dot_general_p
 
@@ -163,9 +168,33 @@ register(OpImpl("cuda.tiled_gemm", "cuda", GroupKind.GEMM,
                 "generated 128x128x8 tiled GEMM, float32 accumulation, epilogue fused in its "
                 "store", applies=lambda g: _is_dot(g) and cuda_gemm.applies(g),
                 kernel=cuda_gemm.gemm_kernel, fuses_epilogue=True))
-# ~60 int8 flops per ns on one core (vpdpbusd, measured), ~1 ns per element of epilogue.
+# ~60 int8 flops per ns on one core with vpdpbusd, ~40 with AVX2's 16-bit products
+# (measured), ~1 ns per element of epilogue.
+def _int8_cost(g: FusionGroup) -> float:
+    rate = 40.0 if int8_vnni.target_lacks_dot_products() else 60.0
+    return 2000.0 + _flops(g) / rate + _elements(g)
+
+
+def _int8_as_float(g: FusionGroup) -> bool:
+    """An int8 product BLAS computes exactly in float32 (every partial sum an integer below
+    2**24 in magnitude: K * 128 * 128 <= 2**24), on a target without byte dot products."""
+    return (int8_gemm.applies(g) and int8_gemm._sizes(g.anchor)[2] <= 1024
+            and int8_vnni.target_lacks_dot_products())
+
+
+def _int8_float_library(step):
+    dot = step.group.anchor
+    view = dot.replace(primitive=linalg.dot_general_p, invars=list(dot.invars[:2]))
+    return gemm_step(view, np.float32, step.group.prologue)
+
+
+register(OpImpl("cpu.int8_gemm_f32", "cpu", GroupKind.GEMM, frozenset([dtypes.int32]), {},
+                False, lambda g: 3000.0 + _flops(g) / 50.0 + _operand_elements(g) / 4.0,
+                "int8 operands converted to float32 and multiplied by BLAS: exact (integer "
+                "partial sums below 2**24), faster than integer code on x86 without VNNI",
+                applies=_int8_as_float, library=_int8_float_library))
 register(OpImpl("cpu.int8_gemm", "cpu", GroupKind.GEMM, frozenset([dtypes.int32]), {}, True,
-                lambda g: 2000.0 + _flops(g) / 60.0 + _elements(g),
+                _int8_cost,
                 "generated int8 x int8 -> int32 dot-product tiles, epilogue fused in the store",
                 applies=lambda g: int8_gemm.applies(g) and _generable(g),
                 kernel=int8_gemm.gemm_kernel, fuses_epilogue=True,

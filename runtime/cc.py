@@ -70,6 +70,19 @@ def compiler_version() -> str:
 
 
 @functools.cache
+def target_macros() -> frozenset:
+    """The names the compiler predefines for the target fx's kernels are compiled for
+    (``-march=$FX_MARCH``): ``__AVX512VNNI__``, ``__x86_64__``, ... (empty without one)."""
+    cc = compiler()
+    if cc is None:
+        return frozenset()
+    out = subprocess.run([cc, f"-march={MARCH}", "-dM", "-E", "-x", "c", os.devnull],
+                         capture_output=True, text=True)
+    return frozenset(line.split()[1] for line in out.stdout.splitlines()
+                     if line.startswith("#define "))
+
+
+@functools.cache
 def _machine() -> str:
     flags = ""
     try:

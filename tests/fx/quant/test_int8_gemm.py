@@ -291,22 +291,32 @@ def test_int8_conv_reading_its_input_in_place_is_exact(case):
 
 
 @pytest.mark.skipif(cc.compiler() is None or not _X86, reason="needs a C compiler for x86-64")
-def test_int8_conv_without_vnni_is_exact():
-    # Below AVX-512 VNNI the kernel's plain C loops run (over B as it is): the same integers.
+def test_int8_without_byte_dot_products_runs_exactly_in_float32_blas():
+    # On x86 without VNNI (FX_MARCH=x86-64-v3: AVX2) an int8 product of K <= 1024 runs as
+    # float32 BLAS, exact (every partial sum an integer below 2**24: K = 1024 of -128 * -128
+    # is 2**24 itself); K = 1025 stays integer code; convolutions keep the patches gather.
     import sys
     import textwrap
 
     code = textwrap.dedent(f"""
         import numpy as np, fx, sys
+        from fx import lax
         sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from test_int8_gemm import IN_PLACE, _in_place_case
+        from test_int8_gemm import IN_PLACE, _in_place_case, _dot, _reference
         from fx.runtime import cc
-        assert cc.MARCH == "x86-64-v3"  # AVX2: no VNNI, the kernel's plain C path
+        assert cc.MARCH == "x86-64-v3"
+        for k, impl in ((1024, "cpu.int8_gemm_f32 "), (1025, "cpu.int8_gemm ")):
+            a = np.full((128, k), -128, np.int8)
+            w = np.full((k, 128), -128, np.int8)
+            w[0, 0] = 127
+            f = lambda a: _dot(1, 0)(a, w)
+            jitted = fx.jit(f)
+            assert impl in jitted.lower(a).as_text("selection"), k
+            assert np.asarray(jitted(a)).tobytes() == _reference(a, w).tobytes(), k
         for case in IN_PLACE:
             f, x = _in_place_case(case)
             jitted = fx.jit(f)
-            selected = jitted.lower(x).as_text("selection")
-            assert ("cpu.int8_conv" in selected) == (case[1] == "OHWI")
+            assert "cpu.int8_conv" not in jitted.lower(x).as_text("selection")
             assert np.asarray(jitted(x)).tobytes() == np.asarray(f(x)).tobytes(), case
         print("ok")
     """)
