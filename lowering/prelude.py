@@ -91,31 +91,24 @@ FX_FN uint16_t fx_f2u16(double x) {
    float and converted through int32 as selects, so that GCC keeps a vector of floats in
    its lanes (the double versions above widen every lane and branch). The "w" forms leave
    the value in int32: a staged store narrows it later (render.Renderer.staged_loop). */
-FX_FN int32_t fx_f2i8w_f32(float x) {
-  float c = x < -128.0f ? -128.0f : x;
-  c = c > 127.0f ? 127.0f : c;
+"""
+
+
+def _narrow_from_f32(name: str, lo: str, hi: str) -> str:
+    """``fx_f2<name>w_f32``: a float clamped to ``[lo, hi]`` (NaN -> 0) in float, as int32."""
+    return f"""FX_FN int32_t fx_f2{name}w_f32(float x) {{
+  float c = x < {lo} ? {lo} : x;
+  c = c > {hi} ? {hi} : c;
   c = x != x ? 0.0f : c;
   return (int32_t)c;
-}
-FX_FN int32_t fx_f2u8w_f32(float x) {
-  float c = x < 0.0f ? 0.0f : x;
-  c = c > 255.0f ? 255.0f : c;
-  c = x != x ? 0.0f : c;
-  return (int32_t)c;
-}
-FX_FN int32_t fx_f2i16w_f32(float x) {
-  float c = x < -32768.0f ? -32768.0f : x;
-  c = c > 32767.0f ? 32767.0f : c;
-  c = x != x ? 0.0f : c;
-  return (int32_t)c;
-}
-FX_FN int32_t fx_f2u16w_f32(float x) {
-  float c = x < 0.0f ? 0.0f : x;
-  c = c > 65535.0f ? 65535.0f : c;
-  c = x != x ? 0.0f : c;
-  return (int32_t)c;
-}
-FX_FN int8_t fx_f2i8_f32(float x) { return (int8_t)fx_f2i8w_f32(x); }
+}}
+"""
+
+
+PRELUDE += "".join(_narrow_from_f32(*b) for b in (
+    ("i8", "-128.0f", "127.0f"), ("u8", "0.0f", "255.0f"), ("i16", "-32768.0f", "32767.0f"),
+    ("u16", "0.0f", "65535.0f")))
+PRELUDE += r"""FX_FN int8_t fx_f2i8_f32(float x) { return (int8_t)fx_f2i8w_f32(x); }
 FX_FN uint8_t fx_f2u8_f32(float x) { return (uint8_t)fx_f2u8w_f32(x); }
 FX_FN int16_t fx_f2i16_f32(float x) { return (int16_t)fx_f2i16w_f32(x); }
 FX_FN uint16_t fx_f2u16_f32(float x) { return (uint16_t)fx_f2u16w_f32(x); }
