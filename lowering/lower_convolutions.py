@@ -102,7 +102,8 @@ def _as_matmul(eqn: JaxprEqn) -> list[JaxprEqn] | None:
     out_spatial = tuple(res.aval.shape[d] for d in os_[2:])
     new: list[JaxprEqn] = []
     geometry = dict(padding=p["padding"], base_dilation=p["lhs_dilation"])
-    if (not int8 and math.prod(kernel) > math.prod(out_spatial)
+    small = _small(eqn, int8)  # a sum of products, over the forward form's trailing taps
+    if (not int8 and not small and math.prod(kernel) > math.prod(out_spatial)
             and _swappable(lhs, ls, kernel, out_spatial, p)):
         # out[b, q, o] = sum_{f, k} lhs[b, q*s + k*r, f] rhs[k, f, o], read with the roles of
         # batch and feature, window and position swapped: the patches of lhs with f as the
@@ -116,7 +117,7 @@ def _as_matmul(eqn: JaxprEqn) -> list[JaxprEqn] | None:
         where = {os_[0]: nsp, os_[1]: nsp + 1, **{d: i for i, d in enumerate(os_[2:])}}
     else:
         x = _transposed(lhs, (ls[0], *ls[2:], ls[1]), eqn, new)
-        if _small(eqn, int8) and _pads(p):
+        if small and _pads(p):
             # The sum of products reads every input element up to K times: padded once into
             # a buffer, its reads need no bounds tests (fusion keeps a pad read many times
             # apart), where inside the one kernel each tap tested its position per output.
@@ -133,7 +134,7 @@ def _as_matmul(eqn: JaxprEqn) -> list[JaxprEqn] | None:
     perm = tuple(where[d] for d in range(res.aval.ndim))
     if prod_aval.update(shape=tuple(prod_aval.shape[d] for d in perm)) != res.aval:
         return None  # (a weak type the product would not reproduce, say)
-    if _small(eqn, int8):
+    if small:
         prod = res if perm == tuple(range(len(perm))) else Var(prod_aval)
         _unrolled(pat, rhs, dims, prod, eqn, new)
         if prod is not res:

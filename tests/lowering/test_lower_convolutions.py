@@ -38,6 +38,9 @@ CONVS = [  # lhs shape, rhs shape, params
                                       rhs_dilation=(1, 2))),
     ((3, 5, 4, 2), (2, 2, 2, 5), dict(window_strides=(1, 1), padding="VALID",
                                       dimension_numbers=("NHWC", "HWIO", "NCHW"))),
+    # A kernel larger than the output (which large contractions compute in the swapped form).
+    ((2, 3, 3, 1), (3, 3, 1, 2), dict(window_strides=(1, 1), padding="VALID",
+                                      dimension_numbers=("NHWC", "HWIO", "NHWC"))),
 ]
 
 
