@@ -268,6 +268,47 @@ def delinearize(flat: Expr, shape: tuple[int, ...]) -> tuple[Expr, ...]:
     return index
 
 
+def reshaped_index(index, in_shape, out_shape) -> Delinearized:
+    """The operand index of a row-major reshape, group by group: consecutive dimensions of
+    equal products correspond (``(256, 8, 8, 3, 3) -> (256, 8, 8, 9)``: three pairs of one
+    dimension each and ``(3, 3) <-> (9,)``), so a dimension the reshape keeps passes its index
+    through and only a merged or split group is linearized and delinearized (a window map
+    after the reshape then sees plain loop indices and constants, not divisions of the whole
+    flat index). Linearized over the operand's shape it is the flat index, as every reshape
+    keeps it (an affine load, see :class:`Delinearized`)."""
+    out: list = [None] * len(in_shape)
+    i = j = 0
+    while i < len(in_shape) and j < len(out_shape):
+        gi, gj = [i], [j]
+        pi, pj = in_shape[i], out_shape[j]
+        i, j = i + 1, j + 1
+        while pi != pj:
+            if pi < pj:
+                pi *= in_shape[i]
+                gi.append(i)
+                i += 1
+            else:
+                pj *= out_shape[j]
+                gj.append(j)
+                j += 1
+        if i == len(in_shape) or j == len(out_shape):  # the other side's unit dimensions
+            gi += range(i, len(in_shape))
+            gj += range(j, len(out_shape))
+        sub_in = tuple(in_shape[k] for k in gi)
+        sub_out = tuple(out_shape[k] for k in gj)
+        kept = [index[k] for k in gj if out_shape[k] != 1]
+        if [n for n in sub_in if n != 1] == [n for n in sub_out if n != 1]:
+            kept = iter(kept)  # the same dimensions, unit ones added or removed
+            parts = [next(kept) if n != 1 else const_index(0) for n in sub_in]
+        else:
+            parts = delinearize(linearize(tuple(index[k] for k in gj), sub_out), sub_in)
+        for k, e in zip(gi, parts):
+            out[k] = e
+    result = Delinearized(out)
+    result.flat, result.shape = linearize(index, out_shape), tuple(in_shape)
+    return result
+
+
 def _reads(e: Expr, names: set, bufs: set) -> None:
     """Add the symbols and the buffers ``e`` reads to ``names`` and ``bufs``."""
     stack = [e]

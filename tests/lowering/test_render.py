@@ -160,10 +160,9 @@ def test_a_reshape_maps_indices_group_by_group(in_shape, out_shape):
     import itertools
 
     from fx.lowering import kernel_ir as ir
-    from fx.lowering.codegen import _regrouped
 
     syms = tuple(ir.Sym(f"i{k}", ir.INDEX) for k in range(len(out_shape)))
-    got = _regrouped(syms, in_shape, out_shape)
+    got = ir.reshaped_index(syms, in_shape, out_shape)
     assert ir.linearize(got, in_shape) == ir.linearize(syms, out_shape)
     for k in range(min(len(in_shape), len(out_shape))):  # kept leading dimensions
         if in_shape[k] != out_shape[k]:
