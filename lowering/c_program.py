@@ -64,7 +64,8 @@ def function(cf: ControlFlow) -> str:
     for j, v in enumerate(eqn.invars):
         if isinstance(v, Literal):
             ct = storage_type(v.aval.dtype)
-            lines.append(f"  static const {ct} fx_lit{j} = ({ct}){_c_literal(v.value)};")
+            lines.append(f"  static const union {{ {ct} v; unsigned char b[sizeof({ct})]; }} "
+                         f"fx_lit{j} = {{ .b = {{{_byte_list(v.value, v.aval.dtype)}}} }};")
             lines.append(f"  fx_in[{j}] = (void*)&fx_lit{j};")
         else:
             lines.append(f"  fx_in[{j}] = operands[{j}];")
@@ -90,10 +91,8 @@ def _outputs_into(low, table: str, dests: list[str]) -> tuple[list[str], list[st
     for j, (kind, src) in enumerate(low.out_sources):
         aval = low.jaxpr.outvars[j].aval
         if kind == "literal":
-            ct = storage_type(aval.dtype)
-            lit = np.asarray(src, aval.dtype)
-            after.append(f"    {{ const {ct} v = ({ct}){_c_literal(lit)}; "
-                         f"memcpy({dests[j]}, &v, sizeof v); }}")
+            after.append(f"    {{ static const unsigned char v[] = "
+                         f"{{{_byte_list(src, aval.dtype)}}}; memcpy({dests[j]}, v, sizeof v); }}")
         elif src.kind == "output" and src.slot not in taken:
             taken.add(src.slot)
             before.append(f"    {table}[{src.slot}] = {dests[j]};")
@@ -102,14 +101,12 @@ def _outputs_into(low, table: str, dests: list[str]) -> tuple[list[str], list[st
     return before, after
 
 
-def _c_literal(v: np.ndarray) -> str:
-    x = v.item()
-    if isinstance(x, bool):
-        return "1" if x else "0"
-    if isinstance(x, float):
-        return repr(x) if np.isfinite(x) else ("NAN" if x != x else
-                                                ("INFINITY" if x > 0 else "-INFINITY"))
-    return f"{x}ull" if x > 2**63 - 1 else str(x)  # a uint64 beyond int64 is unsigned in C
+def _byte_list(value, dtype) -> str:
+    """The bytes of ``value`` stored as ``dtype``, as a C initializer list: every value (NaN
+    payloads, -0.0, halves, complex pairs, the most negative integers) exactly as eager holds
+    it, with no literal syntax to get wrong."""
+    data = np.asarray(value, dtype).tobytes()
+    return ", ".join(f"{b:#04x}" for b in data)
 
 
 def _carry_slot(carry_off, j: int) -> str:

@@ -239,7 +239,7 @@ CUDA = Dialect(
                  "#define INT64_MIN (-9223372036854775807LL - 1)\n"
                  "#define INT64_MAX 9223372036854775807LL\n#endif\n"
                  "#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n"
-                 "#ifndef NAN\n#define NAN __int_as_float(0x7fffffff)\n#endif\n"
+                 "#ifndef NAN\n#define NAN __int_as_float(0x7fc00000)\n#endif\n"
                  "struct __align__(8) fx_c64 { float re, im; };\n"
                  "struct __align__(16) fx_c128 { double re, im; };\n"
                  "FX_FN float fx_bits_to_f32(uint32_t b) { return __uint_as_float(b); }\n"
