@@ -27,7 +27,7 @@ from fx.autodiff import (
     vjp,
 )
 from fx.config import config
-from fx.dtypes import enable_x64
+from fx.dtypes import enable_x64, numpy_dtype_promotion
 from fx.core import ConcretizationTypeError, UnexpectedTracerError
 from fx.custom_derivatives import custom_jvp, custom_vjp
 from fx import debug

@@ -8,6 +8,10 @@ variable.
 - ``debug_nans`` (``FX_DEBUG_NANS=1``): when a jitted function returns a NaN, re-run it op by op
   and raise ``FloatingPointError`` naming the first primitive that produced one, with its line.
 - ``debug_infs`` (``FX_DEBUG_INFS=1``): the same for infinities.
+- ``numpy_dtype_promotion`` (``FX_NUMPY_DTYPE_PROMOTION=strict``; jax's name
+  ``"jax_numpy_dtype_promotion"``): ``"standard"`` or ``"strict"`` type promotion, see
+  :mod:`fx.dtypes` (per context: the ``fx.numpy_dtype_promotion(mode)`` context manager;
+  ``fx.config.jax_numpy_dtype_promotion`` reads the mode in effect, as jax's).
 
 Each has jax's spelling too: ``fx.config.update("jax_debug_nans", True)``.
 """
@@ -24,7 +28,8 @@ def _env_flag(name: str) -> bool:
 class Config:
     # Options are plain attributes: every jitted call reads some, and an attribute read costs
     # a tenth of a __getattr__ hook.
-    _names = ("log_compiles", "disable_jit", "debug_nans", "debug_infs", "enable_x64")
+    _names = ("log_compiles", "disable_jit", "debug_nans", "debug_infs", "enable_x64",
+              "numpy_dtype_promotion")
 
     def __init__(self):
         self.log_compiles = _env_flag("FX_LOG_COMPILES")
@@ -32,6 +37,9 @@ class Config:
         self.debug_nans = _env_flag("FX_DEBUG_NANS")
         self.debug_infs = _env_flag("FX_DEBUG_INFS")
         self.enable_x64 = _env_flag("FX_ENABLE_X64") or _env_flag("JAX_ENABLE_X64")
+        self.numpy_dtype_promotion = (os.environ.get("FX_NUMPY_DTYPE_PROMOTION")
+                                      or os.environ.get("JAX_NUMPY_DTYPE_PROMOTION")
+                                      or "standard").strip().lower()
 
     # jax's spellings of the options, and fx's own prefixed ones.
     _aliases = {
@@ -41,7 +49,10 @@ class Config:
         "jax_debug_infs": "debug_infs",
         "jax_disable_jit": "disable_jit",
         "jax_log_compiles": "log_compiles",
+        "jax_numpy_dtype_promotion": "numpy_dtype_promotion",
     }
+    # Options with a context manager: jax's spelling reads the value in effect here.
+    _in_context = frozenset({"numpy_dtype_promotion"})
 
     def __getattr__(self, name: str):
         # Only reached when the attribute is missing: fx.config.jax_enable_x64 reads
@@ -50,16 +61,25 @@ class Config:
         if option is None:
             raise AttributeError(f"fx.config has no option {name!r}; known: "
                                  f"{sorted(self._names)} (or jax's spelling, jax_...)")
-        return getattr(self, option)
+        return self.read(option)
 
     def read(self, name: str):
         """The value of option ``name`` (fx's or jax's spelling), as ``jax.config.read``."""
-        return getattr(self, self._aliases.get(name, name))
+        option = self._aliases.get(name, name)
+        if option in self._in_context:
+            from fx.dtypes import promotion_mode
+
+            return promotion_mode()
+        return getattr(self, option)
 
     def update(self, name: str, value) -> None:
         name = self._aliases.get(name, name)
         if name not in self._names:
             raise KeyError(f"fx.config: unknown option {name!r}; known: {sorted(self._names)}")
+        if name == "numpy_dtype_promotion":
+            from fx.dtypes import check_promotion_mode
+
+            value = check_promotion_mode(value)
         setattr(self, name, value)
 
 

@@ -16,13 +16,22 @@ dtype of the array they meet instead of widening it (``f16_array * 2.0`` is floa
 only decide the kind of the result (``int8_array * 2.5`` is a weak float of the mode's
 default width). The primitives themselves accept every supported dtype in either mode; the
 mode acts where values and dtype requests enter (:func:`canonicalize`).
+
+**Strict promotion** (``fx.numpy_dtype_promotion("strict")``, or ``fx.config.update(
+"jax_numpy_dtype_promotion", "strict")``) refuses every implicit promotion between different
+dtypes with :class:`TypePromotionError`, as jax's; Python scalars still take the dtype of the
+array they meet when their kind fits (``f32_array * 2`` stays float32, ``i32_array * 2.0`` is
+refused).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import threading
 import warnings
+from collections.abc import Iterator
 
 import ml_dtypes
 import numpy as np
@@ -91,6 +100,62 @@ class enable_x64:
     def __exit__(self, *exc):
         _local.x64 = self._saved
         return False
+
+
+# --- the promotion mode: "standard" (jax's lattice) or "strict" (no implicit promotion) ------
+
+PROMOTION_MODES = ("standard", "strict")
+# ``numpy_dtype_promotion`` contexts: a contextvars variable, so each thread and each asyncio
+# task sees its own (a new thread starts from the global option).
+_promotion = contextvars.ContextVar("fx_numpy_dtype_promotion", default=None)
+
+
+def check_promotion_mode(mode) -> str:
+    """``mode`` if it names a promotion mode, else ``ValueError`` (as jax's)."""
+    if not isinstance(mode, str) or mode not in PROMOTION_MODES:
+        raise ValueError(f"{mode!r} is not a valid dtype promotion mode "
+                         f"(jax_numpy_dtype_promotion); use one of {PROMOTION_MODES}")
+    return mode
+
+
+def promotion_mode() -> str:
+    """The promotion mode in effect here: the innermost :func:`numpy_dtype_promotion`
+    context, else the ``jax_numpy_dtype_promotion`` option."""
+    mode = _promotion.get()
+    if mode is not None:
+        return mode
+    from fx.config import config
+
+    return config.numpy_dtype_promotion
+
+
+def numpy_dtype_promotion(mode: str) -> contextlib.AbstractContextManager:
+    """A context in which fx.numpy promotes dtypes by ``mode``, as ``jax.numpy_dtype_promotion``.
+
+    ``"strict"`` refuses implicit promotion between different dtypes (a
+    :class:`TypePromotionError`); Python scalars still adopt an array's dtype where their
+    kind fits. It applies to tracing under ``jit``/``grad``/``vmap`` in the context too.
+
+        >>> import fx, fx.numpy as fnp
+        >>> with fx.numpy_dtype_promotion("strict"):
+        ...     print((fnp.ones(2, fnp.float32) * 2).dtype)
+        ...     try:
+        ...         fnp.ones(2, fnp.float32) + fnp.ones(2, fnp.int32)
+        ...     except fx.errors.TypePromotionError:
+        ...         print("refused")
+        float32
+        refused
+    """
+    return _promotion_context(check_promotion_mode(mode))
+
+
+@contextlib.contextmanager
+def _promotion_context(mode: str) -> Iterator[None]:
+    token = _promotion.set(mode)
+    try:
+        yield
+    finally:
+        _promotion.reset(token)
 
 
 def default_float_dtype() -> np.dtype:
@@ -245,7 +310,14 @@ _WEAK_INT, _WEAK_FLOAT, _WEAK_COMPLEX = "i*", "f*", "c*"
 _WEAK_NODES = (_WEAK_INT, _WEAK_FLOAT, _WEAK_COMPLEX)
 
 
-def _lattice(x64: bool) -> dict:
+def _lattice(x64: bool, strict: bool) -> dict:
+    if strict:  # only Python scalars promote: to any dtype of their kind or above
+        return {
+            _WEAK_INT: [*INTEGER, _WEAK_FLOAT],
+            _WEAK_FLOAT: [*FLOATING, *FLOAT8, _WEAK_COMPLEX],
+            _WEAK_COMPLEX: [*COMPLEX],
+            **{dt: [] for dt in SUPPORTED},
+        }
     return {
         bool_: [_WEAK_INT],
         _WEAK_INT: [uint8, int8],
@@ -269,29 +341,41 @@ def _lattice(x64: bool) -> dict:
     }
 
 
-_LATTICES = {x64: _lattice(x64) for x64 in (False, True)}
+_LATTICES = {(x64, strict): _lattice(x64, strict) for x64 in (False, True)
+             for strict in (False, True)}
 
 
 @functools.cache
-def _upper_bounds(node, x64: bool) -> frozenset:
+def _upper_bounds(node, x64: bool, strict: bool = False) -> frozenset:
     out = {node}
-    for nxt in _LATTICES[x64][node]:
-        out |= _upper_bounds(nxt, x64)
+    for nxt in _LATTICES[x64, strict][node]:
+        out |= _upper_bounds(nxt, x64, strict)
     return frozenset(out)
 
 
 class TypePromotionError(ValueError):
-    """Two dtypes have no implicit promotion (8-bit floats with anything but themselves)."""
+    """Two dtypes have no implicit promotion: 8-bit floats with anything but themselves, or
+    any two different dtypes in strict mode (jax's ``jax.dtypes.TypePromotionError``)."""
+
+
+_NODE_NAMES = {_WEAK_INT: "int (a Python scalar)", _WEAK_FLOAT: "float (a Python scalar)",
+               _WEAK_COMPLEX: "complex (a Python scalar)"}
 
 
 @functools.cache
-def _lub(nodes: frozenset, x64: bool):
-    common = functools.reduce(frozenset.__and__, (_upper_bounds(n, x64) for n in nodes))
+def _lub(nodes: frozenset, x64: bool, strict: bool = False):
+    common = functools.reduce(frozenset.__and__,
+                              (_upper_bounds(n, x64, strict) for n in nodes))
     # The least upper bound is the common bound that every other common bound is above.
     for cand in common:
-        if common <= _upper_bounds(cand, x64):
+        if common <= _upper_bounds(cand, x64, strict):
             return cand
-    names = ", ".join(sorted(str(n) for n in nodes))
+    names = ", ".join(sorted(_NODE_NAMES.get(n, str(n)) for n in nodes))
+    if strict:
+        raise TypePromotionError(
+            f"fx: the dtypes {names} have no implicit promotion when "
+            "jax_numpy_dtype_promotion='strict'; convert the operands explicitly "
+            "(x.astype(...)) or use fx.numpy_dtype_promotion('standard')")
     raise TypePromotionError(
         f"fx: the dtypes {names} have no implicit promotion (8-bit floats promote only to "
         f"themselves); convert explicitly, e.g. x.astype(jnp.float32)")
@@ -325,11 +409,12 @@ def join(*typed: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
     dts = {dt for dt, _ in typed}
     if len(dts) == 1 and not all(w for _, w in typed):
         return canonicalize(next(iter(dts))), False
-    if all(w for _, w in typed):
+    strict = promotion_mode() == "strict"
+    if all(w for _, w in typed) and not strict:
         out, weak = _lub(frozenset(dts), x64), True
-    else:
+    else:  # (strict: weak values meet by kind alone, so weak int8 + weak int8 is weak int)
         out = _lub(frozenset(_kind_node(dt) if w and dt != bool_ else dt for dt, w in typed),
-                   x64)
+                   x64, strict)
         weak = out in _WEAK_NODES
     if out in _WEAK_NODES:  # (weak int8 + weak uint64 meet at f* too)
         out = _WEAK_DEFAULTS[out]()
@@ -405,7 +490,8 @@ _WEAK_AS_DTYPE = {_WEAK_INT: int64, _WEAK_FLOAT: float64, _WEAK_COMPLEX: complex
 def promote_types(a, b) -> np.dtype:
     """jax's ``promote_types``: the lattice join of two dtypes (Python's ``int``, ``float`` and
     ``complex`` count as weak), not canonicalized for the mode."""
-    out = _lub(frozenset((_public_node(a), _public_node(b))), x64_enabled())
+    out = _lub(frozenset((_public_node(a), _public_node(b))), x64_enabled(),
+               promotion_mode() == "strict")
     return _WEAK_AS_DTYPE.get(out, out)
 
 

@@ -6,9 +6,13 @@
   shape would depend on the data. An ``IndexError``, as jax's; it is also a
   ``ConcretizationTypeError``, which fx raised here before.
 - :class:`UnexpectedTracerError`: a traced value escaped its transformation.
+- :class:`TypePromotionError`: two dtypes have no implicit promotion (strict mode, 8-bit
+  floats); a ``ValueError``, as jax's ``jax.dtypes.TypePromotionError`` (the same class as
+  ``fx.dtypes.TypePromotionError``).
 """
 
 from fx.core import ConcretizationTypeError, UnexpectedTracerError
+from fx.dtypes import TypePromotionError
 
 
 class NonConcreteBooleanIndexError(IndexError, ConcretizationTypeError):
@@ -16,4 +20,5 @@ class NonConcreteBooleanIndexError(IndexError, ConcretizationTypeError):
     the shape, or ``size=`` where the function has it (``fx.numpy.nonzero``)."""
 
 
-__all__ = ["ConcretizationTypeError", "NonConcreteBooleanIndexError", "UnexpectedTracerError"]
+__all__ = ["ConcretizationTypeError", "NonConcreteBooleanIndexError", "TypePromotionError",
+           "UnexpectedTracerError"]

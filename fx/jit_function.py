@@ -159,8 +159,10 @@ class JitFunction:
         statics, static_vals, dyn_args, dyn_kwargs = self._split(args, kwargs)
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         avals = tuple(abstractify(x) for x in leaves)
-        # The mode is part of the key: it decides the dtypes of Python scalars and constants.
-        key = (in_tree, avals, static_vals, _backend(self._backend), dtypes.x64_enabled())
+        # The modes are part of the key: they decide the dtypes of Python scalars and constants,
+        # and which promotions trace.
+        key = (in_tree, avals, static_vals, _backend(self._backend), dtypes.x64_enabled(),
+               dtypes.promotion_mode())
         return key, leaves, statics, dyn_args, dyn_kwargs
 
     def _entry(self, key, args, kwargs, statics, dyn_args, dyn_kwargs) -> _Entry:
@@ -395,7 +397,7 @@ def _static_positions_and_names(fun: Callable, nums: tuple, names: tuple):
 def _fast_key(args: tuple):
     """The fast path's cache key: positional fx Arrays (by abstract value) and NumPy arrays (by
     shape and dtype: their abstract value follows from those), or None for anything else."""
-    key = [dtypes.x64_enabled()]
+    key = [dtypes.x64_enabled(), dtypes.promotion_mode()]
     for a in args:
         t = type(a)
         if t is Array:
@@ -443,9 +445,11 @@ def _hashable_static(value, what: str, fun):
 
 
 def _explain(old, new) -> str:
-    (ot, oa, os_, ob, ox), (nt, na, ns, nb, nx) = old, new
+    (ot, oa, os_, ob, ox, op), (nt, na, ns, nb, nx, np_) = old, new
     if ox != nx:
         return f"x64 mode was {'enabled' if nx else 'disabled'}"
+    if op != np_:
+        return f"the dtype promotion mode changed {op} → {np_}"
     if ob != nb:
         return f"the backend changed {ob} → {nb}"
     if ot != nt:

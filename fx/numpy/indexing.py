@@ -406,6 +406,8 @@ def _update(a, idx, values, scatter, mode, name: str, prepare=None):
     x = to_array(a, name)
     v = to_array(values, name)
     dt = get_aval(x).dtype
+    if dtypes.promotion_mode() == "strict":  # updates of another dtype are refused, as jax's
+        dtypes.join(dtypes.dtype_and_weak(x), dtypes.dtype_and_weak(v))
     v = convert_element_type(v, dt, get_aval(v).weak_type and get_aval(x).weak_type)
     if prepare is not None:
         v = prepare(v)

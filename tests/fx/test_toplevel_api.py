@@ -467,7 +467,7 @@ MISSING_FROM_FX = {
     "enable_custom_prng": "fx has one PRNG (threefry)", "explain_cache_misses": "jax config",
     "jax2tf_associative_scan_reductions": "jax2tf only",
     "legacy_prng_key": "fx has one PRNG (threefry)", "no_execution": "jax config",
-    "no_tracing": "jax config", "numpy_dtype_promotion": "fx promotes as jax's standard mode",
+    "no_tracing": "jax config",
     "numpy_rank_promotion": "fx allows rank promotion, as jax's default",
     "threefry_partitionable": "no sharding", "thread_guard": "jax config",
     # jax internals and tooling
