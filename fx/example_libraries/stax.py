@@ -12,7 +12,9 @@ A layer is ``(init_fun, apply_fun)``:
 Constructors (``Dense(10)``, ``Conv(8, (3, 3))``, ``MaxPool((2, 2))``, ``Dropout(0.9)``,
 ``FanOut(2)``, ``FanInConcat()``) return layers; ``Relu``, ``Tanh``, ``Flatten``,
 ``Identity``, ``FanInSum``... *are* layers. Combinators :func:`serial` and :func:`parallel`
-build networks from layers.
+build networks from layers. :func:`GeneralConvTranspose` (``ConvTranspose``,
+``Conv1DTranspose``) upsamples; the lowercase names (``relu``, ``logsoftmax``, ``glorot``,
+``randn`` ...) are the functions and initializers jax's stax module exports under them.
 
 Layouts: :func:`Conv` and the pooling layers default to channels-last, ``NHWC`` inputs with
 ``HWIO`` kernels (as in jax's stax). For channels-first use
@@ -44,12 +46,14 @@ import fx.random as random
 from fx import dtypes, lax, nn
 
 __all__ = [
-    "AvgPool", "BatchNorm", "Conv", "Dense", "Dropout", "Elu", "Exp", "FanInConcat", "FanInSum",
-    "FanOut", "Flatten", "Gelu", "GeneralConv", "Identity", "LeakyRelu", "LogSoftmax", "MaxPool",
-    "Relu", "Sigmoid", "Softmax", "Softplus", "SumPool", "Tanh", "elementwise",
-    "glorot_normal", "glorot_uniform", "he_normal", "he_uniform", "lecun_normal",
-    "lecun_uniform", "normal", "ones", "parallel", "serial", "shape_dependent", "uniform",
-    "variance_scaling", "zeros",
+    "AvgPool", "BatchNorm", "Conv", "Conv1DTranspose", "ConvTranspose", "Dense", "Dropout",
+    "Elu", "Exp", "FanInConcat", "FanInSum", "FanOut", "Flatten", "Gelu", "GeneralConv",
+    "GeneralConvTranspose", "Identity", "LeakyRelu", "LogSoftmax", "MaxPool", "Relu", "Selu",
+    "Sigmoid", "Softmax", "Softplus", "SumPool", "Tanh", "elementwise", "elu", "gelu", "glorot",
+    "glorot_normal", "glorot_uniform", "he_normal", "he_uniform", "leaky_relu", "lecun_normal",
+    "lecun_uniform", "log_softmax", "logsoftmax", "normal", "ones", "parallel", "randn", "relu",
+    "selu", "serial", "shape_dependent", "sigmoid", "softmax", "softplus", "standardize",
+    "uniform", "variance_scaling", "zeros",
 ]
 
 Initializer = Callable[..., object]
@@ -235,6 +239,45 @@ Conv = functools.partial(GeneralConv, ("NHWC", "HWIO", "NHWC"))
 Conv.__doc__ = "Channels-last 2-d convolution: ``NHWC`` inputs, ``HWIO`` kernels."
 
 
+def GeneralConvTranspose(dimension_numbers: tuple[str, str, str], out_chan: int,  # noqa: N802
+                         filter_shape: Sequence[int], strides: Sequence[int] | None = None,
+                         padding="VALID", W_init: Initializer | None = None,  # noqa: N803
+                         b_init: Initializer = _NORMAL_TINY) -> Layer:
+    """Transposed (fractionally strided) convolution, :func:`fx.lax.conv_transpose`, with the
+    layouts, kernel and bias of :func:`GeneralConv`; ``padding`` names the forward
+    convolution's (``'SAME'`` with stride 2 doubles the spatial sizes)."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    strides = tuple(strides or (1,) * len(filter_shape))
+    W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))  # noqa: N806
+    if len(filter_shape) != len(rhs_spec) - 2:
+        raise ValueError(f"GeneralConvTranspose: filter_shape {tuple(filter_shape)} needs one "
+                         f"size per spatial dimension of the kernel spec {rhs_spec!r}")
+
+    def init_fun(rng, input_shape):
+        sizes = iter(filter_shape)
+        kernel_shape = [out_chan if c == "O" else input_shape[lhs_spec.index("C")] if c == "I"
+                        else next(sizes) for c in rhs_spec]
+        out_shape = lax.conv_transpose_shape_tuple(input_shape, kernel_shape, strides, padding,
+                                                   dimension_numbers)
+        bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
+        k1, k2 = random.split(rng)
+        W, b = W_init(k1, kernel_shape), b_init(k2, bias_shape)  # noqa: N806
+        return tuple(out_shape), (W, b)
+
+    def apply_fun(params, inputs, **kwargs):
+        W, b = params  # noqa: N806
+        return lax.conv_transpose(inputs, W, strides, padding,
+                                  dimension_numbers=dimension_numbers) + b
+
+    return init_fun, apply_fun
+
+
+Conv1DTranspose = functools.partial(GeneralConvTranspose, ("NHC", "HIO", "NHC"))
+Conv1DTranspose.__doc__ = "Channels-last 1-d transposed convolution: ``NHC`` inputs."
+ConvTranspose = functools.partial(GeneralConvTranspose, ("NHWC", "HWIO", "NHWC"))
+ConvTranspose.__doc__ = "Channels-last 2-d transposed convolution: ``NHWC`` inputs."
+
+
 def BatchNorm(axis=(0, 1, 2), epsilon: float = 1e-5, center: bool = True,  # noqa: N802
               scale: bool = True, beta_init: Initializer = zeros,
               gamma_init: Initializer = ones) -> Layer:
@@ -285,6 +328,15 @@ Sigmoid = elementwise(nn.sigmoid)
 Elu = elementwise(nn.elu)
 LeakyRelu = elementwise(nn.leaky_relu)
 Gelu = elementwise(nn.gelu)
+Selu = elementwise(nn.selu)
+
+# The lowercase names jax's stax module exports: the activation functions its layers apply and
+# two initializers under their old names.
+elu, gelu, leaky_relu, relu, selu = nn.elu, nn.gelu, nn.leaky_relu, nn.relu, nn.selu
+log_softmax = logsoftmax = nn.log_softmax
+sigmoid, softmax, softplus, standardize = nn.sigmoid, nn.softmax, nn.softplus, nn.standardize
+glorot, randn = glorot_normal, normal
+jnp = fnp
 
 
 def _pooling(kind: str):

@@ -120,6 +120,12 @@ def jconv(dn, *args, **kw):
         rhs.index("I"), rhs.index("O"), dtype=jnp.float32), b_init=J_CONV_B, **kw)
 
 
+def jconv_t(dn, *args, **kw):
+    rhs = dn[1]
+    return jstax.GeneralConvTranspose(dn, *args, W_init=jinit.glorot_normal(
+        rhs.index("I"), rhs.index("O"), dtype=jnp.float32), b_init=J_CONV_B, **kw)
+
+
 LENET = (stax.serial(stax.Conv(4, (3, 3), padding="SAME"), stax.Relu,
                      stax.MaxPool((2, 2), (2, 2)), stax.Flatten, stax.Dense(3)),
          jstax.serial(jconv(("NHWC", "HWIO", "NHWC"), 4, (3, 3), padding="SAME"), jstax.Relu,
@@ -168,6 +174,16 @@ LAYERS = [  # (name, fx layer, jax layer, input shape)
      jstax.serial(jstax.FanOut(2), jstax.parallel(jstax.Dense(2, J_GLOROT, J_NORMAL),
                                                   jstax.Tanh), jstax.FanInConcat()), (3, 4)),
     ("lenet", *LENET),
+    ("selu", stax.Selu, jstax.Selu, (3, 4)),
+    ("conv_transpose_same_s2", stax.ConvTranspose(3, (3, 3), (2, 2), "SAME"),
+     jconv_t(("NHWC", "HWIO", "NHWC"), 3, (3, 3), (2, 2), "SAME"), (2, 4, 5, 2)),
+    ("conv_transpose_valid", stax.ConvTranspose(2, (2, 3), (1, 2)),
+     jconv_t(("NHWC", "HWIO", "NHWC"), 2, (2, 3), (1, 2)), (1, 3, 4, 3)),
+    ("conv_transpose_pads_nchw",
+     stax.GeneralConvTranspose(("NCHW", "OIHW", "NCHW"), 4, (3, 2), (2, 1), [(1, 2), (0, 1)]),
+     jconv_t(("NCHW", "OIHW", "NCHW"), 4, (3, 2), (2, 1), [(1, 2), (0, 1)]), (2, 3, 4, 5)),
+    ("conv1d_transpose", stax.Conv1DTranspose(3, (4,), (3,), "SAME"),
+     jconv_t(("NHC", "HIO", "NHC"), 3, (4,), (3,), "SAME"), (2, 5, 2)),
 ]
 LAYERS = [pytest.param(*c, id=c[0]) for c in LAYERS]
 
@@ -341,3 +357,36 @@ def test_shape_dependent():
 def test_docstring_examples():
     result = doctest.testmod(stax, extraglobs={"fx": fx}, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0 and result.attempted >= 4
+
+
+# Names jax's stax module holds only because it imported them.
+JAX_STAX_IMPORTS = {"functools", "lax", "math", "random"}
+
+
+def test_every_name_jax_stax_exports_is_in_fx():
+    public = {n for n in dir(jstax) if not n.startswith("_")} - JAX_STAX_IMPORTS
+    assert not sorted(public - set(dir(stax)))
+    assert not sorted(public - set(stax.__all__) - {"jnp"})
+
+
+@pytest.mark.parametrize("name", ["elu", "gelu", "leaky_relu", "log_softmax", "logsoftmax",
+                                  "relu", "selu", "sigmoid", "softmax", "softplus",
+                                  "standardize"])
+def test_lowercase_activations_match_jax(name):
+    x = np.random.default_rng(1).standard_normal((3, 5)).astype(F32)
+    want = getattr(jstax, name)(jnp.asarray(x))
+    got = getattr(stax, name)(fnp.asarray(x))
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-6, atol=1e-6)
+    g = fx.grad(lambda v: fnp.sum(fnp.sin(getattr(stax, name)(v))))(fnp.asarray(x))
+    jg = jax.grad(lambda v: jnp.sum(jnp.sin(getattr(jstax, name)(v))))(jnp.asarray(x))
+    np.testing.assert_allclose(np.asarray(g), np.asarray(jg), rtol=2e-5, atol=2e-6)
+
+
+def test_lowercase_initializers_match_jax():
+    # glorot and randn are jax's glorot_normal and normal under their old names.
+    for fx_init, jax_init in ((stax.glorot(), jstax.glorot(dtype=jnp.float32)),
+                              (stax.randn(0.5), jstax.randn(0.5, jnp.float32))):
+        got = fx_init(fr.key(3), (4, 6))
+        want = jax_init(jr.PRNGKey(3), (4, 6))
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-7)
+    assert stax.jnp is fnp
