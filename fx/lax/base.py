@@ -100,10 +100,27 @@ def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions):
     return np.broadcast_to(np.reshape(x, expanded), shape)
 
 
-def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int]):
+def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int], *,
+                     out_sharding=None):
+    """``x`` broadcast to ``shape``, operand dimension ``i`` becoming output dimension
+    ``broadcast_dimensions[i]`` (as ``jax.lax.broadcast_in_dim``; ``out_sharding`` is accepted
+    and ignored: one device).
+
+    Distinct dimensions in any order are accepted, as jax's: the primitive takes them
+    increasing, after a transpose of the operand (jax returns an operand that already has
+    the target shape unchanged, whatever the order: so does fx).
+
+        >>> fx.lax.broadcast_in_dim(fx.numpy.arange(3), (2, 3), (1,)).tolist()
+        [[0, 1, 2], [0, 1, 2]]
+    """
     shape, dims = tuple(int(s) for s in shape), tuple(int(d) for d in broadcast_dimensions)
-    if get_aval(x).shape == shape and dims == tuple(range(len(shape))):
-        return x
+    in_shape = get_aval(x).shape
+    if in_shape == shape and sorted(dims) == list(range(len(shape))) and all(
+            d in (1, shape[b]) for d, b in zip(in_shape, dims)):
+        return x  # as jax's: an operand already of the target shape is returned as it is
+    if dims != tuple(sorted(dims)) and len(set(dims)) == len(dims) == len(in_shape):
+        perm = sorted(range(len(dims)), key=dims.__getitem__)
+        x, dims = transpose(x, perm), tuple(dims[p] for p in perm)
     return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=dims)
 
 
@@ -136,8 +153,22 @@ def _reshape_abstract_eval(x, *, new_sizes):
 reshape_p.def_impl(lambda x, *, new_sizes: np.reshape(x, new_sizes))
 
 
-def reshape(x, new_sizes: Sequence[int]):
+def reshape(x, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None, *,
+            out_sharding=None):
+    """``x`` with shape ``new_sizes`` (row-major order), as ``jax.lax.reshape``: with
+    ``dimensions``, a permutation of ``x``'s axes, ``x`` is transposed by it first.
+    ``out_sharding`` is accepted and ignored (one device).
+
+        >>> fx.lax.reshape(fx.numpy.arange(6).reshape(2, 3), (6,), (1, 0)).tolist()
+        [0, 3, 1, 4, 2, 5]
+    """
     new_sizes = tuple(int(s) for s in new_sizes)
+    if dimensions is not None:
+        dims, aval = tuple(int(d) for d in dimensions), get_aval(x)
+        if sorted(dims) != list(range(aval.ndim)):
+            raise shape_error("reshape", f"dimensions {dims} must be a permutation of the "
+                              f"operand's {aval.ndim} dimensions", aval)
+        x = transpose(x, dims)
     if get_aval(x).shape == new_sizes:
         return x
     return reshape_p.bind(x, new_sizes=new_sizes)

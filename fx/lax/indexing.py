@@ -59,24 +59,33 @@ from fx.lax.structural import broadcasted_iota, concatenate
 
 
 class GatherScatterMode(enum.Enum):
-    """What an out-of-range index does: clamp into range, or fill (gather) / drop (scatter)."""
+    """What an out-of-range index does: clamp into range, or fill (gather) / drop (scatter).
+
+    ``PROMISE_IN_BOUNDS`` promises that no index is out of range. The public functions keep
+    it as XLA does on CPU, as jax's: a gather clamps, a scatter drops; the primitives only see
+    ``CLIP`` and ``FILL_OR_DROP``.
+    """
 
     CLIP = "clip"
     FILL_OR_DROP = "fill_or_drop"
+    PROMISE_IN_BOUNDS = "promise_in_bounds"
 
     @classmethod
     def parse(cls, mode) -> GatherScatterMode:
-        """``None``, ``'fill'`` and ``'drop'`` mean FILL_OR_DROP; ``'clip'`` and
-        ``'promise_in_bounds'`` (clamping is a valid way to keep that promise) mean CLIP."""
+        """``None``, ``'fill'`` and ``'drop'`` mean FILL_OR_DROP, ``'clip'`` CLIP and
+        ``'promise_in_bounds'`` PROMISE_IN_BOUNDS (jax's ``GatherScatterMode.from_any``)."""
         if isinstance(mode, cls):
             return mode
         if mode is None or mode in ("fill", "drop"):
             return cls.FILL_OR_DROP
-        if mode in ("clip", "promise_in_bounds"):
+        if mode == "clip":
             return cls.CLIP
-        raise ValueError(
-            f"unknown gather/scatter mode {mode!r}; use 'clip', 'fill' or 'drop'"
-        )
+        if mode == "promise_in_bounds":
+            return cls.PROMISE_IN_BOUNDS
+        raise ValueError(f"unknown gather/scatter mode {mode!r}; use 'clip', 'fill', 'drop' "
+                         "or 'promise_in_bounds'")
+
+    from_any = parse  # jax's name
 
     def __repr__(self) -> str:
         return self.value
@@ -84,6 +93,7 @@ class GatherScatterMode(enum.Enum):
 
 CLIP = GatherScatterMode.CLIP
 FILL_OR_DROP = GatherScatterMode.FILL_OR_DROP
+PROMISE_IN_BOUNDS = GatherScatterMode.PROMISE_IN_BOUNDS
 
 
 def default_fill_value(dtype) -> object:
@@ -103,8 +113,9 @@ def _rest(ndim: int, axes: Sequence[int]) -> tuple[int, ...]:
 
 
 def _check_indices(name: str, operand: ShapedArray, indices: ShapedArray, axes, mode) -> None:
-    if not isinstance(mode, GatherScatterMode):
-        raise ValueError(f"{name}: mode must be a GatherScatterMode, got {mode!r}")
+    if not isinstance(mode, GatherScatterMode) or mode is PROMISE_IN_BOUNDS:
+        raise ValueError(f"{name}: mode must be GatherScatterMode.CLIP or FILL_OR_DROP, got "
+                         f"{mode!r} (the public functions resolve PROMISE_IN_BOUNDS)")
     if not dtypes.is_int(indices.dtype):
         raise shape_error(name, "indices must have an integer dtype", operand, indices)
     if indices.ndim < 1 or indices.shape[-1] != len(axes):
@@ -232,6 +243,8 @@ def gather(operand, indices, axes: Sequence[int], slice_sizes=None, *, mode=None
         return general_gather(operand, indices, axes, slice_sizes, mode=mode,
                               fill_value=fill_value)
     mode = GatherScatterMode.parse(mode)
+    if mode is PROMISE_IN_BOUNDS:  # kept by clamping, as XLA's gather
+        mode = CLIP
     if mode is CLIP:
         fill_value = None
     elif fill_value is not None:
@@ -341,8 +354,11 @@ def _scatter_fn(prim: Primitive, what: str, kind: str):
             from fx.lax.general_indexing import general_scatter
 
             return general_scatter(kind, operand, indices, updates, axes, mode=mode)
+        mode = GatherScatterMode.parse(mode)
+        if mode is PROMISE_IN_BOUNDS:  # kept by dropping, as XLA's scatter
+            mode = FILL_OR_DROP
         return prim.bind(operand, indices, updates, axes=tuple(int(a) for a in axes),
-                         mode=GatherScatterMode.parse(mode))
+                         mode=mode)
 
     f.__name__ = prim.name
     f.__doc__ = (

@@ -87,7 +87,7 @@ GATHERS = [
     ("oob", (4, 3), (0,), np.array([[5], [-1], [3], [-7], [0]], I64)),
     ("oob_points", (3, 4), (0, 1), np.array([[1, 4], [2, 3], [-1, 0], [3, 3]], I64)),
 ]
-MODES = ["clip", "fill"]
+MODES = ["clip", "fill", "promise_in_bounds"]
 
 
 def _sum(x):
@@ -163,7 +163,7 @@ def _scatter_case(kind, name, shape, axes, idx, mode, unique=False, seed=0):
     )
 
 
-@pytest.mark.parametrize("mode", ["clip", "drop"])
+@pytest.mark.parametrize("mode", ["clip", "drop", "promise_in_bounds"])
 @pytest.mark.parametrize("kind", ["scatter_add", "scatter"])
 @pytest.mark.parametrize("name,shape,axes,idx", SCATTERS, ids=[s[0] for s in SCATTERS])
 def test_scatter_add_and_set(kind, name, shape, axes, idx, mode):
@@ -358,7 +358,8 @@ def test_errors():
         lax.gather(fnp.zeros((0, 2)), i, (0,), mode="clip")
     with pytest.raises(ValueError, match=r"unknown gather/scatter mode 'wrap'"):
         lax.gather(x, i, (0,), mode="wrap")
-    with pytest.raises(ValueError, match=r"gather: mode must be a GatherScatterMode, got 'clip'"):
+    with pytest.raises(ValueError, match=r"gather: mode must be GatherScatterMode.CLIP or "
+                                         r"FILL_OR_DROP, got 'clip'"):
         gather_p.bind(x, i, axes=(0,), mode="clip", fill_value=None)
     with pytest.raises(TypeError, match=r"scatter_add: updates must have shape .* = \(1, 4\)"):
         lax.scatter_add(x, i, fnp.zeros((1, 3)), (0,))

@@ -1,5 +1,6 @@
 """Table-driven tests of the structural primitives against jax.lax: iota, slice, concatenate,
-pad, squeeze/expand_dims/collapse, rev, dynamic_slice and dynamic_update_slice.
+pad, squeeze/expand_dims/collapse, rev, dynamic_slice and dynamic_update_slice, reshape with
+``dimensions`` and broadcast_in_dim with broadcast dimensions in any order.
 
 Every row is checked for eval, jvp and vjp against jax, vmap over every axis of every argument
 (against a loop and jax.vmap), and ``check_grads`` at order 2 in float64. Start indices are
@@ -56,6 +57,13 @@ def _ds(sizes):
             lambda x, *s: jax.lax.dynamic_slice(x, s, sizes))
 
 
+def _permuted_broadcast(shape, dims, draw, tag):
+    perm = sorted(range(len(dims)), key=dims.__getitem__)
+    return _case(f"broadcast_in_dim{tag}", lambda x: lax.broadcast_in_dim(x, shape, dims),
+                 lambda x: jax.lax.broadcast_in_dim(x.transpose(perm), shape, sorted(dims)),
+                 draw)
+
+
 CASES = [
     _same("slice", (1,), (4,))(_normal(5)),
     _same("slice", (0, 1), (4, 6), (3, 2))(_normal(4, 6), tag="-strided"),
@@ -103,6 +111,15 @@ CASES = [
                                          lambda rng: 1, diff=(0, 1)),
     _same("dynamic_update_index_in_dim")(_normal(4, 3), _normal(3), _index(-5, 6),
                                          lambda rng: 0, diff=(0, 1)),
+    _same("reshape", (4, 6), (2, 1, 0))(_normal(2, 3, 4), tag="-dimensions"),
+    _same("reshape", (6, 4), (1, 0, 2))(_normal(2, 3, 4), tag="-dimensions-partial"),
+    _same("reshape", (3, 2), (0, 1))(_normal(2, 3), tag="-dimensions-identity"),
+    # jax's own vjp of unordered broadcast dimensions fails (its transpose rule assumes them
+    # increasing): the oracle is the transpose and broadcast they mean (eval against jax's
+    # broadcast_in_dim itself: test_broadcast_in_dim_accepts_what_jax_accepts).
+    _permuted_broadcast((3, 2), (1, 0), _normal(2, 3), "-transposed"),
+    _permuted_broadcast((4, 3, 2), (2, 0), _normal(2, 4), "-permuted"),
+    _permuted_broadcast((3, 5, 2), (2, 1), _normal(1, 5), "-permuted-size1"),
 ]
 
 
@@ -369,3 +386,49 @@ def test_errors_name_the_operation_and_shapes():
         lax.iota(np.bool_, 3)
     with pytest.raises(ValueError, match=r"iota: negative dimension"):
         lax.broadcasted_iota(np.int32, (2, -1), 0)
+
+
+def test_broadcast_in_dim_accepts_what_jax_accepts():
+    # Every operand rank/shape against every target and every tuple of dimensions (negative,
+    # repeated, out of range, unordered): the same result shape and values, or both refuse.
+    import itertools
+
+    rng = np.random.default_rng(3)
+    for xs in [(), (1,), (3,), (1, 3), (3, 1), (3, 3), (1, 1)]:
+        x = rng.standard_normal(xs).astype(np.float32)
+        for shape in [(3,), (3, 3), (3, 3, 3), (1, 3, 3), (3, 1, 3), (0, 3), (3, 1), (1, 1),
+                      (1, 3)]:
+            for dims in itertools.product(range(-1, len(shape) + 1), repeat=len(xs)):
+                try:
+                    want = np.asarray(jax.lax.broadcast_in_dim(x, shape, dims))
+                except TypeError:
+                    with pytest.raises(TypeError, match="broadcast_in_dim"):
+                        lax.broadcast_in_dim(fx.numpy.asarray(x), shape, dims)
+                    continue
+                got = lax.broadcast_in_dim(fx.numpy.asarray(x), shape, list(dims),
+                                           out_sharding=None)
+                np.testing.assert_array_equal(np.asarray(got), want, err_msg=f"{xs} {dims}")
+    got = lax.broadcast_in_dim(2.0, (2,), ())  # a Python scalar stays weak, as jax's
+    assert got.weak_type == jax.lax.broadcast_in_dim(2.0, (2,), ()).weak_type
+
+
+def test_reshape_dimensions_errors_as_jax():
+    x = np.arange(24.0).reshape(2, 3, 4)
+    for dims in [(0, 1), (0, 0, 1), (0, 1, 3)]:
+        with pytest.raises(TypeError):
+            jax.lax.reshape(x, (4, 6), dims)
+        with pytest.raises(TypeError, match=r"reshape: dimensions .* must be a permutation"):
+            lax.reshape(fx.numpy.asarray(x), (4, 6), dims)
+    with pytest.raises(TypeError):
+        jax.lax.reshape(x, (-1,))
+    with pytest.raises(TypeError, match="reshape"):
+        lax.reshape(fx.numpy.asarray(x), (-1,))
+    got = fx.jit(lambda v: lax.reshape(v, (4, 6), np.array([2, 0, 1]), out_sharding=None))(x)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(jax.lax.reshape(x, (4, 6),
+                                                                              (2, 0, 1))))
+
+
+def test_base_docstring_examples():
+    import fx.lax.base
+
+    assert run_doctests(fx.lax.base) >= 2

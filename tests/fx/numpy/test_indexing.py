@@ -350,6 +350,45 @@ def test_at_get_modes_and_fill():
     assert_allclose(fxx.at[7].set(1.0, mode="clip"), jnp.asarray(x).at[7].set(1.0, mode="clip"))
 
 
+@pytest.mark.parametrize("op", ["get", "set", "add", "multiply", "min", "max"])
+def test_at_promise_in_bounds_matches_jax(op):
+    # In range the promise changes nothing; out of range (a broken promise) fx does what jax
+    # does on CPU: a gather clamps, a scatter drops. Eager, jit, vmap and grad.
+    x = _x((5, 3))
+    v = _x((4, 3), seed=1)
+    for idx in (np.array([0, 4, 2, 2]), np.array([0, 7, -1, -9])):
+        def run(np_, x, v, idx=idx):
+            ref = x.at[idx]
+            if op == "get":
+                return ref.get(mode="promise_in_bounds")
+            return getattr(ref, op)(v, mode="promise_in_bounds")
+
+        want = run(jnp, jnp.asarray(x), jnp.asarray(v))
+        assert_allclose(run(fnp, fnp.asarray(x), fnp.asarray(v)), want, what=f"{op} {idx}")
+        assert_allclose(fx.jit(lambda x, v: run(fnp, x, v))(x, v), want, what=f"jit {op}")
+        got = fx.vmap(lambda x, v: run(fnp, x, v), (2, 1))(x[..., None].repeat(2, 2),
+                                                          v[:, None].repeat(2, 1))
+        assert_allclose(got[1], want, what=f"vmap {op}")
+        if op in ("get", "set", "add") and idx.min() >= 0 and idx.max() < 5:
+            gfx = fx.grad(lambda x, v: fnp.sum(fnp.sin(run(fnp, x, v))), (0, 1))(x, v)
+            gjx = jax.grad(lambda x, v: jnp.sum(jnp.sin(run(jnp, x, v))), (0, 1))(x, v)
+            assert_allclose(gfx, gjx, what=f"grad {op}")
+
+
+def test_gather_scatter_mode_names_as_jax():
+    from fx.lax import GatherScatterMode as Mode
+
+    assert {"CLIP", "FILL_OR_DROP", "PROMISE_IN_BOUNDS"} <= set(Mode.__members__)
+    assert {"CLIP", "FILL_OR_DROP", "PROMISE_IN_BOUNDS"} <= set(
+        jax.lax.GatherScatterMode.__members__)
+    for text, name in [("clip", "CLIP"), ("fill", "FILL_OR_DROP"), ("drop", "FILL_OR_DROP"),
+                       (None, "FILL_OR_DROP"), ("promise_in_bounds", "PROMISE_IN_BOUNDS")]:
+        assert Mode.from_any(text).name == jax.lax.GatherScatterMode.from_any(text).name == name
+        assert Mode.parse(getattr(Mode, name)) is getattr(Mode, name)
+    with pytest.raises(ValueError, match="promise_in_bounds"):
+        Mode.parse("bogus")
+
+
 def test_at_set_repeated_index_last_wins_and_gradients():
     x = fnp.zeros(3, np.float64)
     v = fnp.asarray(np.array([1.0, 2.0, 3.0]))
