@@ -58,17 +58,27 @@ def _static_ints(value, name: str, what: str) -> tuple[int, ...]:
 
 
 def _check_order(order: str, name: str) -> None:
-    if order != "C":
-        raise NotImplementedError(
-            f"fx.numpy.{name}: order={order!r} is not supported; only row-major order='C'"
-        )
+    """Refuse what jax refuses: 'A' (and 'K' for ravel) are NumPy's orders jax does not
+    implement; anything but 'C' and 'F' is an error."""
+    if order in ("C", "F"):
+        return
+    if order == "A" or order == "K" and name == "ravel":
+        raise NotImplementedError(f"fx.numpy.{name}: order={order!r} is not implemented (as in "
+                                  "jax); use 'C' (row-major) or 'F' (column-major)")
+    raise ValueError(f"fx.numpy.{name}: unexpected order={order!r}; use 'C' (row-major) or "
+                     "'F' (column-major)")
+
+
+def _reversed_axes(n: int) -> tuple[int, ...]:
+    return tuple(range(n - 1, -1, -1))
 
 
 # --- shapes and axes ----------------------------------------------------------------------------
 
 
 def reshape(a, shape, order: str = "C"):
-    """``a`` with a new ``shape`` (one entry may be -1); the data order is row-major.
+    """``a`` with a new ``shape`` (one entry may be -1), reading and writing the elements in
+    row-major order (``order="C"``) or column-major order (``order="F"``).
 
     >>> fx.numpy.reshape(fx.numpy.arange(6), (-1, 3)).shape
     (2, 3)
@@ -88,14 +98,22 @@ def reshape(a, shape, order: str = "C"):
                          f"({aval.size} elements) into shape {shape}")
     if unknown:
         shape = tuple(aval.size // known if s == -1 else s for s in shape)
+    if order == "F":  # column-major: the row-major reshape of both arrays' transposes
+        out = lax.reshape(x, shape[::-1], _reversed_axes(aval.ndim))
+        return lax.transpose(out, _reversed_axes(len(shape)))
     return lax.reshape(x, shape)
 
 
 def ravel(a, order: str = "C"):
-    """``a`` as a 1-D array, row-major."""
+    """``a`` as a 1-D array, in row-major (``order="C"``) or column-major (``"F"``) order.
+
+    >>> fx.numpy.ravel(fx.numpy.arange(6).reshape(2, 3), order="F").tolist()
+    [0, 3, 1, 4, 2, 5]
+    """
     _check_order(order, "ravel")
     x = _arr(a, "ravel")
-    return lax.reshape(x, (get_aval(x).size,))
+    aval = get_aval(x)
+    return lax.reshape(x, (aval.size,), _reversed_axes(aval.ndim) if order == "F" else None)
 
 
 def flatten(a, order: str = "C"):

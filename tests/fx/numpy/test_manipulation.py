@@ -50,6 +50,18 @@ CASES = [
     _row("reshape", (0, 3), tag="-empty", shape=(3, 0, 1)),
     _row("ravel", (2, 3)),
     _row("flatten", (2, 3), call=lambda lib: lib.ravel if lib is jnp else lib.flatten),
+    _row("reshape", (2, 3, 4), tag="-F", shape=(4, -1), order="F"),
+    _row("reshape", (2, 3, 4), tag="-F-rank-up", shape=(3, 2, 2, 2), order="F"),
+    _row("reshape", (5,), tag="-F-rank-down", shape=(5, 1), order="F"),
+    _row("reshape", (0, 3), tag="-F-empty", shape=(3, 0, 1), order="F"),
+    _row("reshape", (2, 3, 4), tag="-F-method",
+         call=lambda lib: lambda x: x.reshape(4, 6, order="F")),
+    _row("reshape", (2, 3, 4), tag="-F-method-tuple",
+         call=lambda lib: lambda x: x.reshape((6, -1), order="F")),
+    _row("ravel", (2, 3, 4), tag="-F", order="F"),
+    _row("ravel", (), tag="-F-scalar", order="F"),
+    _row("flatten", (2, 3), tag="-F-method", call=lambda lib: lambda x: x.flatten(order="F")),
+    _row("ravel", (2, 3), tag="-F-method", call=lambda lib: lambda x: x.ravel(order="F")),
     _row("transpose", (2, 3, 4)),
     _row("transpose", (2, 3, 4), tag="-axes", axes=(1, -1, 0)),
     _row("swapaxes", (2, 3, 4), axis1=0, axis2=-1),
@@ -272,8 +284,8 @@ def test_errors():
         (ValueError, r"reshape: cannot reshape an array of shape \(2, 3\) \(6 elements\) into "
                      r"shape \(4, -1\)", lambda: fnp.reshape(x, (4, -1))),
         (ValueError, r"reshape: cannot reshape.*\(-1, -1\)", lambda: fnp.reshape(x, (-1, -1))),
-        (NotImplementedError, r"reshape: order='F' is not supported",
-         lambda: fnp.reshape(x, 6, order="F")),
+        (NotImplementedError, r"reshape: order='A' is not implemented",
+         lambda: fnp.reshape(x, 6, order="A")),
         (ValueError, r"transpose: axes \(0,\) don't match an array of rank 2",
          lambda: fnp.transpose(x, (0,))),
         (ValueError, r"transpose: repeated axis", lambda: fnp.transpose(x, (0, -2))),
@@ -330,3 +342,25 @@ def test_errors():
     for exc, pattern, thunk in cases:
         with pytest.raises(exc, match=pattern):
             thunk()
+
+
+@pytest.mark.parametrize("order", ["A", "K", "c", "f", None, "X"])
+def test_unsupported_orders_raise_as_jax(order):
+    x = np.arange(6.0).reshape(2, 3)
+    calls = [lambda lib, v: lib.reshape(v, (3, 2), order=order),
+             lambda lib, v: lib.ravel(v, order=order),
+             lambda lib, v: v.reshape((3, 2), order=order),
+             lambda lib, v: v.ravel(order=order), lambda lib, v: v.flatten(order=order)]
+    for call in calls:
+        with pytest.raises(Exception) as want:
+            call(jnp, jnp.asarray(x))
+        with pytest.raises(want.type, match=repr(order)):
+            call(fnp, fnp.asarray(x))
+
+
+def test_fortran_order_under_jit_is_bitwise_jax():
+    x = np.random.default_rng(4).standard_normal((3, 4, 5)).astype(np.float32)
+    f = lambda lib: lambda v: (lib.reshape(v, (5, 12), order="F"), lib.ravel(v, order="F"))
+    for got, want in zip(fx.jit(f(fnp))(x), jax.jit(f(jnp))(x)):
+        np.testing.assert_array_equal(np.asarray(got).view(np.uint32),
+                                      np.asarray(want).view(np.uint32))
