@@ -7,6 +7,7 @@ import numpy as np
 
 from fx import dtypes, lax
 from fx.core import get_aval
+from fx.custom_derivatives import custom_jvp
 from fx.numpy._promote import (
     broadcast_shapes,
     broadcast_to_shape,
@@ -462,22 +463,44 @@ def hypot(x, y, /):
 
 
 def logaddexp(x, y, /):
-    """``log(exp(x) + exp(y))``, stably. Written around a shift ``m`` held constant for
-    differentiation, so derivatives of every order are exact, ties (x == y) included."""
+    """``log(exp(x) + exp(y))``, stably: ``max(x, y) + log1p(exp(-|x - y|))``, as jax.
+
+    >>> print(fx.numpy.round(fx.numpy.logaddexp(fx.numpy.float32(-20.0), 0.0) * 1e9, 3))
+    2.061
+    """
     x, y = promote_and_broadcast(x, y, name="fx.numpy.logaddexp", inexact=True)
     x, y = _broadcast_all(x, y, name="fx.numpy.logaddexp")
     if dtypes.is_complex(get_aval(x).dtype):
         return _complex_logaddexp(x, y, lax.exp, 1.0)
-    m = lax.stop_gradient(lax.max(x, y))
-    finite = lax.is_finite(m)
-    zero = lax.full_like(m, 0)
-    # Where the maximum is not finite the other branch is taken; feed this one zeros there so
-    # its derivative is not inf * 0.
-    safe, xs, ys = (lax.select(finite, v, zero) for v in (m, x, y))
-    total = lax.add(lax.exp(lax.sub(xs, safe)), lax.exp(lax.sub(ys, safe)))
-    out = lax.add(lax.log(total), safe)
-    # An infinite (or NaN) maximum is the answer itself: -inf + -inf, inf + anything, NaN.
-    return lax.select(finite, out, lax.max(x, y))
+    return _real_logaddexp(x, y)
+
+
+def _real_logaddexp_impl(x, y):
+    # log1p keeps the small term: log(1 + exp(-20)) is 0 in float32, log1p of it 2.06e-9
+    # (softplus of a very negative parameter).
+    delta = lax.sub(x, y)
+    out = lax.add(lax.max(x, y), lax.log1p(lax.exp(lax.neg(lax.abs(delta)))))
+    # A NaN difference is a NaN operand or infinities of one sign: their sum is the answer.
+    return lax.select(lax.ne(delta, delta), lax.add(x, y), out)
+
+
+_real_logaddexp = custom_jvp(_real_logaddexp_impl)
+
+
+def _finite_or_zero(v):
+    return lax.select(lax.eq(v, np.inf), lax.full_like(v, 0), v)
+
+
+@_real_logaddexp.defjvp
+def _real_logaddexp_jvp(primals, tangents):
+    # jax's rule: each tangent weighted by exp(operand - out) (its share of the sum), +inf read
+    # as 0 so that inf - inf does not make the weights NaN; exact at ties and at every order.
+    x, y = primals
+    x_dot, y_dot = tangents
+    out = _real_logaddexp(x, y)
+    o = _finite_or_zero(out)
+    weight = lambda v: lax.exp(lax.sub(_finite_or_zero(v), o))  # noqa: E731
+    return out, lax.add(lax.mul(x_dot, weight(x)), lax.mul(y_dot, weight(y)))
 
 
 def _complex_logaddexp(x, y, exp_fn, scale):

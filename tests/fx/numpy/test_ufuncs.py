@@ -522,3 +522,38 @@ def test_operators_match_jax(op):
     for uop, name in (("-", "negative"), ("+", "positive"), ("abs", "absolute")):
         code = f"abs(a)" if uop == "abs" else f"{uop}a"  # noqa: F541
         assert_allclose(eval(code, {"a": to_fx(x)}), getattr(jnp, name)(jnp.asarray(x)))
+
+
+@pytest.mark.default_mode
+def test_logaddexp_keeps_the_small_term_in_float32():
+    # max + log1p(exp(-|x - y|)), as jax: softplus(-20) is 2.06e-9, not log(1 + 2e-9) = 0, and
+    # softplus(-10.7) (a GP's noise parameter) is not 0.3% off. Values within a few ulp of jax's
+    # (exp and log1p differ in the last bits), relative error against float64 as jax's.
+    x = np.concatenate([-np.logspace(-6, 2, 300), np.logspace(-6, 2, 300)]).astype(np.float32)
+    for y in (np.float32(0.0), np.float32(3.5), x[::-1].copy()):
+        ours = np.asarray(fnp.logaddexp(x, y), np.float64)
+        ref = np.logaddexp(x.astype(np.float64), np.asarray(y, np.float64))
+        theirs = np.asarray(jnp.logaddexp(x, y), np.float64)
+        normal = np.abs(ref) > np.finfo(np.float32).tiny  # jax flushes subnormal results
+        err_ours, err_jax = (np.max(np.abs(v - ref)[normal] / np.abs(ref[normal]))
+                             for v in (ours, theirs))
+        assert err_ours < 5e-7 and err_ours <= 2 * err_jax
+        np.testing.assert_allclose(ours[normal], theirs[normal], rtol=4e-7, atol=0)
+    np.testing.assert_array_equal(fnp.logaddexp(np.float32(-120.0), np.float32(0.0)),
+                                  jnp.logaddexp(np.float32(-120.0), np.float32(0.0)))
+
+
+@pytest.mark.default_mode
+def test_logaddexp_derivatives_at_infinities_and_ties_as_jax():
+    # jax's rule: each tangent weighted by exp(operand - out), +inf read as 0.
+    vals = np.array([-20.0, -1.0, 0.0, 3.0, np.inf, -np.inf, np.nan], np.float32)
+    for y in (0.0, np.inf, -np.inf, 3.0):
+        args = (vals, np.full_like(vals, y))
+        f = fx.vmap(fx.grad(fnp.logaddexp, argnums=(0, 1)))
+        j = jax.vmap(jax.grad(jnp.logaddexp, argnums=(0, 1)))
+        for ours, theirs in zip(f(*args), j(*args)):
+            np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-6)
+        second = fx.vmap(fx.grad(fx.grad(fnp.logaddexp)))(*args)
+        np.testing.assert_allclose(np.asarray(second),
+                                   np.asarray(jax.vmap(jax.grad(jax.grad(jnp.logaddexp)))(*args)),
+                                   rtol=1e-5, atol=1e-12)
