@@ -43,7 +43,8 @@ def _check_tangents(primals, tangents, what: str):
     for i, (p, t) in enumerate(zip(primals, tangents)):
         pa, ta = get_aval(p), get_aval(t)
         if pa.shape != ta.shape or (pa.dtype != ta.dtype and is_differentiable(pa)):
-            raise ValueError(
+            # jax's types: ValueError for the shapes, TypeError for the dtypes.
+            raise (ValueError if pa.shape != ta.shape else TypeError)(
                 f"{what}: primal and tangent {i} must have equal shapes and dtypes, got "
                 f"{pa.str_short()} and {ta.str_short()}"
             )
@@ -61,7 +62,8 @@ def jvp(fun: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fa
     p_leaves, p_tree = tree_util.tree_flatten(tuple(primals))
     t_leaves, t_tree = tree_util.tree_flatten(tuple(tangents))
     if p_tree != t_tree:
-        raise ValueError(f"jvp: primals {p_tree} and tangents {t_tree} differ in structure")
+        raise TypeError(f"jvp: primals {p_tree} and tangents {t_tree} differ in structure; "
+                        "pass tangents of the primals' structure")
     p_leaves = _as_values(p_leaves, "jvp")
     t_leaves = _as_values(t_leaves, "jvp")
     _check_tangents(p_leaves, t_leaves, "jvp")

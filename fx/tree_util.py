@@ -173,6 +173,9 @@ class PyTreeDef:
     def compose(self, inner: PyTreeDef) -> PyTreeDef:
         """The structure of this tree with every leaf replaced by a tree of structure
         ``inner``."""
+        if not isinstance(inner, PyTreeDef):
+            raise TypeError(f"PyTreeDef.compose: expected a PyTreeDef, got "
+                            f"{type(inner).__name__}; pass tree_structure(inner_tree)")
         if self.node_type is None:
             return inner
         return PyTreeDef(self.node_type, self.aux, [c.compose(inner) for c in self._children])

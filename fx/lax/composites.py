@@ -138,7 +138,7 @@ def broadcast(operand, sizes: Sequence[int], *, out_sharding=None):
     aval = get_aval(x)
     sizes = tuple(operator.index(s) for s in sizes)
     if any(s < 0 for s in sizes):
-        raise ValueError(f"fx.lax.broadcast: negative size in {sizes}")
+        raise TypeError(f"fx.lax.broadcast: negative size in {sizes}; sizes must be >= 0")
     return broadcast_in_dim(x, sizes + aval.shape, tuple(range(len(sizes), len(sizes) + aval.ndim)))
 
 

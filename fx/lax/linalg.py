@@ -4,7 +4,8 @@
 ``lhs_batch[i]`` with ``rhs_batch[i]`` (kept, elementwise) and ``lhs_contract[i]`` with
 ``rhs_contract[i]`` (summed over). The result's dimensions are the batch dimensions (in the
 order given), then lhs's remaining ("free") dimensions in order, then rhs's — jax.lax's
-layout. Operands share one dtype (``fx.numpy`` promotes); ``preferred_element_type`` sets a
+layout. The primitive's operands share one dtype (``dot_general`` converts mixed operands to
+the higher-precision one, as jax's rule picks it); ``preferred_element_type`` sets a
 different result dtype; half precision accumulates in float32.
 
 The impl lays both operands out as ``(batch, free, contract)`` / ``(batch, contract, free)``
@@ -264,17 +265,47 @@ def _canonical_dimension_numbers(dimension_numbers) -> DimensionNumbers:
             f"(lhs_batch, rhs_batch)) sequences of ints, got {dimension_numbers!r}") from None
 
 
+def _precision_rank(dt: np.dtype) -> tuple:
+    """XLA's order of "higher precision" types (jax's dot_general dtype rule): complex above
+    real, then the real part's exponent range, mantissa and bit width, signed above
+    unsigned."""
+    real = dtypes.real_dtype(dt)
+    floating = dtypes.is_inexact(real)
+    return (dtypes.is_complex(dt), dtypes.finfo(real).maxexp if floating else -1,
+            dtypes.finfo(real).nmant if floating else -1,
+            1 if real == dtypes.bool_ else dtypes.itemsize_bits(real),
+            not dtypes.is_unsigned_int(real))
+
+
+def _common_operand_dtype(lhs, rhs):
+    """Operands of different dtypes meet at the higher-precision one, as in jax (whose
+    primitive takes mixed operands; fx's converts them first, which computes the same)."""
+    ld, rd = get_aval(lhs).dtype, get_aval(rhs).dtype
+    if ld == rd:
+        return lhs, rhs
+    lr, rr = _precision_rank(ld), _precision_rank(rd)
+    if lr == rr:
+        raise TypeError(f"dot_general: operand dtypes {ld} and {rd} are of equal precision, so "
+                        "neither is the result's; convert one with "
+                        "fx.lax.convert_element_type")
+    out = ld if lr > rr else rd
+    return convert_element_type(lhs, out), convert_element_type(rhs, out)
+
+
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
     """Contract ``lhs`` with ``rhs``: ``dimension_numbers = ((lhs_contracting,
     rhs_contracting), (lhs_batch, rhs_batch))``. Result dimensions: batch, lhs free, rhs free.
+    Operands of different dtypes compute in the higher-precision one, as in jax
+    (``f32 x i32`` is ``f32``).
 
     Example: a batched matmul of ``f32[8,2,3]`` and ``f32[8,3,4]`` is
     ``dot_general(a, b, (((2,), (1,)), ((0,), (0,))))``, an ``f32[8,2,4]``.
     """
     pet = None if preferred_element_type is None else dtypes.canonicalize(preferred_element_type)
-    return dot_general_p.bind(
-        lhs, rhs, dimension_numbers=_canonical_dimension_numbers(dimension_numbers),
-        precision=canonical_precision(precision), preferred_element_type=pet)
+    dn = _canonical_dimension_numbers(dimension_numbers)
+    lhs, rhs = _common_operand_dtype(lhs, rhs)
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
+                              precision=canonical_precision(precision), preferred_element_type=pet)
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
@@ -282,7 +313,8 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None):
     ``lhs`` with the first of ``rhs`` (``f32[2,3] . f32[3]`` is an ``f32[2]``)."""
     la, ra = get_aval(lhs), get_aval(rhs)
     if not (1 <= la.ndim <= 2 and 1 <= ra.ndim <= 2) or la.shape[-1] != ra.shape[0]:
-        raise TypeError(
+        # A ValueError, as jax's (which asks for dimension_numbers here).
+        raise ValueError(
             f"dot: incompatible shapes for dot: got {la.shape} and {ra.shape}; lax.dot takes "
             "rank-1 or rank-2 operands with lhs.shape[-1] == rhs.shape[0] (use dot_general or "
             "fx.numpy.matmul for other cases)")

@@ -32,11 +32,13 @@ def _ravel(x):
     return lax.reshape(x, (get_aval(x).size,))
 
 
-def _size_mismatch(name: str, a, b, da: int, db: int) -> ValueError:
+def _size_mismatch(name: str, a, b, da: int, db: int) -> TypeError:
+    # A TypeError, as jax's (its dot_general's shape rule raises it for every product here).
     sa, sb = get_aval(a).shape, get_aval(b).shape
-    return ValueError(
+    return TypeError(
         f"fx.numpy.{name}: shapes {sa} and {sb} are not aligned: dimension {da} of the first "
-        f"(size {sa[da]}) must match dimension {db} of the second (size {sb[db]})")
+        f"(size {sa[da]}) must match dimension {db} of the second (size {sb[db]}); transpose "
+        "or reshape an operand so the contracted dimensions agree")
 
 
 def dot(a, b, *, precision=None, preferred_element_type=None):
@@ -71,9 +73,10 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
         b = lax.reshape(b, ba.shape + (1,))
     ash, bsh = get_aval(a).shape, get_aval(b).shape
     if ash[-1] != bsh[-2]:
-        raise ValueError(
+        raise TypeError(
             f"fx.numpy.matmul: the contracted dimensions differ: {aa.shape} @ {ba.shape} "
-            f"({ash[-1]} != {bsh[-2]})")
+            f"({ash[-1]} != {bsh[-2]}); a's last dimension must match b's second-to-last (its "
+            "only one if 1-D)")
     a_batch, b_batch = ash[:-2], bsh[:-2]
     broadcast_shapes(a_batch, b_batch, name="fx.numpy.matmul (batch dimensions)")
     nb = max(len(a_batch), len(b_batch))
@@ -133,8 +136,9 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
     if dtypes.is_complex(get_aval(a).dtype):
         a = lax.conj(a)
     if get_aval(a).size != get_aval(b).size:
-        raise ValueError(f"fx.numpy.vdot: the operands have different sizes "
-                         f"({get_aval(a).size} and {get_aval(b).size})")
+        raise TypeError(f"fx.numpy.vdot: the operands have different sizes "
+                        f"({get_aval(a).size} and {get_aval(b).size}); vdot flattens both, "
+                        "so they need as many elements")
     return _dot_general(a, b, ((0,), (0,)), precision=precision,
                         preferred_element_type=preferred_element_type)
 
@@ -185,23 +189,29 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     listed by a pair ``(a_axes, b_axes)``. Result: ``a``'s free dims then ``b``'s."""
     a, b = promote_dtypes(a, b, name="fx.numpy.tensordot")
     aa, ba = get_aval(a), get_aval(b)
+    # Error types as jax's: TypeError for a malformed axes argument, ValueError (from the axis
+    # canonicalization) for an axis out of range. A negative int contracts nothing, as jax's.
     if isinstance(axes, (int, np.integer)):
         n = int(axes)
-        if n < 0 or n > aa.ndim or n > ba.ndim:
-            raise ValueError(f"fx.numpy.tensordot: axes={n} is invalid for operands of rank "
-                             f"{aa.ndim} and {ba.ndim}")
+        if n > min(aa.ndim, ba.ndim):
+            raise TypeError(f"fx.numpy.tensordot: axes={n} exceeds the operands' ranks (shapes "
+                            f"{aa.shape} and {ba.shape}); pass at most the smaller rank")
         ca, cb = tuple(range(aa.ndim - n, aa.ndim)), tuple(range(n))
     else:
-        try:
-            axes_a, axes_b = axes
-        except (TypeError, ValueError):
+        if not isinstance(axes, (tuple, list)) or len(axes) != 2:
             raise TypeError("fx.numpy.tensordot: axes must be an int or a pair (a_axes, "
-                            f"b_axes), got {axes!r}") from None
+                            f"b_axes), got {axes!r}")
+        axes_a, axes_b = axes
+        ints = [isinstance(x, (int, np.integer)) for x in axes]
+        seqs = [isinstance(x, (tuple, list)) for x in axes]
+        if not (all(ints) or all(seqs)):
+            raise TypeError("fx.numpy.tensordot: the axes pair must be two ints or two "
+                            f"sequences of ints, got {axes_a!r} and {axes_b!r}")
         ca = _axis_list(axes_a, aa.ndim, "tensordot")
         cb = _axis_list(axes_b, ba.ndim, "tensordot")
         if len(ca) != len(cb):
-            raise ValueError(f"fx.numpy.tensordot: {len(ca)} axes of a paired with {len(cb)} "
-                             "axes of b")
+            raise TypeError(f"fx.numpy.tensordot: {len(ca)} axes of a paired with {len(cb)} "
+                            f"axes of b ({axes_a!r} and {axes_b!r}); give as many of each")
     for da, db in zip(ca, cb):
         if aa.shape[da] != ba.shape[db]:
             raise _size_mismatch("tensordot", a, b, da, db)
