@@ -28,9 +28,11 @@ from fx.lax.base import full, shape_error
 from fx.lax.elementwise import (
     abs,
     add,
+    bitcast_convert_type,
     bitwise_not,
     exp,
     log1p,
+    lt,
     max,
     min,
     mul,
@@ -38,6 +40,7 @@ from fx.lax.elementwise import (
     neg,
     select_n,
     sub,
+    xor,
 )
 from fx.lax.structural import broadcasted_iota, concatenate, pad, slice_in_dim
 
@@ -192,9 +195,21 @@ def descending_keys(x) -> list:
     return [bitwise_not(x)]
 
 
+def _total_order_key(x):
+    """Signed integers in the order of IEEE's total order of the floats ``x``: -NaN < -inf <
+    ... < -0.0 < 0.0 < ... < inf < NaN (the bits, with those of negatives reversed)."""
+    aval = get_aval(x)
+    it = np.dtype(f"i{aval.dtype.itemsize}")
+    bits = bitcast_convert_type(x, it)
+    flipped = xor(bits, full(aval.shape, np.iinfo(it).max, it))
+    return select_n(lt(bits, full(aval.shape, 0, it)), bits, flipped)
+
+
 def top_k(operand, k: int):
     """The ``k`` largest entries along the last axis and their indices (int32), largest
-    first; equal entries keep index order and NaNs count as largest.
+    first; equal entries keep index order. Floats are ordered as jax's (XLA's) TopK orders
+    them, by total order: NaN first, then inf, ..., 0.0 before -0.0, ..., -inf, and NaNs
+    with the sign bit set last.
 
     Example::
 
@@ -206,7 +221,10 @@ def top_k(operand, k: int):
     k, n = int(k), aval.shape[-1]
     if not 0 <= k <= n:
         raise ValueError(f"top_k: k={k} must be between 0 and the last axis size {n}")
-    keys = descending_keys(operand)
+    if dtypes.is_float(aval.dtype):
+        keys = [bitwise_not(_total_order_key(operand))]
+    else:
+        keys = descending_keys(operand)
     iota = broadcasted_iota(dtypes.int32, aval.shape, aval.ndim - 1)
     *_, values, indices = sort((*keys, operand, iota), -1, True, num_keys=len(keys))
     return (slice_in_dim(values, 0, k, 1, aval.ndim - 1),

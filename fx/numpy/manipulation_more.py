@@ -436,42 +436,71 @@ def trim_zeros(filt, trim: str = "fb", axis=None):
 # --- partitions ---------------------------------------------------------------------------------
 
 
-def partition(a, kth: int, axis: int = -1):
-    """``a`` rearranged along ``axis`` so that the entry at position ``kth`` is the one a sort
-    would put there, with no larger entries before it and no smaller ones after. fx returns
-    the fully sorted array, which is such an arrangement (as jax, the order within each side
-    is not part of the contract).
-    """
-    from fx.numpy.sorting import sort  # noqa: PLC0415
-
-    x = _arr(a, "partition")
-    if dtypes.is_complex(get_aval(x).dtype):
-        raise NotImplementedError("fx.numpy.partition of complex data is not implemented (as "
+def _partition_operand(a, kth, axis, name: str):
+    """``a`` with ``axis`` swapped last, and ``kth`` in ``[0, n)``; jax's refusals."""
+    x = _arr(a, name)
+    aval = get_aval(x)
+    if dtypes.is_complex(aval.dtype):
+        raise NotImplementedError(f"fx.numpy.{name} of complex data is not implemented (as "
                                   "in jax); sort it instead")
-    nd = get_aval(x).ndim
-    axis = canonical_axis(axis, nd, "fx.numpy.partition")
-    _check_kth(kth, get_aval(x).shape[axis], "partition")
-    return sort(x, axis)
+    if aval.dtype == dtypes.bool_:
+        raise TypeError(f"fx.numpy.{name}: bool arrays are not supported (jax negates the "
+                        "operand); convert to an integer type first")
+    axis = canonical_axis(axis, aval.ndim, f"fx.numpy.{name}")
+    kth = _check_kth(kth, aval.shape[axis], name)
+    return swapaxes(x, axis, -1), kth, axis
+
+
+def _smallest_first(x, k: int):
+    """``top_k`` of ``-x``, as jax's partition takes it: the ``k`` smallest entries (and
+    their indices) by the order of ``-x`` (unsigned integers shifted so 0 negates to the
+    largest)."""
+    if dtypes.is_unsigned_int(get_aval(x).dtype):
+        return lax.top_k(lax.neg(lax.add(x, lax.full((), 1, get_aval(x).dtype))), k)
+    return lax.top_k(lax.neg(x), k)
+
+
+def partition(a, kth: int, axis: int = -1):
+    """``a`` rearranged along ``axis`` so that position ``kth`` holds the entry a sort would
+    put there, with no larger entries before it and no smaller ones after, arranged exactly
+    as jax's: the ``kth + 1`` smallest ascending, then the others descending (two
+    ``lax.top_k``; so NaNs with the sign bit set come first, other NaNs go after ``kth``).
+
+    >>> fx.numpy.partition(fx.numpy.array([6, 8, 4, 3, 1, 9, 7, 5, 2, 3]), 4)
+    Array([1, 2, 3, 3, 4, 9, 8, 7, 6, 5], dtype=int32)
+    """
+    x, kth, axis = _partition_operand(a, kth, axis, "partition")
+    n = get_aval(x).shape[-1]
+    bottom = _smallest_first(x, kth + 1)[0]
+    if dtypes.is_unsigned_int(get_aval(x).dtype):
+        bottom = lax.sub(lax.neg(bottom), lax.full((), 1, get_aval(x).dtype))
+    else:
+        bottom = lax.neg(bottom)
+    top = lax.top_k(x, n - kth - 1)[0]
+    return swapaxes(lax.concatenate([bottom, top], get_aval(x).ndim - 1), -1, axis)
 
 
 def argpartition(a, kth: int, axis: int = -1):
-    """The indices that :func:`partition` ``a`` (a stable ``argsort``; see there)."""
-    from fx.numpy.sorting import argsort  # noqa: PLC0415
+    """The indices that :func:`partition` ``a`` (int32), as jax's: those of the ``kth + 1``
+    smallest entries, smallest first (ties in index order), then the others in index order.
 
-    x = _arr(a, "argpartition")
-    if dtypes.is_complex(get_aval(x).dtype):
-        raise NotImplementedError("fx.numpy.argpartition of complex data is not implemented (as "
-                                  "in jax); sort it instead")
-    nd = get_aval(x).ndim
-    axis = canonical_axis(axis, nd, "fx.numpy.argpartition")
-    _check_kth(kth, get_aval(x).shape[axis], "argpartition")
-    return argsort(x, axis).astype(dtypes.default_int_dtype())
+    >>> fx.numpy.argpartition(fx.numpy.array([6, 8, 4, 3, 1, 9, 7, 5, 2, 3]), 4)
+    Array([4, 8, 3, 9, 2, 0, 1, 5, 6, 7], dtype=int32)
+    """
+    x, kth, axis = _partition_operand(a, kth, axis, "argpartition")
+    nd, n = get_aval(x).ndim, get_aval(x).shape[-1]
+    order = _smallest_first(x, n)[1]
+    # jax's top_k of a 0/1 mask of the rest: the remaining indices in increasing order.
+    rest = lax.sort(lax.slice_in_dim(order, kth + 1, n, 1, nd - 1), nd - 1)
+    out = lax.concatenate([lax.slice_in_dim(order, 0, kth + 1, 1, nd - 1), rest], nd - 1)
+    return swapaxes(out, -1, axis)
 
 
-def _check_kth(kth, n: int, name: str) -> None:
+def _check_kth(kth, n: int, name: str) -> int:
     k = operator.index(kth)
     if not -n <= k < n:
         raise ValueError(f"fx.numpy.{name}: kth {k} is out of bounds for an axis of length {n}")
+    return k % n
 
 
 # --- applying functions -------------------------------------------------------------------------
