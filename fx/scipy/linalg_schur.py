@@ -74,8 +74,11 @@ def rsf2csf(T, Z, check_finite: bool = True):  # noqa: N803
 
     >>> t, z = fx.scipy.linalg.rsf2csf(fx.numpy.array([[0., 2.], [-2., 0.]]),
     ...                                fx.numpy.eye(2))
-    >>> fx.numpy.round(fx.numpy.diagonal(t), 3), t[1, 0]
-    (Array([-0.+2.j,  0.-2.j], dtype=complex64), Array(0.+0.j, dtype=complex64))
+    >>> d = fx.numpy.diagonal(t)  # eigenvalues +-2j; zeros' signs depend on the LAPACK
+    >>> fx.numpy.round(d.imag, 3), bool(fx.numpy.abs(d.real).max() < 1e-6)
+    (Array([ 2., -2.], dtype=float32), True)
+    >>> bool(fx.numpy.abs(t[1, 0]) < 1e-6)
+    True
     """
     fnp = _fnp()
     T, Z = fnp.asarray(T), fnp.asarray(Z)  # noqa: N806
