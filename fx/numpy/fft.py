@@ -22,7 +22,7 @@ from fx import dtypes
 from fx import lax as _lax
 from fx.core import get_aval
 from fx.lax.fft import FftType
-from fx.numpy import complex_functions, creation, manipulation, reductions, ufuncs
+from fx.numpy import complex_functions, creation, manipulation, padding, reductions, ufuncs
 from fx.numpy._promote import asarray, ensure_arraylike, to_array
 
 __all__ = ["fft", "fft2", "fftfreq", "fftn", "fftshift", "hfft", "ifft", "ifft2", "ifftn",
@@ -78,7 +78,7 @@ def _fft_core(func_name: str, fft_type: FftType, a, s: Shape | None,
         arr = arr[tuple(slice(x) for x in in_s)]
         cut = get_aval(arr).shape
         if tuple(cut) != tuple(in_s):
-            arr = manipulation.pad(arr, [(0, x - y) for x, y in zip(in_s, cut)])
+            arr = padding.pad(arr, [(0, x - y) for x, y in zip(in_s, cut)])
     elif fft_type == FftType.IRFFT:
         s = [shape[axis] for axis in axes[:-1]]
         if axes:

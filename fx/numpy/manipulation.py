@@ -1,11 +1,12 @@
-"""Array manipulation: reshaping, transposing, joining, splitting, tiling, padding, flipping
-and rolling, as in ``numpy``/``jax.numpy`` (triangles and diagonals: ``fx.numpy.diagonals``).
+"""Array manipulation: reshaping, transposing, joining, splitting, tiling, flipping and rolling,
+as in ``numpy``/``jax.numpy`` (triangles and diagonals: ``fx.numpy.diagonals``; padding:
+``fx.numpy.padding``).
 
 Every function takes array-likes (fx values, numpy data, Python scalars or nested lists) and
 returns fx arrays built from structural ``fx.lax`` primitives only (no gather), so results are
-exact for every dtype and differentiable/batchable. Shapes, axes, splits, repeats, pad widths and
-(unless noted) shifts must be static Python data; joining functions promote dtypes with JAX's
-rules. Only row-major (``order='C'``) layouts are supported.
+exact for every dtype and differentiable/batchable. Shapes, axes, splits, repeats and (unless
+noted) shifts must be static Python data; joining functions promote dtypes with JAX's rules.
+``reshape``/``ravel`` read and write row-major (``order='C'``) or column-major (``'F'``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from fx.numpy._promote import (
 __all__ = [
     "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays", "broadcast_to",
     "column_stack", "concatenate", "dstack", "expand_dims", "flatten", "flip", "fliplr",
-    "flipud", "hstack", "moveaxis", "pad", "ravel", "repeat", "reshape", "roll", "split",
+    "flipud", "hstack", "moveaxis", "ravel", "repeat", "reshape", "roll", "split",
     "squeeze", "stack", "swapaxes", "tile", "transpose", "vstack",
 ]
 
@@ -76,9 +77,11 @@ def _reversed_axes(n: int) -> tuple[int, ...]:
 # --- shapes and axes ----------------------------------------------------------------------------
 
 
-def reshape(a, shape, order: str = "C"):
+def reshape(a, shape, order: str = "C", *, copy: bool | None = None):
     """``a`` with a new ``shape`` (one entry may be -1), reading and writing the elements in
     row-major order (``order="C"``) or column-major order (``order="F"``).
+    ``copy`` is accepted for the Array API standard and unused, as in jax (fx arrays are
+    immutable, so a shared buffer is never visible).
 
     >>> fx.numpy.reshape(fx.numpy.arange(6), (-1, 3)).shape
     (2, 3)
@@ -502,91 +505,6 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
 
 
 # --- padding ------------------------------------------------------------------------------------
-
-_PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap", "empty")
-
-
-def _pad_widths(pad_width, ndim: int) -> list[tuple[int, int]]:
-    try:
-        widths = np.asarray(pad_width)
-    except ConcretizationTypeError:
-        raise TypeError("fx.numpy.pad: pad_width must be static, got a traced value") from None
-    if widths.size and widths.dtype.kind not in "iu":
-        raise TypeError(f"fx.numpy.pad: pad_width must be integers, got {pad_width!r}")
-    if ndim == 0:
-        return []
-    try:
-        widths = np.broadcast_to(widths, (ndim, 2))
-    except ValueError:
-        raise ValueError(f"fx.numpy.pad: pad_width {pad_width!r} does not fit an array of rank "
-                         f"{ndim}; give an int, (before, after), or one pair per axis") from None
-    if np.any(widths < 0):
-        raise ValueError(f"fx.numpy.pad: pad widths must be non-negative, got {pad_width!r}")
-    return [(int(b), int(a)) for b, a in widths]
-
-
-def _periodic(x, axis: int, period_piece, before: int, after: int):
-    """Pad ``x`` along ``axis`` by tiling ``period_piece``, whose entry ``p`` is the value at
-    original position ``p`` modulo its length (a gather-free formulation of wrap/reflect)."""
-    n, period = get_aval(x).shape[axis], get_aval(period_piece).shape[axis]
-    lead = -(-before // period)
-    copies = lead + -(-(n + after) // period)
-    reps = [1] * get_aval(x).ndim
-    reps[axis] = copies
-    start = lead * period - before
-    return lax.slice_in_dim(tile(period_piece, reps), start, start + before + n + after, 1, axis)
-
-
-def pad(array, pad_width, mode: str = "constant", *, constant_values=0, reflect_type="even"):
-    """Pad ``array`` by ``pad_width`` (an int, a ``(before, after)`` pair, or one pair per axis).
-
-    Modes: ``constant`` (``constant_values``: a scalar or per-axis ``(before, after)`` values,
-    possibly traced), ``edge``, ``reflect``, ``symmetric``, ``wrap`` and ``empty`` (zeros).
-    Pads wider than the array repeat the pattern, as in numpy.
-
-    >>> fx.numpy.pad(fx.numpy.arange(3), 2, mode="reflect")
-    Array([2, 1, 0, 1, 2, 1, 0], dtype=int32)
-    """
-    x = _arr(array, "pad")
-    aval = get_aval(x)
-    widths = _pad_widths(pad_width, aval.ndim)
-    if mode not in _PAD_MODES:
-        kind = NotImplementedError if isinstance(mode, str) else TypeError
-        raise kind(f"fx.numpy.pad: mode {mode!r} is not supported; use one of {_PAD_MODES}")
-    if mode in ("constant", "empty"):
-        value = lax.convert_element_type(_arr(0 if mode == "empty" else constant_values, "pad"),
-                                         aval.dtype)
-        if not get_aval(value).shape:
-            return lax.pad(x, value, [(b, a, 0) for b, a in widths])
-        value = broadcast_to_shape(value, (aval.ndim, 2), "fx.numpy.pad (constant_values)")
-        for k, (b, a) in enumerate(widths):
-            for side, w in ((0, b), (1, a)):
-                v = lax.reshape(lax.slice(value, (k, side), (k + 1, side + 1)), ())
-                cfg = [(0, 0, 0)] * aval.ndim
-                cfg[k] = (w, 0, 0) if side == 0 else (0, w, 0)
-                x = lax.pad(x, v, cfg)
-        return x
-    if reflect_type != "even":
-        raise NotImplementedError("fx.numpy.pad: only reflect_type='even' is supported")
-    for k, (b, a) in enumerate(widths):
-        n = aval.shape[k]
-        if not b and not a:
-            continue
-        if n == 0:
-            raise ValueError(f"fx.numpy.pad: cannot extend the empty axis {k} in mode {mode!r}; "
-                             "only 'constant' and 'empty' can")
-        if mode == "edge" or (mode == "reflect" and n == 1):
-            first, last = lax.slice_in_dim(x, 0, 1, 1, k), lax.slice_in_dim(x, n - 1, n, 1, k)
-            x = concatenate([repeat(first, b, k), x, repeat(last, a, k)], k)
-        elif mode == "wrap":
-            x = _periodic(x, k, x, b, a)
-        elif mode == "symmetric":
-            x = _periodic(x, k, lax.concatenate([x, lax.rev(x, (k,))], k), b, a)
-        else:  # reflect: x then its reverse without the end points; period 2n - 2
-            inner = lax.slice_in_dim(lax.rev(x, (k,)), 1, n - 1, 1, k)
-            x = _periodic(x, k, lax.concatenate([x, inner], k), b, a)
-    return x
-
 
 # --- flipping and rolling -----------------------------------------------------------------------
 

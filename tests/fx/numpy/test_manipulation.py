@@ -236,7 +236,7 @@ def test_pad_any_shape_and_width(data, shape, mode):
     widths = np.array([(data.draw(st.integers(0, 9)), data.draw(st.integers(0, 9)))
                        for _ in shape], int).reshape(len(shape), 2)
     if mode != "constant" and any(d == 0 and (b or a) for d, (b, a) in zip(shape, widths)):
-        with pytest.raises(ValueError, match="cannot extend the empty axis"):
+        with pytest.raises(ValueError, match="padding to the empty axis"):
             fnp.pad(x, widths, mode=mode)
         return
     assert_allclose(fnp.pad(x, widths, mode=mode), jnp.pad(x, widths, mode=mode),
@@ -320,12 +320,10 @@ def test_errors():
         (ValueError, r"repeat: repeats must be non-negative", lambda: fnp.repeat(x, -1)),
         (fx.core.ConcretizationTypeError, r"repeat: repeats are traced.*total_repeat_length",
          lambda: fx.vmap(lambda r: fnp.repeat(x, r, axis=0))(np.array([[1, 2]] * 2))),
-        (NotImplementedError, r"pad: mode 'median' is not supported",
-         lambda: fnp.pad(x, 1, mode="median")),
         (ValueError, r"pad: pad widths must be non-negative", lambda: fnp.pad(x, -1)),
         (ValueError, r"pad: pad_width .* does not fit an array of rank 2",
          lambda: fnp.pad(x, ((1, 1),) * 3)),
-        (ValueError, r"pad: cannot extend the empty axis 0 in mode 'edge'",
+        (ValueError, r"pad: cannot apply 'edge' padding to the empty axis 0",
          lambda: fnp.pad(fnp.ones((0, 2)), 1, mode="edge")),
         (ValueError, r"fliplr: input must be at least 2-D", lambda: fnp.fliplr(fnp.ones(3))),
         (ValueError, r"flip: axis 2 is out of bounds", lambda: fnp.flip(x, 2)),
