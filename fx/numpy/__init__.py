@@ -11,6 +11,10 @@ from fx.array import Array as ndarray  # noqa: F401
 from fx.dlpack import numpy_from_dlpack as from_dlpack  # noqa: F401
 from fx.numpy import array_methods as _array_methods
 from fx.numpy import fft, linalg  # noqa: F401
+from fx.numpy.array_api import (  # noqa: F401
+    __array_api_version__,
+    __array_namespace_info__,
+)
 from fx.numpy.compaction import *  # noqa: F403
 from fx.numpy.complex_functions import *  # noqa: F403
 from fx.numpy.convolutions import *  # noqa: F403
@@ -26,6 +30,7 @@ from fx.numpy.manipulation import *  # noqa: F403
 from fx.numpy.manipulation_more import *  # noqa: F403
 from fx.numpy.mathematical import *  # noqa: F403
 from fx.numpy.nan_reductions import *  # noqa: F403
+from fx.numpy.padding import *  # noqa: F403
 from fx.numpy.polynomial import *  # noqa: F403
 from fx.numpy.reductions import *  # noqa: F403
 from fx.numpy.selection import *  # noqa: F403
@@ -49,11 +54,18 @@ class _ScalarType:
     def __call__(self, value):
         return asarray(value, dtype=self.dtype)  # noqa: F405
 
-    def __eq__(self, other):
-        try:
-            return self.dtype == _np.dtype(other)
-        except TypeError:
-            return NotImplemented
+    def __eq__(self, other) -> bool:
+        # A bool whatever ``other`` is (the Array API suite compares dtypes with any value):
+        # equal to the same scalar type, its NumPy dtype and NumPy/jax scalar classes, as
+        # jax's scalar types; never to strings or arrays.
+        if isinstance(other, _ScalarType):
+            return self.dtype == other.dtype
+        if isinstance(other, _np.dtype):
+            return other == self.dtype
+        if isinstance(other, type):
+            return other is self.dtype.type or isinstance(getattr(other, "dtype", None),
+                                                          _np.dtype) and other.dtype == self.dtype
+        return False
 
     def __hash__(self):
         return hash(self.dtype)

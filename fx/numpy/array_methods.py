@@ -13,11 +13,13 @@ import numpy as np
 from fx import dtypes, lax
 from fx.array import Array
 from fx.core import Tracer, get_aval
+from fx.numpy import array_api
 from fx.numpy._promote import to_array
 
 
 def aval_of(x):
-    return get_aval(to_array(x))
+    # Sequences too, as np.shape([1, 2]) (jax's shape/ndim/size take them).
+    return get_aval(_fnp().asarray(x) if isinstance(x, (list, tuple)) else to_array(x))
 
 
 def _fnp():
@@ -83,10 +85,10 @@ def _transpose(self, *axes):
     return _fnp().transpose(self, axes or None)
 
 
-def _reshape(self, *shape, order="C"):
+def _reshape(self, *shape, order="C", copy=None):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
-    return _fnp().reshape(self, shape, order=order)
+    return _fnp().reshape(self, shape, order=order, copy=copy)
 
 
 def install() -> None:
@@ -110,3 +112,5 @@ def install() -> None:
         cls.__getitem__ = lambda self, idx: _fnp().getitem(self, idx)
         cls.at = property(lambda self: _fnp().AtIndexer(self))
         cls.__round__ = lambda self, ndigits=None: _fnp().round(self, ndigits or 0)
+        cls.__array_namespace__ = array_api.array_namespace
+        cls.to_device = array_api.to_device

@@ -13,9 +13,11 @@ import operator
 import numpy as np
 
 from fx import dtypes, lax
+from fx.array import Array
 from fx.core import get_aval
 from fx.numpy._promote import asarray as _asarray
 from fx.numpy._promote import broadcast_shapes, broadcast_to_shape, canonical_axis, to_array
+from fx.numpy.array_api import place
 
 __all__ = [
     "arange", "array", "asarray", "empty", "empty_like", "eye", "full", "full_like",
@@ -23,18 +25,38 @@ __all__ = [
 ]
 
 
-def asarray(a, dtype=None):
-    """``a`` as an fx array (no copy for fx arrays). Nested lists may hold fx values."""
-    return _asarray(a, dtype)
+def _check_order(order, name: str) -> None:
+    if order not in (None, "K", "A", "C"):
+        raise NotImplementedError(f"fx.numpy.{name}: only order='C' (or 'K'/'A') is supported, "
+                                  f"got order={order!r}")
 
 
-def array(object, dtype=None, copy: bool = True, ndmin: int = 0):  # noqa: A002
+def asarray(a, dtype=None, order: str | None = None, *, copy: bool | None = None, device=None):
+    """``a`` as an fx array. Nested lists may hold fx values.
+
+    fx arrays are immutable, so sharing is never visible: as in jax, ``copy=False`` is accepted
+    whatever ``a`` is, and ``copy=True`` gives an fx array a buffer of its own. ``device`` is
+    one of ``fx.numpy.__array_namespace_info__().devices()`` (None: the default device).
+
+    >>> fx.numpy.asarray([1, 2], copy=True)
+    Array([1, 2], dtype=int32)
+    """
+    _check_order(order, "asarray")
+    out = _asarray(a, dtype)
+    if copy and out is a and isinstance(out, Array):
+        out = out.copy()
+    return place(out, device, "fx.numpy.asarray")
+
+
+def array(object, dtype=None, copy: bool = True, order: str | None = "K",  # noqa: A002
+          ndmin: int = 0, *, device=None):
     """A new fx array from ``object``; like ``numpy.array`` with JAX's default dtypes."""
-    out = _asarray(object, dtype)
+    _check_order(order, "array")
+    out = asarray(object, dtype, copy=copy)
     nd = get_aval(out).ndim
     if ndmin > nd:
         out = lax.reshape(out, (1,) * (ndmin - nd) + get_aval(out).shape)
-    return out
+    return place(out, device, "fx.numpy.array")
 
 
 def _shape_tuple(shape, name) -> tuple[int, ...]:
@@ -49,9 +71,13 @@ def _shape_tuple(shape, name) -> tuple[int, ...]:
     return out
 
 
-def full(shape, fill_value, dtype=None):
+def full(shape, fill_value, dtype=None, *, device=None):
     """An array of ``shape`` filled with ``fill_value`` (a scalar or an array broadcastable to
     ``shape``). Without ``dtype`` a Python scalar fill stays weakly typed, as in JAX."""
+    return place(_full(shape, fill_value, dtype), device, "fx.numpy.full")
+
+
+def _full(shape, fill_value, dtype=None):
     shape = _shape_tuple(shape, "full")
     if (dtype is not None and isinstance(fill_value, (bool, int, float))
             and not isinstance(fill_value, np.generic)
@@ -70,18 +96,18 @@ def full(shape, fill_value, dtype=None):
     return lax.broadcast_in_dim(fill, shape, ())
 
 
-def zeros(shape, dtype=None):
+def zeros(shape, dtype=None, *, device=None):
     dt = dtypes.requested(dtype or float, "fx.numpy.zeros")
-    return lax.full(_shape_tuple(shape, "zeros"), 0, dt)
+    return place(lax.full(_shape_tuple(shape, "zeros"), 0, dt), device, "fx.numpy.zeros")
 
 
-def ones(shape, dtype=None):
+def ones(shape, dtype=None, *, device=None):
     dt = dtypes.requested(dtype or float, "fx.numpy.ones")
-    return lax.full(_shape_tuple(shape, "ones"), 1, dt)
+    return place(lax.full(_shape_tuple(shape, "ones"), 1, dt), device, "fx.numpy.ones")
 
 
-def empty(shape, dtype=None):
-    return zeros(shape, dtype)
+def empty(shape, dtype=None, *, device=None):
+    return zeros(shape, dtype, device=device)
 
 
 def _like(a, dtype, shape):
@@ -95,28 +121,33 @@ def _like(a, dtype, shape):
     )
 
 
-def zeros_like(a, dtype=None, shape=None):
+def zeros_like(a, dtype=None, shape=None, *, device=None):
     shape, dt, weak = _like(a, dtype, shape)
-    return lax.full(shape, 0, dt, weak)
+    return place(lax.full(shape, 0, dt, weak), device, "fx.numpy.zeros_like")
 
 
-def ones_like(a, dtype=None, shape=None):
+def ones_like(a, dtype=None, shape=None, *, device=None):
     shape, dt, weak = _like(a, dtype, shape)
-    return lax.full(shape, 1, dt, weak)
+    return place(lax.full(shape, 1, dt, weak), device, "fx.numpy.ones_like")
 
 
-def empty_like(a, dtype=None, shape=None):
-    return zeros_like(a, dtype, shape)
+def empty_like(prototype, dtype=None, shape=None, *, device=None):
+    return zeros_like(prototype, dtype, shape, device=device)
 
 
-def full_like(a, fill_value, dtype=None, shape=None):
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     shape, dt, weak = _like(a, dtype, shape)
-    out = full(shape, fill_value, dt)
-    return lax.convert_element_type(out, dt, weak) if weak else out
+    out = _full(shape, fill_value, dt)
+    out = lax.convert_element_type(out, dt, weak) if weak else out
+    return place(out, device, "fx.numpy.full_like")
 
 
-def arange(start, stop=None, step=None, dtype=None):
+def arange(start, stop=None, step=None, dtype=None, *, device=None):
     """Evenly spaced values in ``[start, stop)``; bounds must be concrete."""
+    return place(_arange(start, stop, step, dtype), device, "fx.numpy.arange")
+
+
+def _arange(start, stop, step, dtype):
     for v in (start, stop, step):
         if v is not None and not isinstance(v, (int, float, np.integer, np.floating)):
             try:
@@ -152,21 +183,8 @@ def arange(start, stop=None, step=None, dtype=None):
     return lax.convert_element_type(vals, dt)
 
 
-def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False,
-             dtype=None, axis: int = 0):
-    """``num`` evenly spaced samples over ``[start, stop]`` (or ``[start, stop)`` without
-    ``endpoint``), computed in float64. Integer dtypes round down, as numpy 2 and JAX do.
-
-    ``start`` and ``stop`` may be arrays (broadcast together); the samples then run along a new
-    axis ``axis`` of the result. ``retstep=True`` also returns the spacing (NaN when there are
-    no gaps to space); for integer dtypes the spacing is float64 for int64 and else float32.
-    Complex endpoints give complex samples (computed in complex128), as in jax.
-
-    Example::
-
-        >>> fnp.linspace(0.0, 1.0, 5)
-        Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
-    """
+def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
+    """The body of :func:`linspace` (on the default device)."""
     try:
         num = operator.index(num)
     except TypeError:
@@ -216,18 +234,42 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     return out
 
 
+def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False,
+             dtype=None, axis: int = 0, *, device=None):
+    """``num`` evenly spaced samples over ``[start, stop]`` (or ``[start, stop)`` without
+    ``endpoint``), computed in float64. Integer dtypes round down, as numpy 2 and JAX do.
+
+    ``start`` and ``stop`` may be arrays (broadcast together); the samples then run along a new
+    axis ``axis`` of the result. ``retstep=True`` also returns the spacing (NaN when there are
+    no gaps to space); for integer dtypes the spacing is float64 for int64 and else float32.
+    Complex endpoints give complex samples (computed in complex128), as in jax.
+
+    Example::
+
+        >>> fnp.linspace(0.0, 1.0, 5)
+        Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
+    """
+    out = _linspace(start, stop, num, endpoint, retstep, dtype, axis)
+    if retstep:
+        return place(out[0], device, "fx.numpy.linspace"), out[1]
+    return place(out, device, "fx.numpy.linspace")
+
+
 def _matrix_shape(N, M, name) -> tuple[int, int]:
     return _shape_tuple((N, N if M is None else M), name)
 
 
-def eye(N: int, M: int | None = None, k: int = 0, dtype=None):
+def eye(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None):
     """An ``N x M`` array with ones on the ``k``-th diagonal (float32 by default)."""
     N, M = _matrix_shape(N, M, "eye")
     dt = dtypes.requested(dtype or float, "fx.numpy.eye")
+    k = operator.index(k)
+    if not -N < k < M:  # no diagonal in the matrix (and k may not fit an index dtype)
+        return place(lax.full((N, M), 0, dt), device, "fx.numpy.eye")
     rows = lax.broadcasted_iota(dtypes.int64, (N, M), 0)
     cols = lax.broadcasted_iota(dtypes.int64, (N, M), 1)
-    on = lax.eq(lax.add(rows, int(k)), cols) if k else lax.eq(rows, cols)
-    return lax.convert_element_type(on, dt)
+    on = lax.eq(lax.add(rows, k), cols) if k else lax.eq(rows, cols)
+    return place(lax.convert_element_type(on, dt), device, "fx.numpy.eye")
 
 
 def identity(n: int, dtype=None):
