@@ -20,6 +20,16 @@ _F32_NAMES = ("exp", "exp2", "log", "log1p", "expm1", "cbrt", "tanh", "sin", "co
               "lgamma", "fmod", "floor", "ceil", "rint", "trunc", "sqrt", "pow", "atan2",
               "nextafter", "fabs", "copysign", "hypot", "fma")
 
+# PoCL (3.1 on LLVM 15) evaluates these built-ins on a NaN known at compile time (a NaN
+# literal, or x - NAN, which LLVM folds to one) as garbage, not NaN (rint's crashed the
+# compiler); on a NaN known only at run time they are right.
+# Each is called through a guard that returns a NaN argument itself, which every compiler folds
+# soundly; at run time the guard is one compare. The C names are redefined (an OpenCL header
+# may define the built-in's name as a macro: #undef first), so the prelude's calls are guarded
+# too, with C's meaning: ``exp`` takes and returns double, ``expf`` float.
+_NAN_FOLDED = ("exp", "exp2", "expm1", "tanh", "sinh", "floor", "ceil", "rint", "trunc",
+               "round")
+
 _PRELUDE = "\n".join([
     "#pragma OPENCL EXTENSION cl_khr_fp64 : enable",
     "#pragma OPENCL FP_CONTRACT OFF",
@@ -31,7 +41,11 @@ _PRELUDE = "\n".join([
     "#define INT32_MAX INT_MAX",
     "#define INT64_MIN LONG_MIN",
     "#define INT64_MAX LONG_MAX",
-    *(f"#define {f}f {f}" for f in _F32_NAMES),
+    *(f"#define {f}f {f}" for f in _F32_NAMES if f not in _NAN_FOLDED),
+    *(line for f in _NAN_FOLDED for line in (
+        f"FX_FN float fx_cl_{f}f(float x) {{ return isnan(x) ? x : {f}(x); }}",
+        f"FX_FN double fx_cl_{f}(double x) {{ return isnan(x) ? x : {f}(x); }}",
+        f"#define {f}f fx_cl_{f}f", f"#undef {f}", f"#define {f} fx_cl_{f}")),
     "typedef struct { float re, im; } fx_c64;",
     "typedef struct { double re, im; } fx_c128;",
     "FX_FN float fx_bits_to_f32(uint32_t b) { return as_float(b); }",
