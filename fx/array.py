@@ -69,6 +69,10 @@ class Array:
 
     # -- host interop -------------------------------------------------------------------------
     def __array__(self, dtype=None, copy=None):
+        if not isinstance(self.aval.dtype, np.dtype):
+            raise TypeError(
+                f"an fx array of dtype {self.dtype} (a PRNG key array) cannot be converted to "
+                "a NumPy array; use fx.random.key_data(k) for its raw uint32 data")
         host = devices.to_host(self._buf)
         if copy:
             host = host.copy()
@@ -107,7 +111,7 @@ class Array:
         return np.asarray(self).tolist()
 
     def copy(self) -> Array:
-        return Array(self._buf.copy(), self.weak_type)
+        return Array._wrap(self._buf.copy(), self.aval)
 
     def __bool__(self) -> bool:
         return bool(np.asarray(self))
@@ -148,14 +152,18 @@ class Array:
         )
 
     def __format__(self, spec: str) -> str:
-        if not self.shape:
+        if not self.shape and isinstance(self.aval.dtype, np.dtype):
             return format(np.asarray(self).item(), spec)
         return format(str(self), spec)
 
     def __str__(self) -> str:
+        if not isinstance(self.aval.dtype, np.dtype):
+            return self._overlay_repr()
         return str(np.asarray(self))
 
     def __repr__(self) -> str:
+        if not isinstance(self.aval.dtype, np.dtype):
+            return self._overlay_repr()
         host = np.asarray(self)
         prefix = "Array("
         body = np.array2string(host, separator=", ", prefix=prefix)
@@ -164,7 +172,14 @@ class Array:
             extra += ", weak_type=True"
         return f"{prefix}{body}{extra})"
 
+    def _overlay_repr(self) -> str:
+        # An extended dtype (PRNG keys) shows its stored data, as jax prints key arrays.
+        data = devices.to_host(self._buf)
+        return f"Array({self.shape}, dtype={self.dtype}) overlaying:\n{data}"
+
     def __reduce__(self):
+        if not isinstance(self.aval.dtype, np.dtype):
+            return (Array._wrap, (np.array(devices.to_host(self._buf)), self.aval))
         return (_rebuild, (np.asarray(self), self.weak_type))
 
 

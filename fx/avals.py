@@ -2,7 +2,9 @@
 
 ``ShapedArray(shape, dtype, weak_type)`` is the static type of every value in a jaxpr. It is
 immutable and hashable, so it can key compilation caches. ``weak_type`` marks values that came
-from Python scalars and adopt the dtype of whatever strongly-typed value they meet.
+from Python scalars and adopt the dtype of whatever strongly-typed value they meet. A dtype
+may be an extended one (``fx.extended_dtypes``: typed PRNG keys), whose values are stored as
+their :func:`physical_aval`.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ class ShapedArray:
 
     def __init__(self, shape, dtype, weak_type: bool = False):
         self.shape = tuple(int(d) for d in shape)
-        self.dtype = np.dtype(dtype)
+        self.dtype = dtype if isinstance(dtype, dtypes.ExtendedDType) else np.dtype(dtype)
         self.weak_type = bool(weak_type)
         self._hash = hash((self.shape, self.dtype, self.weak_type))
 
@@ -64,3 +66,19 @@ class ShapedArray:
         return f"ShapedArray({self.str_short()}{weak})"
 
     __str__ = str_short
+
+
+def physical_aval(aval: ShapedArray) -> ShapedArray:
+    """The aval of the data that stores a value of ``aval``: itself for NumPy dtypes; for an
+    extended dtype, its physical dtype with the dtype's physical shape appended."""
+    dt = aval.dtype
+    if not isinstance(dt, dtypes.ExtendedDType):
+        return aval
+    return ShapedArray(aval.shape + dt.physical_shape, dt.physical_dtype)
+
+
+def physical_trailing(aval: ShapedArray) -> tuple[int, ...]:
+    """The dimensions :func:`physical_aval` appends to ``aval``'s shape (none for NumPy
+    dtypes)."""
+    dt = aval.dtype
+    return () if isinstance(dt, np.dtype) else dt.physical_shape

@@ -11,6 +11,9 @@ jaxpr-building traces wrap values in their own :class:`Tracer` subclass and usua
 binding on their ``parent`` trace (the one current when they were created). A value that is not
 one of the current trace's own tracers is a constant to it. A trace is invalidated when its
 transformation returns, so a tracer that escapes is reported where it is used.
+
+Values of an extended dtype (typed PRNG keys, ``fx.extended_dtypes``) reach only primitives
+with a rule in :data:`physical_rules`; the eval trace runs that rule on their stored data.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import numpy as np
 
 from fx import dtypes
 from fx.array import Array
-from fx.avals import ShapedArray
+from fx.avals import ShapedArray, physical_aval
 from fx.devices import Device, default_device, device_of_buffer, put_buffer
 
 
@@ -73,6 +76,8 @@ class Primitive:
         return current_trace().process_primitive(self, args, params)
 
     def out_avals(self, avals: Sequence[ShapedArray], params: dict) -> list[ShapedArray]:
+        if self not in physical_rules:
+            _refuse_extended(self, avals)
         out = self.abstract_eval(*avals, **params)
         return list(out) if self.multiple_results else [out]
 
@@ -82,6 +87,26 @@ class Primitive:
 
 # Every primitive by name (one each, but for primitives made at run time).
 _PRIMITIVES: dict[str, list[Primitive]] = {}
+
+# The primitives that accept values of an extended dtype (typed PRNG keys), each with its rule
+# on the stored data: ``rule(in_avals, out_avals, *physical_args, **params)`` binds primitives
+# on the physical values of the arguments (on the current trace) and returns the physical
+# results. A declared registry: the modules declaring the primitives fill it, as the
+# interpreters' rule tables are filled.
+physical_rules: dict[Primitive, Callable] = {}
+
+
+def has_extended(avals: Sequence[ShapedArray]) -> bool:
+    return any(not isinstance(a.dtype, np.dtype) for a in avals)
+
+
+def _refuse_extended(prim: Primitive, avals: Sequence[ShapedArray]) -> None:
+    for a in avals:
+        if not isinstance(a.dtype, np.dtype):
+            shown = ", ".join(str(b.dtype) for b in avals)
+            raise TypeError(f"{prim.name} does not accept dtype {a.dtype} (operand dtypes: "
+                            f"{shown}); for a PRNG key's raw uint32 data use "
+                            "fx.random.key_data(k)")
 
 
 def primitive_named(name: str) -> Primitive:
@@ -204,6 +229,8 @@ class EvalTrace(Trace):
     def process_primitive(self, prim, args, params):
         avals = [get_aval(a) for a in args]
         out_avals = prim.out_avals(avals, params)
+        if has_extended(avals) or has_extended(out_avals):
+            return _eval_physical(prim, args, avals, out_avals, params)
         device = _common_device(prim, args)
         bufs = [_buffer_on(a, av, device) for a, av in zip(args, avals)]
         outs = prim.impl(*bufs, **params)
@@ -211,6 +238,33 @@ class EvalTrace(Trace):
             outs = [outs]
         results = [_wrap(o, av, device) for o, av in zip(outs, out_avals)]
         return results if prim.multiple_results else results[0]
+
+
+def _eval_physical(prim: Primitive, args, avals, out_avals, params):
+    """Evaluate ``prim`` on values of extended dtypes: its physical rule on their data."""
+    physical = [physical_value(a, av) for a, av in zip(args, avals)]
+    outs = physical_rules[prim](avals, out_avals, *physical, **params)
+    outs = outs if prim.multiple_results else [outs]
+    results = [logical_value(o, av) for o, av in zip(outs, out_avals)]
+    return results if prim.multiple_results else results[0]
+
+
+def physical_value(x, aval: ShapedArray):
+    """A concrete value of an extended dtype as its stored data (an Array of the physical
+    aval); other values unchanged."""
+    if isinstance(aval.dtype, np.dtype):
+        return x
+    return Array._wrap(as_buffer(x), physical_aval(aval))
+
+
+def logical_value(x, aval: ShapedArray):
+    """The concrete value of ``aval`` (an extended dtype) whose stored data is ``x``."""
+    if isinstance(aval.dtype, np.dtype):
+        return x
+    buf = as_buffer(x, physical_aval(aval))
+    if buf.shape != physical_aval(aval).shape:
+        raise AssertionError(f"physical rule returned shape {buf.shape} for {aval}")
+    return Array._wrap(buf, aval)
 
 
 def _common_device(prim: Primitive, args) -> Device:

@@ -25,14 +25,14 @@ from typing import Any
 from fx import tree_util
 from fx.core import (
     EVAL_TRACE,
-    ConcretizationTypeError,
     Primitive,
     Trace,
     current_trace,
     get_aval,
+    physical_rules,
     set_current_trace,
 )
-from fx.interpreters import batching, jvp, transpose
+from fx.interpreters import batching, jvp, physical, transpose
 from fx.interpreters.batching import BatchAxis, batch_flat, bdim_at_front
 from fx.interpreters.call import body_param, eval_call_impl
 from fx.interpreters.eval import eval_jaxpr
@@ -93,6 +93,7 @@ def _custom_jvp_call_abstract_eval(*avals, call_jaxpr, jvp, num_consts):
 custom_jvp_call_p.def_impl(lambda *bufs, call_jaxpr, jvp, num_consts:
                            eval_call_impl(*bufs, jaxpr=call_jaxpr))
 body_param[custom_jvp_call_p] = "call_jaxpr"
+physical_rules[custom_jvp_call_p] = physical.subjaxpr_rule(custom_jvp_call_p)
 
 
 def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts):
@@ -218,13 +219,9 @@ class custom_jvp:  # noqa: N801  (named like jax.custom_jvp)
 
         what = f"custom_jvp({name})"
         if isinstance(trace, JVPTrace):
-            # The function is traced only to check the rule's outputs against it, where it
-            # can be traced: it may branch on the values the rule gets.
-            try:
-                jaxpr, *_, out_tree = _trace(fun, dyn, what)
-            except ConcretizationTypeError:
-                jaxpr = out_tree = None
-            return _jvp_with_values(trace, dyn, flat_jvp, name, jaxpr, out_tree)
+            # Differentiated here: only the rule runs (as in jax, the function itself is not
+            # traced, so it is called as often as under jax).
+            return _jvp_with_values(trace, dyn, flat_jvp, name)
         jaxpr, consts, leaves, in_tree, out_tree = _trace(fun, dyn, what)
         rule = lambda p, t: flat_jvp(in_tree, out_tree, p, t)[:2]  # noqa: E731
         outs = custom_jvp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, jvp=rule,
@@ -250,18 +247,15 @@ def _deciding_trace(leaves) -> Trace:
             return trace
 
 
-def _jvp_with_values(trace: JVPTrace, dyn: tuple, flat_jvp: Callable, name: str,
-                     jaxpr: ClosedJaxpr | None, out_tree):
+def _jvp_with_values(trace: JVPTrace, dyn: tuple, flat_jvp: Callable, name: str):
     """Apply the user's rule directly to the primals and tangents of ``trace``'s tracers,
-    without tracing the function first (the primals may be concrete: the rule may branch on
-    them). Outputs are tracers of ``trace``."""
+    without tracing the function (the primals may be concrete: the rule may branch on them).
+    Outputs are tracers of ``trace``."""
     leaves, in_tree = tree_util.tree_flatten((dyn, {}))
     primals, tangents = zip(*(trace.lift(to_array(x)) for x in leaves)) if leaves else ((), ())
     with set_current_trace(trace.parent):
-        outs, touts, out_tree = flat_jvp(in_tree, out_tree, list(primals),
+        outs, touts, out_tree = flat_jvp(in_tree, None, list(primals),
                                          [instantiate(t) for t in tangents])
-    if jaxpr is not None:
-        _check_outs(f"custom_jvp rule of {name} (primal outputs)", jaxpr.out_avals, outs)
     _check_outs(f"custom_jvp rule of {name} (tangent outputs)", [get_aval(o) for o in outs],
                 touts)
     return tree_util.tree_unflatten(out_tree, [trace.wrap(o, t) for o, t in zip(outs, touts)])
@@ -283,6 +277,7 @@ def _custom_vjp_call_abstract_eval(*avals, call_jaxpr, fwd, bwd, num_consts):
 custom_vjp_call_p.def_impl(lambda *bufs, call_jaxpr, fwd, bwd, num_consts:
                            eval_call_impl(*bufs, jaxpr=call_jaxpr))
 body_param[custom_vjp_call_p] = "call_jaxpr"
+physical_rules[custom_vjp_call_p] = physical.subjaxpr_rule(custom_vjp_call_p)
 
 
 @custom_lin_p.def_abstract_eval
@@ -410,12 +405,9 @@ class custom_vjp:  # noqa: N801  (named like jax.custom_vjp)
                 return fun(*dyn)
         what = f"custom_vjp({_name(self.fun)})"
         if isinstance(trace, JVPTrace):
-            # As for custom_jvp: fwd runs on the primal values (it may branch on them); the
-            # function is traced only to check fwd's outputs against it, where it can be.
-            try:
-                jaxpr, *_, out_tree = _trace(fun, dyn, what)
-            except ConcretizationTypeError:
-                jaxpr = out_tree = None
+            # As for custom_jvp: fwd runs on the primal values (it may branch on them), and
+            # the function itself is not traced (as in jax).
+            jaxpr = out_tree = None
             leaves, in_tree = tree_util.tree_flatten((dyn, {}))
             leaves = [to_array(x) for x in leaves]
         else:
@@ -459,7 +451,7 @@ class custom_vjp:  # noqa: N801  (named like jax.custom_vjp)
             for i, (c, a) in enumerate(zip(c_leaves, arg_avals)):
                 c = to_array(c)
                 if get_aval(c).shape != a.shape:
-                    raise TypeError(
+                    raise ValueError(  # jax: ValueError
                         f"custom_vjp bwd of {name}: cotangent {i} has shape "
                         f"{get_aval(c).shape}, expected {a.shape} (the argument's shape)"
                     )
@@ -467,22 +459,20 @@ class custom_vjp:  # noqa: N801  (named like jax.custom_vjp)
             return out
 
         if isinstance(trace, JVPTrace):
-            return _vjp_with_values(trace, leaves, flat_fwd, flat_bwd, jaxpr, trees, name)
+            return _vjp_with_values(trace, leaves, flat_fwd, flat_bwd, trees)
         outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, fwd=flat_fwd,
                                       bwd=flat_bwd, num_consts=len(consts))
         return tree_util.tree_unflatten(out_tree, outs)
 
 
 def _vjp_with_values(trace: JVPTrace, leaves: list, flat_fwd: Callable, flat_bwd: Callable,
-                     jaxpr: ClosedJaxpr | None, trees: dict, name: str):
+                     trees: dict):
     """What the jvp rule of ``custom_vjp_call`` does, on ``trace``'s primals directly: run
     fwd, and emit a ``custom_lin`` of the tangents whose transpose calls bwd."""
     primals, tangents = zip(*(trace.lift(x) for x in leaves)) if leaves else ((), ())
     with set_current_trace(trace.parent):
         outs, res = flat_fwd(list(primals))
-        if jaxpr is not None:
-            _check_outs(f"custom_vjp fwd of {name} (primal outputs)", jaxpr.out_avals, outs)
-        out_avals = tuple(jaxpr.out_avals if jaxpr is not None else map(get_aval, outs))
+        out_avals = tuple(map(get_aval, outs))
         touts = custom_lin_p.bind(*res, *[instantiate(t) for t in tangents], bwd=flat_bwd,
                                   num_res=len(res), out_avals=out_avals)
     return tree_util.tree_unflatten(trees["out"],

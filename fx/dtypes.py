@@ -36,6 +36,16 @@ from collections.abc import Iterator
 import ml_dtypes
 import numpy as np
 
+from fx.extended_dtypes import (  # noqa: F401  (fx.dtypes' names for them)
+    ExtendedDType,
+    extended,
+    is_extended,
+    prng_key,
+    refuse_extended,
+)
+from fx.extended_dtypes import issubdtype_extended as _issubdtype_extended
+from fx.extended_dtypes import join_extended as _join_extended
+
 bool_ = np.dtype(np.bool_)
 int8 = np.dtype(np.int8)
 int16 = np.dtype(np.int16)
@@ -195,6 +205,9 @@ def check(dtype) -> np.dtype:
         return default_complex_dtype()
     if dtype is bool:
         return bool_
+    if isinstance(dtype, ExtendedDType):
+        raise TypeError(f"fx: {dtype} is an extended dtype (typed PRNG keys), not a NumPy "
+                        "dtype; fx.random.key_data(k) gives a key's raw uint32 data")
     if not isinstance(dtype, (type, str, np.dtype)) and isinstance(
             getattr(dtype, "dtype", None), np.dtype):
         dtype = dtype.dtype  # fx.numpy's scalar types, arrays
@@ -244,27 +257,32 @@ def requested(dtype, name: str) -> np.dtype:
 
 def is_float(dtype) -> bool:
     """A real floating dtype that fx computes in (float8 types are storage only)."""
-    return np.dtype(dtype) in _FLOATING_SET
+    return _numpy_or_extended(dtype) in _FLOATING_SET
 
 
 def is_complex(dtype) -> bool:
-    return np.dtype(dtype) in _COMPLEX_SET
+    return _numpy_or_extended(dtype) in _COMPLEX_SET
 
 
 def is_inexact(dtype) -> bool:
-    return np.dtype(dtype) in _INEXACT_SET
+    return _numpy_or_extended(dtype) in _INEXACT_SET
 
 
 def is_int(dtype) -> bool:
-    return np.dtype(dtype) in _INTEGER_SET
+    return _numpy_or_extended(dtype) in _INTEGER_SET
 
 
 def is_signed_int(dtype) -> bool:
-    return np.dtype(dtype) in _SIGNED_SET
+    return _numpy_or_extended(dtype) in _SIGNED_SET
 
 
 def is_unsigned_int(dtype) -> bool:
-    return np.dtype(dtype) in _UNSIGNED_SET
+    return _numpy_or_extended(dtype) in _UNSIGNED_SET
+
+
+def _numpy_or_extended(dtype):
+    # Extended dtypes (PRNG keys) are of no NumPy kind: the kind tests above say False.
+    return dtype if isinstance(dtype, (np.dtype, ExtendedDType)) else np.dtype(dtype)
 
 
 _FLOATING_SET, _COMPLEX_SET = frozenset(FLOATING), frozenset(COMPLEX)
@@ -285,7 +303,7 @@ def complex_dtype(dtype) -> np.dtype:
 
 
 def short_name(dtype) -> str:
-    return SHORT_NAMES.get(np.dtype(dtype), str(dtype))
+    return SHORT_NAMES.get(_numpy_or_extended(dtype), str(dtype))
 
 
 def finfo(dtype):
@@ -297,7 +315,7 @@ def iinfo(dtype):
 
 
 def itemsize_bits(dtype) -> int:
-    return np.dtype(dtype).itemsize * 8
+    return _numpy_or_extended(dtype).itemsize * 8
 
 
 # --- promotion lattice --------------------------------------------------------------------------
@@ -401,6 +419,8 @@ def join(*typed: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
     default dtype of its kind: ``join((int8, False), (float32, True))`` is weak float32, or
     weak float64 in x64 mode.
     """
+    if any(isinstance(dt, ExtendedDType) for dt, _ in typed):
+        return _join_extended(tuple(dt for dt, _ in typed)), False
     x64 = x64_enabled()
     typed = tuple((canonicalize(dt), w) for dt, w in typed)
     if len(typed) == 1:
@@ -538,7 +558,11 @@ _ML_FLOATS = frozenset([bfloat16, *FLOAT8])
 
 def issubdtype(arg1, arg2) -> bool:
     """jax's ``issubdtype``: NumPy's, with bfloat16 and the float8 types counted as
-    ``np.floating`` (NumPy does not know where ml_dtypes' types belong)."""
+    ``np.floating`` (NumPy does not know where ml_dtypes' types belong); extended dtypes
+    (PRNG keys) are of ``fx.dtypes.extended`` and their kind (``prng_key``)."""
+    if isinstance(arg1, ExtendedDType) or isinstance(arg2, ExtendedDType):
+        return _issubdtype_extended(arg1, arg2)
+
     def as_dtype(x):
         if isinstance(x, type) and issubclass(x, np.generic) and not _is_ml_type(x):
             return x  # np.floating & co. stay classes
@@ -560,8 +584,3 @@ def _is_ml_type(t) -> bool:
         return np.dtype(t) in _ML_FLOATS
     except TypeError:
         return False
-
-
-class prng_key(np.generic):  # noqa: N801  (jax's name: jax.dtypes.prng_key)
-    """The abstract type of jax's typed PRNG keys. fx keys are raw ``uint32`` data, so
-    ``issubdtype(k.dtype, prng_key)`` is False for them, as it is for jax's raw keys."""

@@ -26,8 +26,9 @@ from fx.avals import ShapedArray
 from fx.config import config
 from fx.core import EVAL_TRACE, Tracer, current_trace
 from fx.debug import check_nans
-from fx.devices import default_backend
+from fx.devices import default_backend, to_host
 from fx.interpreters.call import eval_call_impl, jit_p
+from fx.interpreters.physical import physicalize
 from fx.jaxpr import ClosedJaxpr, Jaxpr
 from fx.lowering import backends
 from fx.lowering.pipeline import Program
@@ -85,7 +86,7 @@ def compiled_executable(jaxpr: ClosedJaxpr, backend: str, name: str = "f",
         cell = _compiled.setdefault(jaxpr, {}).setdefault((backend, donated, bool(consts)),
                                                           _Once())
     return cell.get(lambda: lower_program(
-        jaxpr, backend, name, donated=donated, const_values=consts,
+        physicalize(jaxpr), backend, name, donated=donated, const_values=consts,
         have_compiler=backends.get(backend).compiler_available()).compile())
 
 
@@ -227,7 +228,7 @@ class JitFunction:
                 entry.executable = compiled_executable(
                     entry.jaxpr, key[3], name, self._donated_leaves(args, statics, entry),
                     tuple(entry.consts))
-            const_bufs = [np.asarray(c) for c in entry.consts]
+            const_bufs = [_const_buf(c) for c in entry.consts]
             donated = self._donated_leaf_ids(args) if self._donate else ()
             bufs = const_bufs + [
                 x._buf if isinstance(x, Array) else _unowned(x, id(x) in donated)
@@ -236,8 +237,8 @@ class JitFunction:
             raw = entry.executable(bufs)
             if config.debug_nans or config.debug_infs:  # before donated inputs are deleted
                 check_nans(entry.jaxpr, bufs, raw, f"jit({name})")
-            outs = [Array._wrap(b, ShapedArray(b.shape, b.dtype, w))
-                    for b, w in zip(raw, entry.out_weak)]
+            outs = [_out_array(b, w, a) for b, w, a in zip(raw, entry.out_weak,
+                                                            entry.jaxpr.out_avals)]
             for i in self._donate:
                 for leaf in tree_util.tree_leaves(args[i]):
                     if isinstance(leaf, Array):
@@ -275,7 +276,7 @@ class JitFunction:
         """Trace and lower for these arguments (as ``jax.jit(f).lower``)."""
         key, leaves, statics, dyn_args, dyn_kwargs = self._signature(args, kwargs)
         entry = self._entry(key, args, kwargs, statics, dyn_args, dyn_kwargs)
-        program = lower_program(entry.jaxpr, key[3], _fun_name(self._fun),
+        program = lower_program(physicalize(entry.jaxpr), key[3], _fun_name(self._fun),
                                 donated=self._donated_leaves(args, statics, entry),
                                 const_values=tuple(entry.consts),
                                 have_compiler=backends.get(key[3]).compiler_available())
@@ -413,6 +414,17 @@ def _fast_key(args: tuple):
 # executable as they are.
 _KEPT_DTYPES = {x64: frozenset(d for d in dtypes.SUPPORTED if x64 or d not in dtypes.WIDE)
                 for x64 in (False, True)}
+
+
+def _const_buf(c) -> np.ndarray:
+    # A typed key constant goes to the executable as its stored data.
+    return np.asarray(c) if isinstance(c.aval.dtype, np.dtype) else to_host(c._buf)
+
+
+def _out_array(buf, weak: bool, aval: ShapedArray) -> Array:
+    if isinstance(aval.dtype, np.dtype):
+        return Array._wrap(buf, ShapedArray(buf.shape, buf.dtype, weak))
+    return Array._wrap(buf, aval)  # an extended dtype (typed keys) over its stored data
 
 
 def _unowned(x, donated: bool) -> np.ndarray:

@@ -16,6 +16,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from fx import tree_util
 from fx.array import Array
 from fx.avals import ShapedArray
@@ -84,7 +86,7 @@ class JaxprTrace(Trace):
                 raise escaped_tracer_error(x)
             return self._constvar(x, x.aval)
         aval = get_aval(x)
-        if not aval.shape:
+        if not aval.shape and isinstance(aval.dtype, np.dtype):  # (a key is no literal)
             return Literal(as_buffer(x, aval), aval)
         return self._constvar(x, aval)
 

@@ -20,8 +20,8 @@ import weakref
 from collections.abc import Sequence
 
 from fx.array import Array
-from fx.core import Primitive, new_trace, set_current_trace
-from fx.interpreters import batching, jvp, partial_eval, transpose
+from fx.core import Primitive, new_trace, physical_rules, set_current_trace
+from fx.interpreters import batching, jvp, partial_eval, physical, transpose
 from fx.interpreters.eval import eval_jaxpr
 from fx.interpreters.jvp import Zero, instantiate
 from fx.interpreters.transpose import UndefinedPrimal, backward_pass, is_undefined
@@ -280,7 +280,7 @@ for _prim in (jit_p, checkpoint_p, checkpoint_name_p):
     jvp.jvp_rules[_prim] = _call_jvp(_prim)
     transpose.transpose_rules[_prim] = _call_transpose(_prim)
     batching.batch_rules[_prim] = _call_batch(_prim)
-
+    physical_rules[_prim] = physical.subjaxpr_rule(_prim)  # typed PRNG keys in the body
     body_param[_prim] = "jaxpr"
 
 checkpoint_p.def_impl(eval_call_impl)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from fx.avals import ShapedArray
 from fx.core import Primitive, Tracer, current_trace, get_aval, new_trace, set_current_trace
 from fx.interpreters.eval import eval_jaxpr
@@ -48,7 +50,10 @@ class PartialEvalTrace(JaxprTrace):
     def stage_zeros(self, aval: ShapedArray) -> JaxprTracer:
         """A zero array staged as an equation of the unknown jaxpr (not computed as a known
         value and saved as a residual)."""
-        zero = Literal(0, ShapedArray((), aval.dtype, aval.weak_type))
+        if isinstance(aval.dtype, np.dtype):
+            zero = Literal(0, ShapedArray((), aval.dtype, aval.weak_type))
+        else:  # an extended dtype (a PRNG key) has no literals: a constant of zero data
+            zero = self.to_atom(base.full((), 0, aval.dtype))
         var = Var(aval)
         params = dict(shape=aval.shape, broadcast_dimensions=())
         self.eqns.append(JaxprEqn(base.broadcast_in_dim_p, [zero], [var], params))

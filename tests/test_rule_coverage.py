@@ -22,6 +22,7 @@ NONDIFFERENTIABLE = {
     "shift_right_logical", "is_finite", "iota", "argmax", "argmin", "reduce_and", "reduce_or",
     "reduce_xor", "bitcast_convert_type", "axis_index", "rng_bit_generator",
     "debug_callback", "debug_print", "lu_pivots_to_permutation",
+    "random_wrap", "random_unwrap",  # typed PRNG keys and their uint32 data
 }
 # Primitives that never see a batched operand.
 NO_BATCHING = {

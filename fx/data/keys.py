@@ -78,7 +78,7 @@ def record_key(seed: int, epoch: int, index: int):
     ``uint32[2]`` array, for transforms that want ``fx.random`` itself (slow per record).
 
     >>> import fx, fx.data
-    >>> k = fx.random.fold_in(fx.random.fold_in(fx.random.key(3), 1), 7)
+    >>> k = fx.random.fold_in(fx.random.fold_in(fx.random.PRNGKey(3), 1), 7)
     >>> bool((fx.data.record_key(3, 1, 7) == k).all())
     True
     """

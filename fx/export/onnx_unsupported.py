@@ -13,6 +13,7 @@ from fx.debug import debug_print_p
 from fx.lax import linalg
 from fx.lax import primitives as P
 from fx.quant.nf4 import nf4_dot_p
+from fx.random import prng
 from fx.scipy.special import _primitives as special
 
 _COMPLEX = ("ONNX Runtime has no complex tensors; export the real and imaginary parts as "
@@ -52,6 +53,9 @@ NOT_EXPORTABLE: dict[Primitive, str] = {
     nf4_dot_p: ("a product by 4-bit NormalFloat weights (fx.quant.nf4): NF4's 16 code values "
                 "are not evenly spaced, so ONNX's int4 DequantizeLinear cannot express them; "
                 "export the model with the weights dequantized (fx.quant.nf4.dequantize)"),
+    prng.random_wrap_p: ("a typed PRNG key array (fx.random.key) has no ONNX type; export with "
+                         "raw uint32 keys (fx.random.PRNGKey, or fx.random.key_data(k))"),
+    prng.random_unwrap_p: "as random_wrap: ONNX has no type for a typed PRNG key array",
     debug_print_p: ("prints from Python at run time; remove fx.debug.print before exporting "
                     "(ONNX graphs cannot print)"),
 }

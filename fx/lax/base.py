@@ -16,8 +16,8 @@ import numpy as np
 
 from fx import dtypes
 from fx.array import Array
-from fx.avals import ShapedArray
-from fx.core import Primitive, get_aval
+from fx.avals import ShapedArray, physical_trailing
+from fx.core import Primitive, get_aval, physical_rules
 
 
 def shape_error(prim_name: str, message: str, *avals: ShapedArray) -> TypeError:
@@ -100,6 +100,17 @@ def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions):
     return np.broadcast_to(np.reshape(x, expanded), shape)
 
 
+def _broadcast_in_dim_physical(in_avals, out_avals, x, *, shape, broadcast_dimensions):
+    # An extended dtype's stored dimensions (a key's 2 words) trail, mapped to themselves.
+    t = physical_trailing(out_avals[0])
+    n = len(shape)
+    return broadcast_in_dim_p.bind(x, shape=tuple(shape) + t, broadcast_dimensions=tuple(
+        broadcast_dimensions) + tuple(range(n, n + len(t))))
+
+
+physical_rules[broadcast_in_dim_p] = _broadcast_in_dim_physical
+
+
 def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int], *,
                      out_sharding=None):
     """``x`` broadcast to ``shape``, operand dimension ``i`` becoming output dimension
@@ -126,7 +137,11 @@ def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int
 
 def full(shape: Sequence[int], fill_value, dtype, weak_type: bool = False):
     """An array of ``shape`` filled with ``fill_value``: a broadcast of a scalar literal."""
-    scalar = Array(np.asarray(fill_value, dtype=dtype), weak_type)
+    if isinstance(dtype, dtypes.ExtendedDType):  # (PRNG keys) stored data all fill_value
+        data = np.full(dtype.physical_shape, fill_value, dtype.physical_dtype)
+        scalar = Array._wrap(data, ShapedArray((), dtype))
+    else:
+        scalar = Array(np.asarray(fill_value, dtype=dtype), weak_type)
     if not shape:
         return scalar
     return broadcast_in_dim_p.bind(scalar, shape=tuple(shape), broadcast_dimensions=())
@@ -151,6 +166,10 @@ def _reshape_abstract_eval(x, *, new_sizes):
 
 
 reshape_p.def_impl(lambda x, *, new_sizes: np.reshape(x, new_sizes))
+
+
+physical_rules[reshape_p] = lambda in_avals, out_avals, x, *, new_sizes: reshape_p.bind(
+    x, new_sizes=tuple(new_sizes) + physical_trailing(out_avals[0]))
 
 
 def reshape(x, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None, *,
@@ -189,6 +208,14 @@ def _transpose_abstract_eval(x, *, permutation):
 
 
 transpose_p.def_impl(lambda x, *, permutation: np.transpose(x, permutation))
+
+
+def _transpose_physical(in_avals, out_avals, x, *, permutation):
+    n, t = len(permutation), physical_trailing(in_avals[0])
+    return transpose_p.bind(x, permutation=tuple(permutation) + tuple(range(n, n + len(t))))
+
+
+physical_rules[transpose_p] = _transpose_physical
 
 
 def transpose(x, permutation: Sequence[int]):

@@ -97,6 +97,11 @@ def convert_element_type(x, new_dtype, weak_type: bool = False):
     """``x`` converted to ``new_dtype`` (canonicalized for the mode, as jax's: float64 is
     float32 in the default mode). Complex to real keeps the real part, with NumPy's
     ``ComplexWarning`` as jax gives."""
+    old_dtype = get_aval(x).dtype
+    if dtypes.is_extended(new_dtype) or dtypes.is_extended(old_dtype):  # (typed PRNG keys)
+        if new_dtype != old_dtype:
+            raise ValueError(f"Cannot convert_element_type from {old_dtype} to {new_dtype}")
+        return x
     new_dtype = dtypes.canonicalize(new_dtype)
     if dtypes.is_complex(get_aval(x).dtype) and not dtypes.is_complex(new_dtype):
         warnings.warn("Casting complex values to real discards the imaginary part",

@@ -15,8 +15,8 @@ import numpy as np
 
 from fx import dtypes
 from fx.array import Array
-from fx.avals import ShapedArray
-from fx.core import Primitive, Tracer, get_aval
+from fx.avals import ShapedArray, physical_trailing
+from fx.core import Primitive, Tracer, get_aval, physical_rules
 from fx.interpreters import batching, jvp, transpose
 from fx.interpreters.batching import bdim_at_front, broadcast_batch, not_mapped
 from fx.interpreters.transpose import is_undefined
@@ -304,3 +304,22 @@ transpose.transpose_rules[dynamic_slice_p] = _dynamic_slice_transpose
 transpose.transpose_rules[dynamic_update_slice_p] = _dynamic_update_slice_transpose
 batching.batch_rules[dynamic_slice_p] = _dynamic_slice_batch
 batching.batch_rules[dynamic_update_slice_p] = _dynamic_update_slice_batch
+
+
+def _word_starts(in_avals, starts) -> list:
+    # A key's stored words (the trailing dimensions) are taken whole: they start at 0.
+    dt = get_aval(starts[0]).dtype if starts else dtypes.int32
+    return [Array(np.zeros((), dt))] * len(physical_trailing(in_avals[0]))
+
+
+def _dynamic_slice_physical(in_avals, out_avals, x, *starts, slice_sizes):
+    return dynamic_slice_p.bind(x, *starts, *_word_starts(in_avals, starts),
+                                slice_sizes=slice_sizes + physical_trailing(in_avals[0]))
+
+
+def _dynamic_update_slice_physical(in_avals, out_avals, x, update, *starts):
+    return dynamic_update_slice_p.bind(x, update, *starts, *_word_starts(in_avals, starts))
+
+
+physical_rules[dynamic_slice_p] = _dynamic_slice_physical
+physical_rules[dynamic_update_slice_p] = _dynamic_update_slice_physical

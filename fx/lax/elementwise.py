@@ -15,8 +15,8 @@ import numpy as np
 
 from fx import dtypes
 from fx.array import Array
-from fx.avals import ShapedArray
-from fx.core import Primitive, get_aval
+from fx.avals import ShapedArray, physical_trailing
+from fx.core import Primitive, get_aval, physical_rules
 from fx.interpreters import batching, jvp, transpose
 from fx.interpreters.jvp import Zero
 from fx.interpreters.transpose import is_undefined, unbroadcast
@@ -181,6 +181,7 @@ atanh_p = unop("atanh", np.arctanh, INEXACT)
 is_finite_p = unop("is_finite", np.isfinite, FLOAT, out_dtype=dtypes.bool_)
 not_p = unop("not", np.invert, INT_OR_BOOL)
 stop_gradient_p = unop("stop_gradient", lambda x: x, ANY)
+physical_rules[stop_gradient_p] = lambda in_avals, out_avals, x: x  # (a PRNG key's data)
 
 
 def _logistic(x):
@@ -338,6 +339,18 @@ def _select_n_impl(which, *cases):
 
 # The selector may stay a scalar; the cases must take the batched shape.
 batching.broadcasting_batcher(select_n_p, keep_scalar=lambda position: position == 0)
+
+
+def _select_n_physical(in_avals, out_avals, which, *cases):
+    # Cases of an extended dtype (PRNG keys): a shaped selector spans each key's words.
+    t = physical_trailing(out_avals[0])
+    if in_avals[0].shape:
+        n = in_avals[0].ndim
+        which = broadcast_in_dim(which, in_avals[0].shape + t, tuple(range(n)))
+    return select_n_p.bind(which, *cases)
+
+
+physical_rules[select_n_p] = _select_n_physical
 
 # === differentiation rules ======================================================================
 # Written with the fx.lax wrappers below, so that they are themselves differentiable.

@@ -46,7 +46,7 @@ import numpy as np
 
 from fx import dtypes
 from fx.avals import ShapedArray
-from fx.core import Primitive, get_aval
+from fx.core import Primitive, get_aval, physical_rules
 from fx.interpreters import batching, jvp, transpose
 from fx.interpreters.batching import bdim_at_front, matchaxis, moveaxis
 from fx.interpreters.jvp import Zero
@@ -298,6 +298,10 @@ def _with_batch_column(indices, axes):
 jvp.jvp_rules[gather_p] = _gather_jvp
 transpose.deftranspose(gather_p, _gather_transpose)
 batching.batch_rules[gather_p] = _gather_batch
+# An extended dtype's stored words (a PRNG key's) are operand dimensions after every indexed
+# one, taken whole: the same gather reads whole keys.
+physical_rules[gather_p] = lambda in_avals, out_avals, *args, **params: gather_p.bind(
+    *args, **params)
 
 
 # --- the scatter family -----------------------------------------------------------------------
@@ -341,6 +345,8 @@ def _scatter_primitive(name: str, combine: str, allow_bool: bool) -> Primitive:
 
 
 scatter_p = _scatter_primitive("scatter", "set", allow_bool=True)
+physical_rules[scatter_p] = lambda in_avals, out_avals, *args, **params: scatter_p.bind(
+    *args, **params)  # (whole PRNG keys set, as gather reads them)
 scatter_add_p = _scatter_primitive("scatter_add", "add", allow_bool=False)
 scatter_mul_p = _scatter_primitive("scatter_mul", "mul", allow_bool=False)
 scatter_min_p = _scatter_primitive("scatter_min", "min", allow_bool=True)

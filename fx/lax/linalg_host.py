@@ -290,7 +290,8 @@ def lu_numpy(x: np.ndarray) -> list[np.ndarray]:
     """Partial-pivoting LU by a NumPy loop over columns, batched over the leading dims."""
     *batch, m, n = x.shape
     k = min(m, n)
-    a = np.array(x.reshape((-1, m, n)), copy=True)
+    # The batch size spelled out: -1 cannot be inferred for empty (0 x n) matrices.
+    a = np.array(x.reshape((int(np.prod(batch, dtype=np.int64)), m, n)), copy=True)
     nb = a.shape[0]
     rows = np.arange(nb)
     pivots = np.zeros((nb, k), np.int32)

@@ -17,8 +17,8 @@ import numpy as np
 
 from fx import dtypes
 from fx.array import Array
-from fx.avals import ShapedArray
-from fx.core import Primitive, get_aval
+from fx.avals import ShapedArray, physical_trailing
+from fx.core import Primitive, get_aval, physical_rules
 from fx.interpreters import batching, transpose
 from fx.interpreters.batching import bdim_at_front, not_mapped
 from fx.interpreters.transpose import is_undefined
@@ -143,6 +143,17 @@ transpose.deflinear(slice_p, _slice_transpose)
 batching.batch_rules[slice_p] = _slice_batch
 
 
+def _slice_physical(in_avals, out_avals, x, *, start_indices, limit_indices, strides):
+    # A key's stored words (the trailing dimensions) are taken whole.
+    t = physical_trailing(in_avals[0])
+    return slice_p.bind(x, start_indices=start_indices + (0,) * len(t),
+                        limit_indices=limit_indices + t,
+                        strides=None if strides is None else strides + (1,) * len(t))
+
+
+physical_rules[slice_p] = _slice_physical
+
+
 # --- concatenate --------------------------------------------------------------------------------
 
 concatenate_p = Primitive("concatenate")  # params: dimension
@@ -199,6 +210,8 @@ def _concatenate_batch(axis, vals, dims, *, dimension):
 
 transpose.deflinear(concatenate_p, _concatenate_transpose)
 batching.batch_rules[concatenate_p] = _concatenate_batch
+physical_rules[concatenate_p] = lambda in_avals, out_avals, *xs, dimension: (
+    concatenate_p.bind(*xs, dimension=dimension))  # (a key's words trail, untouched)
 
 
 # --- pad ----------------------------------------------------------------------------------------
@@ -334,6 +347,8 @@ def _squeeze_batch(axis, vals, dims, *, dimensions):
 
 transpose.deflinear(squeeze_p, lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)])
 batching.batch_rules[squeeze_p] = _squeeze_batch
+physical_rules[squeeze_p] = lambda in_avals, out_avals, x, *, dimensions: squeeze_p.bind(
+    x, dimensions=dimensions)
 
 
 def expand_dims(array, dimensions: Sequence[int]):
@@ -406,3 +421,5 @@ def _rev_batch(axis, vals, dims, *, dimensions):
 
 transpose.deflinear(rev_p, lambda ct, x, *, dimensions: [rev_p.bind(ct, dimensions=dimensions)])
 batching.batch_rules[rev_p] = _rev_batch
+physical_rules[rev_p] = lambda in_avals, out_avals, x, *, dimensions: rev_p.bind(
+    x, dimensions=dimensions)

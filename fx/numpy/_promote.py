@@ -17,11 +17,12 @@ def is_fx_value(x) -> bool:
 
 
 def to_array(x, name: str = "fx.numpy"):
-    """An fx value for ``x``: arrays pass through, Python scalars become weakly typed 0-d
-    arrays, numpy data becomes an Array with its (canonicalized) dtype, nested lists are
-    stacked."""
+    """An fx value for an array argument ``x``: arrays pass through, Python scalars become
+    weakly typed 0-d arrays, numpy data becomes an Array with its (canonicalized) dtype.
+    Lists and tuples raise jax's ``TypeError`` (``ensure_arraylike``): functions that take
+    sequences convert them with :func:`asarray` themselves."""
     if isinstance(x, (list, tuple)):
-        return asarray(x)
+        ensure_arraylike(name, x)
     return to_value(x, name)
 
 
@@ -66,7 +67,7 @@ def _holds_fx_value(x) -> bool:
 def _stack_nested(x, dt):
     # The dtype comes from all the leaves at once (as jax's), not row by row.
     dt_all = dt or dtypes.python_data_dtype(x)
-    elems = [asarray(e, dt_all) if isinstance(e, (list, tuple)) else to_array(e) for e in x]
+    elems = [asarray(e, dt_all) for e in x]
     elems = [lax.convert_element_type(e, dt_all) for e in elems]
     shapes = {get_aval(e).shape for e in elems}
     if len(shapes) != 1:
@@ -129,6 +130,7 @@ def broadcast_to_shape(x, shape: Sequence[int], name: str = "fx.numpy.broadcast_
 def promote_and_broadcast(*args, name: str = "fx.numpy", inexact: bool = False) -> list:
     """Promote dtypes, then broadcast non-scalar operands to the common shape (rank-0 operands
     stay rank 0: the elementwise primitives broadcast scalars themselves)."""
+    dtypes.refuse_extended(name, [get_aval(a).dtype for a in args if is_fx_value(a)])
     arrs = promote_to_inexact(*args, name=name) if inexact else promote_dtypes(*args, name=name)
     shapes = [get_aval(a).shape for a in arrs]
     out = broadcast_shapes(*shapes, name=name)

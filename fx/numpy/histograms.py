@@ -20,7 +20,7 @@ import numpy as np
 from fx import dtypes, lax
 from fx.core import ConcretizationTypeError, Tracer, get_aval
 from fx.numpy import reductions, sorting, ufuncs
-from fx.numpy._promote import is_fx_value, promote_to_inexact, to_array
+from fx.numpy._promote import asarray, is_fx_value, promote_to_inexact, to_array
 from fx.numpy.creation import linspace, zeros
 from fx.numpy.manipulation import ravel
 
@@ -136,8 +136,8 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002
         else:
             lo, hi = reductions.min(a), reductions.max(a)
     else:
-        r = lax.convert_element_type(to_array(list(range) if isinstance(range, tuple)
-                                              else range, name), dt)
+        r = lax.convert_element_type(asarray(range) if isinstance(range, (tuple, list))
+                                     else to_array(range, name), dt)
         if get_aval(r).shape != (2,):
             raise ValueError(f"{name}: range must be None or a pair (low, high), got shape "
                              f"{get_aval(r).shape}")

@@ -442,7 +442,7 @@ def array_equal(a1, a2, equal_nan: bool = False):
     """Whether ``a1`` and ``a2`` have the same shape and entries (a 0-d bool array); NaNs
     count as equal only with ``equal_nan``. Example: ``fnp.array_equal([1, 2], [1, 2])``."""
     name = _name("array_equal")
-    a1, a2 = to_array(a1, name), to_array(a2, name)
+    a1, a2 = asarray(a1), asarray(a2)  # sequences too, as jax
     if get_aval(a1).shape != get_aval(a2).shape:
         return lax.full((), False, dtypes.bool_)
     return _all_equal(a1, a2, equal_nan, name)
@@ -453,7 +453,7 @@ def array_equiv(a1, a2):
     array); False when their shapes do not broadcast (as numpy; jax 0.10 raises there).
     Example: ``fnp.array_equiv([1, 2], [[1, 2], [1, 2]])`` is True."""
     name = _name("array_equiv")
-    a1, a2 = to_array(a1, name), to_array(a2, name)
+    a1, a2 = asarray(a1), asarray(a2)  # sequences too, as jax
     try:
         broadcast_shapes(get_aval(a1).shape, get_aval(a2).shape, name=name)
     except ValueError:

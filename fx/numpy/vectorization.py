@@ -19,7 +19,13 @@ import numpy as np
 
 from fx import lax
 from fx.core import get_aval
-from fx.numpy._promote import broadcast_shapes, broadcast_to_shape, canonical_axis, to_array
+from fx.numpy._promote import (
+    asarray,
+    broadcast_shapes,
+    broadcast_to_shape,
+    canonical_axis,
+    to_array,
+)
 
 __all__ = ["frompyfunc", "ufunc", "vectorize"]
 
@@ -41,6 +47,10 @@ def _parse_signature(signature: str):
                 for core in re.findall(_CORE, text or "")]
 
     return parts(match.group(1)), parts(match.group(2))
+
+
+def _as_operand(x, name: str):
+    return asarray(x) if isinstance(x, (list, tuple)) else to_array(x, name)
 
 
 class vectorize:  # noqa: N801  (numpy's name)
@@ -67,8 +77,9 @@ class vectorize:  # noqa: N801  (numpy's name)
         static_pos = {i: a for i, a in enumerate(args) if i in self.excluded}
         static_kw = {k: v for k, v in kwargs.items() if k in self.excluded}
         dyn_names = [k for k in kwargs if k not in self.excluded]
-        dyn = [to_array(a, name) for i, a in enumerate(args) if i not in self.excluded]
-        dyn += [to_array(kwargs[k], name) for k in dyn_names]
+        # Sequences are data here, as in jax's vectorize.
+        dyn = [_as_operand(a, name) for i, a in enumerate(args) if i not in self.excluded]
+        dyn += [_as_operand(kwargs[k], name) for k in dyn_names]
         n_pos = len(args)
 
         def call(*values):

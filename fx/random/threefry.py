@@ -1,10 +1,12 @@
 """The threefry2x32 counter-based PRNG: keys, key derivation and raw random bits.
 
-A key is a ``uint32[2]`` array. Every random value is a pure function of a key and a counter:
-the Threefry-2x32 block cipher (20 rounds, Salmon et al., "Parallel random numbers: as easy as
-1, 2, 3", SC 2011) encrypts a pair of 32-bit counter words under the key. The layout of the
-counters follows ``jax.random`` with ``jax_threefry_partitionable=True`` (jax's default), so the
-bits here are bit-identical to jax's:
+A key's data is a ``uint32[2]`` array (a raw key, as ``PRNGKey`` makes; ``key`` makes a typed
+key of dtype ``key<fry>`` holding it, see ``fx.random.prng``). Every random value is a pure
+function of a key and a counter: the Threefry-2x32 block cipher (20 rounds, Salmon et al.,
+"Parallel random numbers: as easy as 1, 2, 3", SC 2011) encrypts a pair of 32-bit counter
+words under the key. The layout of the counters follows ``jax.random`` with
+``jax_threefry_partitionable=True`` (jax's default), so the bits here are bit-identical to
+jax's:
 
 * ``random_bits(key, shape)``: element ``i`` (row-major) encrypts the 64-bit counter ``i`` split
   into ``(hi, lo)`` words; the 32-bit result is the xor of the two output words (64-bit results
@@ -29,6 +31,7 @@ from fx import dtypes, lax
 from fx.array import Array
 from fx.core import Tracer, get_aval
 from fx.lax.convert import to_dtype
+from fx.random.prng import is_typed_key, random_unwrap, random_wrap, resolve_impl
 
 # Rotation distances of the two alternating groups of four rounds, and the key-schedule parity
 # constant of Threefish/Threefry.
@@ -83,8 +86,8 @@ def _as_value(x, name: str, what: str):
     dtype_name = str(getattr(x, "dtype", ""))
     if dtype_name.startswith("key<"):
         raise TypeError(
-            f"fx.random.{name}: {what} is a jax typed key ({dtype_name}); fx keys are raw "
-            "uint32[2] arrays: pass jax.random.key_data(key) instead"
+            f"fx.random.{name}: {what} is a jax typed key ({dtype_name}); pass its data, "
+            "jax.random.key_data(key), or fx.random.wrap_key_data of it instead"
         )
     try:
         host = np.asarray(x)
@@ -94,19 +97,26 @@ def _as_value(x, name: str, what: str):
 
 
 def check_key(name: str, key):
-    """Validate a single key (``uint32[2]``) and return it as an fx value."""
+    """Validate a single key (a typed key of shape ``()`` or raw ``uint32[2]`` data) and
+    return its data as an fx value."""
+    if is_typed_key(key):
+        if get_aval(key).shape:
+            raise ValueError(
+                f"fx.random.{name} accepts a single key, but was given a key array of shape "
+                f"{get_aval(key).shape} != (). Use fx.vmap for batching.")
+        return random_unwrap(key)
     if isinstance(key, (bool, int, float)):
         raise TypeError(
-            f"fx.random.{name}: expected a PRNG key (a uint32[2] array from fx.random.key, "
-            f"PRNGKey, split or fold_in), got the Python scalar {key!r}; make a key with "
+            f"fx.random.{name}: expected a PRNG key (a typed key from fx.random.key, or a "
+            f"uint32[2] array from PRNGKey), got the Python scalar {key!r}; make a key with "
             f"fx.random.key({key!r})"
         )
     key = _as_value(key, name, "the key")
     aval = get_aval(key)
     if aval.dtype != dtypes.uint32 or not aval.shape or aval.shape[-1] != 2:
         raise TypeError(
-            f"fx.random.{name}: expected a PRNG key, a uint32 array of shape (2,) as made by "
-            f"fx.random.key, PRNGKey, split or fold_in; got {aval.str_short()}"
+            f"fx.random.{name}: expected a PRNG key: a typed key (fx.random.key) or a uint32 "
+            f"array of shape (2,) (fx.random.PRNGKey); got {aval.str_short()}"
         )
     if aval.ndim != 1:
         raise ValueError(
@@ -127,12 +137,11 @@ def _stack_words(w1, w2):
     return lax.concatenate([lax.reshape(w, shape + (1,)) for w in (w1, w2)], len(shape))
 
 
-def key(seed) -> Array:
-    """A PRNG key from an integer seed: the raw key data, a ``uint32[2]`` array.
+def key(seed, *, impl=None) -> Array:
+    """A typed PRNG key (shape ``()``, dtype ``key<fry>``) from an integer seed, as
+    ``jax.random.key``; its data (``fx.random.key_data``) is :func:`PRNGKey`'s.
 
-    jax's ``jax.random.key`` returns a typed key array; fx represents keys by their raw data,
-    so ``fx.random.key(s)`` equals ``jax.random.key_data(jax.random.key(s))`` and
-    ``jax.random.PRNGKey(s)``. The seed is read as a 64-bit integer ``(hi, lo)`` word pair:
+    The seed is read as a 64-bit integer ``(hi, lo)`` word pair:
     Python ints as int64 (as jax does with ``jax_enable_x64``; ints outside the int64 range are
     an error), 32-bit integer arrays zero-extended (a negative int32 keeps its 32 bits in
     ``lo``), int64 arrays split into their two words. ``seed`` may be traced.
@@ -140,30 +149,38 @@ def key(seed) -> Array:
     Example::
 
         >>> fx.random.key(42)
-        Array([ 0, 42], dtype=uint32)
+        Array((), dtype=key<fry>) overlaying:
+        [ 0 42]
     """
+    return random_wrap(_seed_data(seed, "key"), resolve_impl("key", impl))
+
+
+def _seed_data(seed, name: str):
+    """The raw key data of ``seed`` (see :func:`key`)."""
     if isinstance(seed, (bool, int)) and not isinstance(seed, np.generic):
         seed = int(seed)
         if not -(2**63) <= seed < 2**63:
             raise OverflowError(
-                f"fx.random.key: seed {seed} is out of range for int64; use a seed in "
+                f"fx.random.{name}: seed {seed} is out of range for int64; use a seed in "
                 "[-2**63, 2**63)"
             )
         bits = seed & (2**64 - 1)
         return Array(np.array([bits >> 32, bits & 0xFFFFFFFF], dtype=dtypes.uint32))
     if isinstance(seed, float):
-        raise TypeError(f"fx.random.key: the seed must be an integer, got the float {seed!r}")
-    seed = _as_value(seed, "key", "the seed")
+        raise TypeError(f"fx.random.{name}: the seed must be an integer, got the float "
+                        f"{seed!r}")
+    seed = _as_value(seed, name, "the seed")
     aval = get_aval(seed)
     if aval.shape:
         raise TypeError(
-            f"fx.random.key accepts a scalar seed, but was given an array of shape "
+            f"fx.random.{name} accepts a scalar seed, but was given an array of shape "
             f"{aval.shape} != (). Use fx.vmap for batching."
         )
     if aval.dtype == dtypes.bool_:
         seed = lax.convert_element_type(seed, dtypes.uint32)
     elif not dtypes.is_int(aval.dtype):
-        raise TypeError(f"fx.random.key: the seed must be an integer, got {aval.str_short()}")
+        raise TypeError(f"fx.random.{name}: the seed must be an integer, got "
+                        f"{aval.str_short()}")
     lo = lax.convert_element_type(seed, dtypes.uint32)
     if aval.dtype == dtypes.int64:
         hi = lax.convert_element_type(lax.shift_right_logical(seed, 32), dtypes.uint32)
@@ -172,9 +189,17 @@ def key(seed) -> Array:
     return _stack_words(hi, lo)
 
 
-def PRNGKey(seed) -> Array:  # noqa: N802  (jax's name)
-    """The same as :func:`key`: fx keys are always raw ``uint32[2]`` arrays."""
-    return key(seed)
+def PRNGKey(seed, *, impl=None) -> Array:  # noqa: N802  (jax's name)
+    """A raw PRNG key from an integer seed: a ``uint32[2]`` array, as ``jax.random.PRNGKey``
+    (the data of :func:`key`).
+
+    Example::
+
+        >>> fx.random.PRNGKey(42)
+        Array([ 0, 42], dtype=uint32)
+    """
+    resolve_impl("PRNGKey", impl)
+    return _seed_data(seed, "PRNGKey")
 
 
 def canonical_shape(name: str, shape) -> tuple[int, ...]:
@@ -206,16 +231,22 @@ def _counters(name: str, shape: tuple[int, ...]):
 
 
 def split(key, num: int | Sequence[int] = 2) -> Array:
-    """Split a key into ``num`` new keys (a ``uint32[num, 2]`` array); ``num`` may be a shape.
+    """Split a key into ``num`` new keys; ``num`` may be a shape. A typed key gives typed keys
+    of shape ``num``, raw data gives raw data (``uint32[num, 2]``).
 
     Example::
 
         >>> k1, k2 = fx.random.split(fx.random.key(0))
     """
-    key = check_key("split", key)
+    data = check_key("split", key)
     shape = canonical_shape("split", num)
-    k1, k2 = key_words(key)
-    return _stack_words(*threefry2x32(k1, k2, *_counters("split", shape)))
+    k1, k2 = key_words(data)
+    return _like(key, _stack_words(*threefry2x32(k1, k2, *_counters("split", shape))))
+
+
+def _like(key, data):
+    """``data`` typed as ``key`` is: typed keys when ``key`` is one, else raw."""
+    return random_wrap(data, get_aval(key).dtype._impl) if is_typed_key(key) else data
 
 
 def split_pair(key) -> tuple:
@@ -230,7 +261,7 @@ def fold_in(key, data) -> Array:
     ``data`` is a Python int in ``[0, 2**32)`` or a scalar array (converted to uint32 with
     wrap-around, so a negative int32 -1 folds in as 2**32 - 1, as in jax).
     """
-    key = check_key("fold_in", key)
+    typed_key, key = key, check_key("fold_in", key)
     if isinstance(data, (bool, int)) and not isinstance(data, np.generic):
         if not 0 <= int(data) < 2**32:
             raise OverflowError(
@@ -247,7 +278,7 @@ def fold_in(key, data) -> Array:
             )
         data = lax.convert_element_type(data, dtypes.uint32)
     k1, k2 = key_words(key)
-    return _stack_words(*threefry2x32(k1, k2, _u32(0), data))
+    return _like(typed_key, _stack_words(*threefry2x32(k1, k2, _u32(0), data)))
 
 
 # --- random bits --------------------------------------------------------------------------------

@@ -251,8 +251,10 @@ def test_custom_jvp_errors():
     f.defjvp(lambda p, t: f(p[0]))
     with pytest.raises(TypeError, match=r"must return a pair \(primal_out, tangent_out\)"):
         fx.jvp(f, (X,), (Y,))
+    # A rule whose primal output is another structure than f's: as in jax, f itself is not
+    # traced under differentiation, so the tuple reaches the caller's sum, which refuses it.
     f.defjvp(lambda p, t: ((f(p[0]),), (t[0],)))
-    with pytest.raises(TypeError, match="structure"):
+    with pytest.raises(TypeError, match="sum requires ndarray or scalar arguments, got tuple"):
         fx.grad(lambda x: fnp.sum(f(x)))(X)
 
 
@@ -360,17 +362,18 @@ def _bad_vjp(bwd):
 
 
 @pytest.mark.parametrize(
-    "bwd, match",
+    "bwd, match",  # jax's types: TypeError for the structure, ValueError for a shape
     [
         (lambda r, g: (g,), r"bwd of f must return a tuple with one cotangent per differentiable "
                             r"argument \(2\), got tuple of length 1"),
         (lambda r, g: g, r"one cotangent per differentiable argument \(2\), got Array"),
-        (lambda r, g: (g, np.ones(3)), r"cotangent 1 has shape \(3,\), expected \(\)"),
+        pytest.param(lambda r, g: (g, np.ones(3)), r"cotangent 1 has shape \(3,\), expected \(\)",
+                     id="shape"),
         (lambda r, g: (g, {"a": g}), r"structure .* must match the arguments' structure"),
     ],
 )
 def test_custom_vjp_bwd_returning_the_wrong_structure(bwd, match):
-    with pytest.raises(TypeError, match=match):
+    with pytest.raises(ValueError if "has shape" in match else TypeError, match=match):
         fx.grad(_bad_vjp(bwd))(np.float64(1.0), np.float64(2.0))
 
 
@@ -391,11 +394,14 @@ def test_custom_vjp_fwd_errors():
     f.defvjp(lambda x: f(x), lambda r, g: (g,))
     with pytest.raises(TypeError, match=r"fwd of f must return \(output, residuals\)"):
         fx.grad(loss)(X)
+    # Another output structure from fwd than f's reaches the caller's sum, as in jax.
     f.defvjp(lambda x: ((f(x),), None), lambda r, g: (g,))
-    with pytest.raises(TypeError, match="fwd of f returned output structure"):
+    with pytest.raises(TypeError, match="sum requires ndarray or scalar arguments, got tuple"):
         fx.grad(loss)(X)
+    # fwd's output of another shape than f's: not traced, as in jax, so the mismatch shows at
+    # bwd, whose cotangent has the wrong shape (jax: ValueError there too).
     f.defvjp(lambda x: (fnp.sum(f(x)), None), lambda r, g: (g,))
-    with pytest.raises(TypeError, match=r"should be f64\[3\].*got f64\[\]"):
+    with pytest.raises(ValueError, match=r"bwd of f: cotangent 0 has shape \(\), expected \(3,\)"):
         fx.grad(loss)(X)
 
     @fx.custom_vjp

@@ -38,11 +38,6 @@ def _pending(path: str, why: str = ""):
         f"uncommitted changes{': ' + why if why else ''}")
 
 
-# fx.numpy's to_array refusing lists (as jax's ensure_arraylike) is another engineer's change
-# to fx/numpy/_promote.py; until it is committed these rows may fail on a clean checkout.
-_LISTS = _pending("fx/numpy/_promote.py", "to_array refusing lists")
-
-
 @dataclass(frozen=True)
 class Row:
     name: str
@@ -100,14 +95,14 @@ ROWS = [
     Row("cross", lambda m: m.np.cross(f32(4), f32(4))),
     Row("solve", lambda m: m.np.linalg.solve(f32(2, 3), f32(2))),
     # --- array arguments given as Python lists (jax: TypeError, ensure_arraylike) ------------
-    Row("sum_list", lambda m: m.np.sum([1, 2]), marks=(_LISTS,)),
-    Row("mean_list", lambda m: m.np.mean([1.0, 2.0]), marks=(_LISTS,)),
-    Row("dot_list", lambda m: m.np.dot([1.0, 2.0], [3.0, 4.0]), marks=(_LISTS,)),
-    Row("matmul_list", lambda m: m.np.matmul([[1.0]], [[2.0]]), marks=(_LISTS,)),
-    Row("tensordot_list", lambda m: m.np.tensordot([1.0], [2.0], 1), marks=(_LISTS,)),
-    Row("exp_list", lambda m: m.np.exp([1.0]), marks=(_LISTS,)),
-    Row("add_list", lambda m: m.np.add([1.0], [2.0]), marks=(_LISTS,)),
-    Row("var_tuple", lambda m: m.np.var((1.0, 2.0)), marks=(_LISTS,)),
+    Row("sum_list", lambda m: m.np.sum([1, 2])),
+    Row("mean_list", lambda m: m.np.mean([1.0, 2.0])),
+    Row("dot_list", lambda m: m.np.dot([1.0, 2.0], [3.0, 4.0])),
+    Row("matmul_list", lambda m: m.np.matmul([[1.0]], [[2.0]])),
+    Row("tensordot_list", lambda m: m.np.tensordot([1.0], [2.0], 1)),
+    Row("exp_list", lambda m: m.np.exp([1.0])),
+    Row("add_list", lambda m: m.np.add([1.0], [2.0])),
+    Row("var_tuple", lambda m: m.np.var((1.0, 2.0))),
     # --- fx.lax ---------------------------------------------------------------------------------
     Row("dot_general_contract", lambda m: m.lax.dot_general(f32(2, 3), f32(4, 5), DN),
         r"dot_general: contracting dimensions"),

@@ -361,16 +361,20 @@ def test_key_round_trip_with_jax_typed_keys():
 
 
 def test_key_helpers():
-    k = fx.random.key(3)
-    assert fx.random.key_impl(k) == str(jax.random.key_impl(jax.random.key(3))) == "threefry2x32"
-    assert_bitwise(fx.random.clone(k), jax.random.key_data(jax.random.clone(jax.random.key(3))))
-    assert not fnp.issubdtype(k.dtype, fx.dtypes.prng_key)
+    k, jk = fx.random.key(3), jax.random.key(3)
+    data = fx.random.key_data
+    assert fx.random.key_impl(k) == str(jax.random.key_impl(jk)) == "threefry2x32"
+    assert_bitwise(data(fx.random.clone(k)), jax.random.key_data(jax.random.clone(jk)))
+    assert fnp.issubdtype(k.dtype, fx.dtypes.prng_key)
+    assert jnp.issubdtype(jk.dtype, jax.dtypes.prng_key)
+    assert not fnp.issubdtype(fx.random.PRNGKey(3).dtype, fx.dtypes.prng_key)
     assert not jnp.issubdtype(jax.random.PRNGKey(3).dtype, jax.dtypes.prng_key)
-    assert fx.random.split(k, (2, 3)).shape == (2, 3, 2)
-    assert_bitwise(fx.random.split(k, (2, 3)),
-                   jax.random.key_data(jax.random.split(jax.random.key(3), (2, 3))))
-    assert_bitwise(fx.jit(fx.random.key_data)(k), k)
-    assert_bitwise(fx.vmap(fx.random.clone)(fx.random.split(k, 4)), fx.random.split(k, 4))
+    assert fx.random.split(k, (2, 3)).shape == jax.random.split(jk, (2, 3)).shape == (2, 3)
+    assert_bitwise(data(fx.random.split(k, (2, 3))),
+                   jax.random.key_data(jax.random.split(jk, (2, 3))))
+    assert_bitwise(fx.jit(data)(k), data(k))
+    assert_bitwise(data(fx.vmap(fx.random.clone)(fx.random.split(k, 4))),
+                   data(fx.random.split(k, 4)))
 
 
 @pytest.mark.parametrize("call, match", [

@@ -23,6 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import fx
+import fx.numpy as fnp
 import fx.random as fr
 from fx import lax
 from fx.interpreters.eval import eval_jaxpr
@@ -36,8 +37,9 @@ SHAPES = [(), (0,), (7,), (3, 5)]
 
 
 def assert_bits_equal(got, want, what=""):
-    """Same shape, dtype and bit pattern (so NaNs and signed zeros count)."""
-    got, want = np.asarray(got), np.asarray(want)
+    """Same shape, dtype and bit pattern (so NaNs and signed zeros count); a typed key array
+    (which, as jax's, refuses np.asarray) by its key_data."""
+    got, want = _data(got), _data(want)
     assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
     assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
     as_uint = np.dtype(f"u{got.dtype.itemsize}")
@@ -62,7 +64,14 @@ def test_float16_fma_follows_this_cpus_xla():
 
 
 def keys(seed):
-    return fr.key(seed), jr.PRNGKey(seed)
+    return fr.PRNGKey(seed), jr.PRNGKey(seed)
+
+
+def _data(x):
+    """An array's values as NumPy; a typed key array's (fx's or jax's) raw uint32 data."""
+    if isinstance(x, jax.Array):
+        return np.asarray(jr.key_data(x) if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x)
+    return np.asarray(fr.key_data(x) if fnp.issubdtype(x.dtype, fx.dtypes.prng_key) else x)
 
 
 def test_jax_oracle_uses_the_defaults_fx_matches():
@@ -416,16 +425,19 @@ VMAPPED = [
 
 
 @pytest.mark.parametrize("name, f, g, tol", VMAPPED, ids=[v[0] for v in VMAPPED])
-def test_vmap_over_keys(name, f, g, tol):
-    fks, jks = fr.split(fr.key(0), 4), jr.split(jr.PRNGKey(0), 4)
+@pytest.mark.parametrize("typed", [False, True], ids=["raw", "typed"])
+def test_vmap_over_keys(name, f, g, tol, typed):
+    fkey, jkey = (fr.key, jr.key) if typed else (fr.PRNGKey, jr.PRNGKey)
+    fks, jks = fr.split(fkey(0), 4), jr.split(jkey(0), 4)
     got, want = fx.vmap(f)(fks), jax.vmap(g)(jks)
+    assert str(got.dtype).startswith("key") == str(want.dtype).startswith("key")
     if tol:
-        assert_allclose(got, want, rtol=tol, atol=tol)
+        assert_allclose(_data(got), _data(want), rtol=tol, atol=tol)
     else:
-        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(_data(got), _data(want))
     # Also equal to a loop over the keys.
     for i in range(4):
-        np.testing.assert_array_equal(np.asarray(got)[i], f(np.asarray(fks)[i]))
+        np.testing.assert_array_equal(_data(got)[i], _data(f(fks[i])))
 
 
 @pytest.mark.parametrize("shape", [(), (3,)])

@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 
 from fx import dtypes, tree_util
 from fx.config import config
-from fx.core import EVAL_TRACE, Primitive, get_aval, set_current_trace
-from fx.interpreters import batching, jvp, partial_eval, transpose
+from fx.core import EVAL_TRACE, Primitive, get_aval, physical_rules, set_current_trace
+from fx.interpreters import batching, jvp, partial_eval, physical, transpose
 from fx.interpreters.batching import moveaxis
 from fx.interpreters.call import transpose_jaxpr
 from fx.interpreters.jvp import Zero, instantiate
@@ -33,6 +33,7 @@ from fx.lax.elementwise import clamp, convert_element_type, ne, select_n
 from fx.tracing import flatten_fun
 
 cond_p = Primitive("cond", multiple_results=True)  # operands: index, *ops; params: branches
+physical_rules[cond_p] = physical.subjaxpr_rule(cond_p)  # typed PRNG keys: run on their data
 
 
 @cond_p.def_abstract_eval

@@ -21,8 +21,15 @@ from collections.abc import Callable
 
 from fx import dtypes, tree_util
 from fx.config import config
-from fx.core import EVAL_TRACE, ConcretizationTypeError, Primitive, get_aval, set_current_trace
-from fx.interpreters import batching, jvp, partial_eval, transpose
+from fx.core import (
+    EVAL_TRACE,
+    ConcretizationTypeError,
+    Primitive,
+    get_aval,
+    physical_rules,
+    set_current_trace,
+)
+from fx.interpreters import batching, jvp, partial_eval, physical, transpose
 from fx.interpreters.batching import matchaxis
 from fx.interpreters.jvp import Zero, instantiate
 from fx.lax.base import broadcast_in_dim, shape_error
@@ -35,6 +42,7 @@ from fx.tracing import user_source_info
 while_p = Primitive("while", multiple_results=True)
 # operands: *cond_consts, *body_consts, *carry; params: cond_jaxpr, body_jaxpr, cond_nconsts,
 # body_nconsts
+physical_rules[while_p] = physical.subjaxpr_rule(while_p)  # typed PRNG keys: run on their data
 
 
 def _split(xs, cond_nconsts: int, body_nconsts: int):

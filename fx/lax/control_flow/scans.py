@@ -25,8 +25,15 @@ import numpy as np
 from fx import tree_util
 from fx.array import Array
 from fx.config import config
-from fx.core import EVAL_TRACE, Primitive, get_aval, is_array_like, set_current_trace
-from fx.interpreters import batching, jvp, partial_eval, transpose
+from fx.core import (
+    EVAL_TRACE,
+    Primitive,
+    get_aval,
+    is_array_like,
+    physical_rules,
+    set_current_trace,
+)
+from fx.interpreters import batching, jvp, partial_eval, physical, transpose
 from fx.interpreters.batching import matchaxis, moveaxis
 from fx.interpreters.jvp import Zero, instantiate
 from fx.interpreters.transpose import UndefinedPrimal, backward_pass, is_undefined
@@ -38,6 +45,7 @@ from fx.lax.structural import concatenate, expand_dims, slice_in_dim, squeeze
 
 scan_p = Primitive("scan", multiple_results=True)
 # operands: *consts, *init, *xs; params: jaxpr, num_consts, num_carry, length, reverse, unroll
+physical_rules[scan_p] = physical.subjaxpr_rule(scan_p)  # typed PRNG keys: run on their data
 
 
 def _split(xs, num_consts: int, num_carry: int):

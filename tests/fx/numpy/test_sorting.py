@@ -296,7 +296,12 @@ def test_errors():
 
 
 def test_sort_of_python_data():
-    # Python lists go through fx.numpy's conversion (the mode's default float).
-    got = fnp.sort([3.0, 1.0, 2.0])
+    # A list is not an array argument: jax's sort raises TypeError (ensure_arraylike), so does
+    # fx's; asarray first.
+    with pytest.raises(TypeError):
+        jnp.sort([3.0, 1.0, 2.0])
+    with pytest.raises(TypeError, match="sort"):
+        fnp.sort([3.0, 1.0, 2.0])
+    got = fnp.sort(fnp.asarray([3.0, 1.0, 2.0]))
     assert got.dtype == jnp.sort(jnp.asarray([3.0, 1.0, 2.0])).dtype
     np.testing.assert_array_equal(np.asarray(got), [1.0, 2.0, 3.0])
