@@ -34,6 +34,7 @@ from fx import debug
 from fx.debug import debug_infs, debug_nans, disable_jit
 from fx.devices import Device, default_backend, devices
 from fx.jit_function import clear_caches, jit
+from fx import stages
 from fx.callback import pure_callback
 from fx import dlpack
 from fx import errors

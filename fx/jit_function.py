@@ -22,17 +22,24 @@ import numpy as np
 
 from fx import dtypes, tree_util
 from fx.array import Array
-from fx.avals import ShapedArray
 from fx.config import config
 from fx.core import EVAL_TRACE, Tracer, current_trace
 from fx.debug import check_nans
-from fx.devices import default_backend, to_host
+from fx.devices import default_backend
 from fx.interpreters.call import eval_call_impl, jit_p
 from fx.interpreters.physical import physicalize
 from fx.jaxpr import ClosedJaxpr, Jaxpr
 from fx.lowering import backends
 from fx.lowering.pipeline import Program
 from fx.lowering.pipeline import lower as lower_program
+from fx.stages import (  # noqa: F401  (Compiled: re-exported)
+    Compiled,
+    Lowered,
+    Traced,
+    _const_buf,
+    _out_array,
+    _Signature,
+)
 from fx.tracing import abstractify, argument_names, flatten_fun, trace_to_jaxpr
 
 
@@ -272,15 +279,37 @@ class JitFunction:
         return tuple(flags)
 
     # -- ahead-of-time ----------------------------------------------------------------------------
-    def lower(self, *args, **kwargs) -> Lowered:
-        """Trace and lower for these arguments (as ``jax.jit(f).lower``)."""
+    def trace(self, *args, **kwargs) -> Traced:
+        """Trace for these arguments, without lowering or compiling (as
+        ``jax.jit(f).trace``): the :class:`fx.stages.Traced` has the jaxpr, the arguments'
+        and outputs' types, and ``.lower()``.
+
+        Example::
+
+            >>> traced = fx.jit(lambda x: x * 2.0).trace(fnp.ones(3))
+            >>> traced.out_info
+            ShapeDtypeStruct(shape=(3,), dtype=float32)
+        """
         key, leaves, statics, dyn_args, dyn_kwargs = self._signature(args, kwargs)
         entry = self._entry(key, args, kwargs, statics, dyn_args, dyn_kwargs)
-        program = lower_program(physicalize(entry.jaxpr), key[3], _fun_name(self._fun),
-                                donated=self._donated_leaves(args, statics, entry),
-                                const_values=tuple(entry.consts),
-                                have_compiler=backends.get(key[3]).compiler_available())
-        return Lowered(program, entry)
+        name, backend = _fun_name(self._fun), key[3]
+        donated = self._donated_leaves(args, statics, entry)
+
+        def lower() -> Program:
+            return lower_program(physicalize(entry.jaxpr), backend, name, donated=donated,
+                                 const_values=tuple(entry.consts),
+                                 have_compiler=backends.get(backend).compiler_available())
+
+        n_consts = len(entry.consts)
+        sig = _Signature(
+            name, entry.jaxpr, tuple(entry.consts), key[0], key[1],
+            tuple(argument_names(self._fun, args, kwargs, statics, self._static_argnames)),
+            donated[n_consts:] or (False,) * len(leaves), entry.out_tree, entry.out_weak)
+        return Traced(sig, lower)
+
+    def lower(self, *args, **kwargs) -> Lowered:
+        """Trace and lower for these arguments (as ``jax.jit(f).lower``)."""
+        return self.trace(*args, **kwargs).lower()
 
     def eval_shape(self, *args, **kwargs):
         """The output shapes and dtypes for these arguments, as ``fx.ShapeDtypeStruct``
@@ -416,17 +445,6 @@ _KEPT_DTYPES = {x64: frozenset(d for d in dtypes.SUPPORTED if x64 or d not in dt
                 for x64 in (False, True)}
 
 
-def _const_buf(c) -> np.ndarray:
-    # A typed key constant goes to the executable as its stored data.
-    return np.asarray(c) if isinstance(c.aval.dtype, np.dtype) else to_host(c._buf)
-
-
-def _out_array(buf, weak: bool, aval: ShapedArray) -> Array:
-    if isinstance(aval.dtype, np.dtype):
-        return Array._wrap(buf, ShapedArray(buf.shape, buf.dtype, weak))
-    return Array._wrap(buf, aval)  # an extended dtype (typed keys) over its stored data
-
-
 def _unowned(x, donated: bool) -> np.ndarray:
     """A non-fx argument as an array the executable reads. Only an fx Array's buffer can be
     donated: a NumPy array the caller still holds is handed over as a view, which the
@@ -473,59 +491,6 @@ def _explain(old, new) -> str:
     if os_ != ns:
         return f"static arguments changed {os_} → {ns}"
     return "the signature changed"
-
-
-class Lowered:
-    """A traced and lowered program (``jit(f).lower(*args)``)."""
-
-    def __init__(self, program: Program, entry: _Entry):
-        self._program = program
-        self._entry = entry
-
-    def as_text(self, stage: str | None = None) -> str:
-        """The optimized IR with fusion groups, chosen kernels and buffer placement; or one
-        stage alone: ``"jaxpr"``, ``"groups"``, ``"selection"``, ``"plan"``, ``"source"``."""
-        return self._program.as_text(stage)
-
-    def compile(self) -> Compiled:
-        return Compiled(self._program, self._program.compile(), self._entry)
-
-    @property
-    def program(self) -> Program:
-        return self._program
-
-
-class Compiled:
-    """A compiled program (``jit(f).lower(*args).compile()``)."""
-
-    def __init__(self, program: Program, executable, entry: _Entry):
-        self._program = program
-        self._exe = executable
-        self._entry = entry
-
-    def __call__(self, *args, **kwargs):
-        leaves = tree_util.tree_leaves((args, kwargs))
-        bufs = [np.asarray(c) for c in self._entry.consts] + [np.asarray(x) for x in leaves]
-        outs = [Array(b, w) for b, w in zip(self._exe(bufs), self._entry.out_weak)]
-        return tree_util.tree_unflatten(self._entry.out_tree, outs)
-
-    def memory_analysis(self) -> dict:
-        plan = self._program.plan
-        return {
-            "arena_bytes": plan.arena_bytes,
-            "lower_bound_bytes": plan.lower_bound,
-            "naive_bytes": plan.naive_bytes,
-            "inplace_reuses": len(plan.inplace),
-        }
-
-    def cost_analysis(self) -> dict:
-        return self._program.cost_analysis()
-
-    def kernel_sources(self) -> str:
-        return self._program.source
-
-    def as_text(self, stage: str | None = None) -> str:
-        return self._program.as_text(stage)
 
 
 def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (),

@@ -472,7 +472,6 @@ MISSING_FROM_FX = {
     "threefry_partitionable": "no sharding", "thread_guard": "jax config",
     # jax internals and tooling
     "ad": "jax internals", "api_util": "jax internals", "lib": "jax internals (jaxlib)",
-    "stages": "jax internals (fx.jit's Lowered/Compiled)",
     "typing": "jax's type aliases", "ops": "segment ops: not planned yet",
     "ds": "dynamic shapes (jax experimental)", "effects_barrier": "no asynchronous effects",
     "monitoring": "jax's event hooks", "profiler": "jax's profiler",
