@@ -16,6 +16,7 @@ from fx import random
 from fx import flatten_util, tree
 from fx.array import Array, device_put
 from fx.autodiff import (
+    fwd_and_bwd,
     grad,
     hessian,
     jacfwd,

@@ -1,4 +1,4 @@
-"""The public differentiation API: ``jvp``, ``linearize``, ``vjp``, ``grad``,
+"""The public differentiation API: ``jvp``, ``linearize``, ``vjp``, ``fwd_and_bwd``, ``grad``,
 ``value_and_grad``, ``jacfwd``, ``jacrev``, ``hessian``.
 
 All accept and return pytrees. Reverse mode is linearize + transpose: the forward pass runs
@@ -225,6 +225,54 @@ class _Pullback:
         return tree_util.tree_unflatten(self.p_tree, flat_cts)
 
 
+
+def fwd_and_bwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                jitted: bool = True) -> tuple[Callable, Callable]:
+    """The forward and backward passes of ``fun`` as two functions (as ``jax.fwd_and_bwd``).
+
+    ``fwd(*args)`` is ``fx.vjp`` of ``fun`` in the arguments ``argnums``: it returns
+    ``(fun(*args), residuals)``, or ``(fun(*args), residuals, aux)`` with ``has_aux``.
+    ``bwd(residuals, ct)`` returns the cotangents of those arguments given a cotangent
+    ``ct`` shaped like the output: one value for an int ``argnums``, a tuple for a sequence.
+    With ``jitted`` (the default) both are ``fx.jit`` functions, so a training loop compiles
+    each once; the residuals are a pytree that goes from one to the other.
+
+    Example::
+
+        >>> fwd, bwd = fx.fwd_and_bwd(lambda x, w: fnp.sin(x) * w, argnums=(0, 1))
+        >>> y, res = fwd(fnp.zeros(2), fnp.array([3.0, 3.0]))
+        >>> bwd(res, fnp.ones(2))
+        (Array([3., 3.], dtype=float32), Array([0., 0.], dtype=float32))
+    """
+    if not callable(fun):
+        raise TypeError(f"fwd_and_bwd: expected a callable, got {type(fun).__name__}")
+    if not isinstance(argnums, int) and not all(isinstance(a, int) for a in argnums):
+        raise TypeError(f"fwd_and_bwd: argnums must be an int or a sequence of ints, got "
+                        f"{argnums!r}")
+
+    def fwd(*args):
+        nums = _argnums_tuple(argnums, len(args), "fwd_and_bwd")
+
+        def partial_f(*diff):
+            full = list(args)
+            for i, d in zip(nums, diff):
+                full[i] = d
+            return fun(*full)
+
+        partial_f.__name__ = _fun_name(fun)
+        return vjp(partial_f, *[args[i] for i in nums], has_aux=has_aux)
+
+    def bwd(residuals, ct):
+        g = residuals(ct)
+        return g[0] if isinstance(argnums, int) else g
+
+    fwd.__name__, bwd.__name__ = f"fwd({_fun_name(fun)})", f"bwd({_fun_name(fun)})"
+    if jitted:
+        # jit's compiler needs fx.scipy.special, which differentiates with this module
+        from fx.jit_function import jit
+
+        return jit(fwd), jit(bwd)
+    return fwd, bwd
 
 
 def _argnums_tuple(argnums, nargs: int, what: str) -> tuple[int, ...]:

@@ -1,5 +1,5 @@
-"""jit's ahead-of-time stages (``trace`` → ``Traced`` → ``Lowered`` → ``Compiled``), against
-jax's (``jax.stages``) in x64 mode."""
+"""jit's ahead-of-time stages (``trace`` → ``Traced`` → ``Lowered`` → ``Compiled``) and
+``fx.fwd_and_bwd``, against jax's (``jax.stages``, ``jax.fwd_and_bwd``) in x64 mode."""
 
 from __future__ import annotations
 
@@ -259,6 +259,85 @@ def test_memory_analysis_keys_are_fx_plan_entries():
         mem["temp_size_in_bytes"]
 
 
+# --- fwd_and_bwd ---------------------------------------------------------------------------
+
+
+def _loss(m):
+    def f(x, w, b):
+        return m.tanh(x @ w["k"] + b) * w["s"]
+    return f
+
+
+def _loss_aux(m):
+    def f(x, w, b):
+        y = m.tanh(x @ w["k"] + b) * w["s"]
+        return y, {"norm": m.sum(y * y), "count": m.int32(3)}
+    return f
+
+
+FWD_BWD = [
+    ("argnums=0", _loss, 0, False),
+    ("argnums=1 pytree", _loss, 1, False),
+    ("argnums=(0,2)", _loss, (0, 2), False),
+    ("argnums=(2,0,1) aux", _loss_aux, (2, 0, 1), True),
+    ("argnums=-1 aux", _loss_aux, -1, True),
+]
+
+
+def _fwd_bwd_args():
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((4, 3))
+    w = {"k": rng.standard_normal((3, 2)), "s": rng.standard_normal(2)}
+    b = rng.standard_normal(2)
+    ct = rng.standard_normal((4, 2))
+    return (x, w, b), ct
+
+
+@pytest.mark.parametrize("jitted", [True, False], ids=["jitted", "eager"])
+@pytest.mark.parametrize("name,make,argnums,has_aux", FWD_BWD, ids=[r[0] for r in FWD_BWD])
+def test_fwd_and_bwd_match_jax(name, make, argnums, has_aux, jitted):
+    args, ct = _fwd_bwd_args()
+    fwd, bwd = fx.fwd_and_bwd(make(fnp), argnums=argnums, has_aux=has_aux, jitted=jitted)
+    jfwd, jbwd = jax.fwd_and_bwd(make(jnp), argnums=argnums, has_aux=has_aux, jitted=jitted)
+    got, want = fwd(*args), jfwd(*args)
+    assert len(got) == len(want) == (3 if has_aux else 2)
+    np.testing.assert_allclose(np.asarray(got[0]), np.asarray(want[0]), rtol=1e-12)
+    if has_aux:
+        assert fx.tree_util.tree_structure(got[2]) == \
+            fx.tree_util.tree_structure({"norm": 0, "count": 0})
+        for key in ("norm", "count"):
+            np.testing.assert_allclose(np.asarray(got[2][key]), np.asarray(want[2][key]),
+                                       rtol=1e-12)
+    g, w = bwd(got[1], ct), jbwd(want[1], ct)
+    g_paths, w_paths = _paths(g, fx.tree_util), _paths(w, jax.tree_util)
+    assert [p for p, _ in g_paths] == [p for p, _ in w_paths]
+    for (p, gl), (_, wl) in zip(g_paths, w_paths):
+        assert gl.shape == wl.shape and gl.dtype == wl.dtype, p
+        np.testing.assert_allclose(np.asarray(gl), np.asarray(wl), rtol=1e-12, atol=1e-15,
+                                   err_msg=p)
+
+
+def test_fwd_and_bwd_compile_once_across_iterations():
+    fwd, bwd = fx.fwd_and_bwd(lambda x, w: x @ w, argnums=(0, 1))
+    jfwd, jbwd = jax.fwd_and_bwd(lambda x, w: x @ w, argnums=(0, 1))
+    x, w, ct = _rng_floats((4, 4)), _rng_floats((4, 4), 1), _rng_floats((4, 4), 2)
+    for _ in range(3):
+        (y, res), (jy, jres) = fwd(x, w), jfwd(x, w)
+        (gx, gw), (jgx, jgw) = bwd(res, ct), jbwd(jres, ct)
+        for g, j in ((y, jy), (gx, jgx), (gw, jgw)):  # exact: small integers
+            np.testing.assert_array_equal(_bits(g), _bits(j))
+        x = x - np.asarray(gx)
+    assert fwd.cache_size() == bwd.cache_size() == 1
+
+
+def test_fwd_and_bwd_bad_argnums():
+    with pytest.raises(TypeError, match="fwd_and_bwd: argnums"):
+        fx.fwd_and_bwd(lambda x: x, argnums=(0.5,))
+    fwd, _ = fx.fwd_and_bwd(lambda x: x, argnums=1)
+    with pytest.raises(ValueError, match="fwd_and_bwd: argnums 1 is out of range"):
+        fwd(np.ones(2))
+
+
 # --- docstrings ----------------------------------------------------------------------------
 
 
@@ -269,8 +348,8 @@ def test_docstring_examples_run():
                                  optionflags=doctest.NORMALIZE_WHITESPACE)
         finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(
             optionflags=doctest.NORMALIZE_WHITESPACE)
-        for obj in (fx.jit_function.JitFunction.trace,):
+        for obj in (fx.fwd_and_bwd, fx.jit_function.JitFunction.trace):
             for test in finder.find(obj, globs=dict(globs)):
                 runner.run(test)
     assert result.failed == 0 and result.attempted >= 8
-    assert runner.failures == 0 and runner.tries >= 2
+    assert runner.failures == 0 and runner.tries >= 4

@@ -477,7 +477,7 @@ MISSING_FROM_FX = {
     "monitoring": "jax's event hooks", "profiler": "jax's profiler",
     "experimental": "jax's experimental modules", "print_environment_info": "jax tooling",
     "make_user_context": "jax internals", "softmax_custom_jvp": "jax config (fx.nn.softmax)",
-    "fwd_and_bwd": "jax experimental", "version": "fx.__version__",
+    "version": "fx.__version__",
     # deprecated in jax
     "host_count": "deprecated in jax (process_count)", "host_id": "deprecated (process_index)",
     "host_ids": "deprecated in jax",
