@@ -189,18 +189,45 @@ def _permute(a, perm, name: str):
 # --- cumulative ---------------------------------------------------------------------------------
 
 
+def _promote_integer(dt: np.dtype) -> np.dtype:
+    # jax's rule: bools and integers narrower than the default (u)int count in the default
+    # (u)int (NumPy would count in 64 bits).
+    if dt == dtypes.bool_:
+        return dtypes.default_int_dtype()
+    for kind, default in ((dtypes.is_unsigned_int, dtypes.default_uint_dtype()),
+                          (dtypes.is_signed_int, dtypes.default_int_dtype())):
+        if kind(dt) and dt.itemsize < default.itemsize:
+            return default
+    return dt
+
+
+def _accumulate(lax_fn, a, axis: int, dtype, name: str, promote_integers: bool):
+    """``lax_fn`` (cumsum/cumprod) along ``axis`` in jax's dtypes: ``dtype`` if given (a bool
+    ``dtype`` counts ``a != 0`` in the default int, then casts back), else ``a``'s with bools
+    (and, when ``promote_integers``, narrow integers) widened by :func:`_promote_integer`."""
+    dt = get_aval(a).dtype
+    if dtype is None:
+        result = _promote_integer(dt) if promote_integers or dt == dtypes.bool_ else dt
+        compute = result
+    else:
+        result = dtypes.requested(dtype, f"fx.numpy.{name}")
+        compute = result
+        if result == dtypes.bool_:
+            # Counting the original values could cancel ([-1, 1] sums to 0): count nonzeros.
+            if dt != dtypes.bool_:
+                a = lax.ne(a, lax.full((), 0, dt))
+            compute = _promote_integer(result)
+    out = lax_fn(lax.convert_element_type(a, compute), axis)
+    return lax.convert_element_type(out, result)
+
+
 def _cumulative(lax_fn, name: str):
     def f(a, axis: int | None = None, dtype=None, out=None):
         if out is not None:
             raise NotImplementedError(f"fx.numpy.{name}: 'out' is not supported (arrays are "
                                       "immutable); use the return value")
         a, axis = _axis_or_flat(a, axis, f"fx.numpy.{name}")
-        dt = get_aval(a).dtype
-        if dtype is not None:
-            a = lax.convert_element_type(a, dtypes.requested(dtype, f"fx.numpy.{name}"))
-        elif dt == dtypes.bool_:
-            a = lax.convert_element_type(a, dtypes.default_int_dtype())
-        return lax_fn(a, axis)
+        return _accumulate(lax_fn, a, axis, dtype, name, promote_integers=False)
 
     f.__name__ = name
     f.__doc__ = (
@@ -215,35 +242,41 @@ cumsum = _cumulative(lax.cumsum, "cumsum")
 cumprod = _cumulative(lax.cumprod, "cumprod")
 
 
-def _cumulative_with_initial(fn, identity: int, name: str):
+def _cumulative_with_initial(lax_fn, identity: int, name: str, promote_integers: bool):
     def f(x, /, *, axis: int | None = None, dtype=None, include_initial: bool = False):
         x = to_array(x, f"fx.numpy.{name}")
         ndim = get_aval(x).ndim
+        if ndim == 0:
+            raise ValueError(f"fx.numpy.{name}: x must be at least one-dimensional")
         if axis is None:
             if ndim > 1:
                 raise ValueError(f"fx.numpy.{name}: axis must be given for arrays of rank > 1, "
                                  f"got rank {ndim}")
             axis = 0
-        if ndim == 0:
-            raise ValueError(f"fx.numpy.{name}: x must be at least one-dimensional")
-        out = fn(x, axis, dtype)
+        axis = canonical_axis(axis, ndim, f"fx.numpy.{name}")
+        out = _accumulate(lax_fn, x, axis, dtype, name, promote_integers)
         if not include_initial:
             return out
-        axis = canonical_axis(axis, ndim, f"fx.numpy.{name}")
         shape = list(get_aval(out).shape)
         shape[axis] = 1
         return lax.concatenate([lax.full(shape, identity, get_aval(out).dtype), out], axis)
 
     f.__name__ = name
     f.__doc__ = (
-        f"The array API's ``{name}``: like ``{fn.__name__}``, optionally starting with the "
-        f"identity ({identity}) when ``include_initial``."
+        f"The array API's ``{name}`` along ``axis`` (optional for 1-D ``x``), optionally "
+        f"starting with the identity ({identity}) when ``include_initial``. "
+        + ("Bools and integers narrower than the default (u)int count in it, as jax's. "
+           if promote_integers else "Bools count in the default int; other dtypes are kept, "
+           "as jax's. ")
+        + f"\n\nExample::\n\n    >>> fnp.{name}(fnp.array([1, 2, 3], fnp.uint8))\n"
     )
     return f
 
 
-cumulative_sum = _cumulative_with_initial(cumsum, 0, "cumulative_sum")
-cumulative_prod = _cumulative_with_initial(cumprod, 1, "cumulative_prod")
+# As jax's: cumulative_sum widens narrow integers (the standard's rule), cumulative_prod keeps
+# them (the standard asks it to widen them too; jax does not).
+cumulative_sum = _cumulative_with_initial(lax.cumsum, 0, "cumulative_sum", True)
+cumulative_prod = _cumulative_with_initial(lax.cumprod, 1, "cumulative_prod", False)
 
 
 def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None):

@@ -586,16 +586,21 @@ def _broadcast_all(*args, name="fx.numpy.where"):
     return [broadcast_to_shape(a, shape, name) for a in args]
 
 
-def clip(a, a_min=None, a_max=None, /, *, min=None, max=None):  # noqa: A002
-    """Clip ``a`` to ``[a_min, a_max]`` (either may be None)."""
-    lo = a_min if a_min is not None else min
-    hi = a_max if a_max is not None else max
-    out = to_array(a)
-    _refuse_complex("clip", ValueError, *(to_array(v) for v in (out, lo, hi) if v is not None),
+def clip(arr=None, /, min=None, max=None):  # noqa: A002
+    """Clip ``arr`` to ``[min, max]`` (either may be None; where ``min > max`` the result is
+    ``max``), as ``jax.numpy.clip`` and the Array API's ``clip(x, /, min, max)``.
+
+    >>> fx.numpy.clip(fx.numpy.array([0, 3, 9]), 1, max=5)
+    Array([1, 3, 5], dtype=int32)
+    """
+    if arr is None:
+        raise ValueError("fx.numpy.clip: no input array was given")
+    out = to_array(arr)
+    _refuse_complex("clip", ValueError, *(to_array(v) for v in (out, min, max) if v is not None),
                     why="received a complex value; complex numbers have no ordering and "
                         "cannot be clipped")
-    if lo is not None:
-        out = maximum(out, lo)
-    if hi is not None:
-        out = minimum(out, hi)
+    if min is not None:
+        out = maximum(min, out)
+    if max is not None:
+        out = minimum(max, out)
     return out
