@@ -102,13 +102,22 @@ def promote_to_inexact(*args, name: str = "fx.numpy") -> list:
     return [lax.convert_element_type(a, to, get_aval(a).weak_type) for a in arrs]
 
 
-def broadcast_shapes(*shapes: Sequence[int], name: str = "fx.numpy") -> tuple[int, ...]:
+def broadcast_shapes(*shapes: Sequence[int], name: str = "fx.numpy",
+                     equal_rank_error: type[Exception] = ValueError) -> tuple[int, ...]:
+    """numpy's broadcast of ``shapes``. Shapes that do not broadcast raise ``ValueError``, or
+    ``equal_rank_error`` when all the non-scalar shapes have the same rank: jax's elementwise
+    functions promote only ranks and leave equal ranks to the lax primitive, whose shape check
+    raises ``TypeError`` (``jnp.add(ones(3), ones(4))``), while a rank promotion goes through
+    ``lax.broadcast_shapes``, a ``ValueError`` (``jnp.add(ones((2, 3)), ones(4))``)."""
+    shapes = [tuple(s) for s in shapes]
     try:
-        return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+        return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
-        raise ValueError(
+        ranks = {len(s) for s in shapes if s}
+        error = equal_rank_error if len(ranks) == 1 else ValueError
+        raise error(
             f"{name}: operands could not be broadcast together with shapes "
-            + " ".join(str(tuple(s)) for s in shapes)
+            + " ".join(str(s) for s in shapes)
         ) from None
 
 
@@ -127,13 +136,17 @@ def broadcast_to_shape(x, shape: Sequence[int], name: str = "fx.numpy.broadcast_
     return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
 
 
-def promote_and_broadcast(*args, name: str = "fx.numpy", inexact: bool = False) -> list:
+def promote_and_broadcast(*args, name: str = "fx.numpy", inexact: bool = False,
+                          equal_rank_error: type[Exception] = TypeError) -> list:
     """Promote dtypes, then broadcast non-scalar operands to the common shape (rank-0 operands
-    stay rank 0: the elementwise primitives broadcast scalars themselves)."""
+    stay rank 0: the elementwise primitives broadcast scalars themselves). Shapes that do not
+    broadcast raise as jax's elementwise functions do (:func:`broadcast_shapes`); those jax
+    computes with ``where`` or ``broadcast_arrays`` (copysign, heaviside, gcd, lcm) raise
+    ``ValueError`` at any rank and pass ``equal_rank_error=ValueError``."""
     dtypes.refuse_extended(name, [get_aval(a).dtype for a in args if is_fx_value(a)])
     arrs = promote_to_inexact(*args, name=name) if inexact else promote_dtypes(*args, name=name)
     shapes = [get_aval(a).shape for a in arrs]
-    out = broadcast_shapes(*shapes, name=name)
+    out = broadcast_shapes(*shapes, name=name, equal_rank_error=equal_rank_error)
     return [a if not s else broadcast_to_shape(a, out, name) for a, s in zip(arrs, shapes)]
 
 

@@ -151,6 +151,8 @@ def ldexp(x1, x2, /):
         raise TypeError(f"{name}: the exponent x2 must be an integer array, got "
                         f"{get_aval(x2).str_short()}; round and convert it with .astype(int)")
     (x1,) = promote_to_inexact(x1, name=name)
+    # jax's ldexp leaves equal ranks to the lax primitives, which raise TypeError
+    broadcast_shapes(get_aval(x1).shape, get_aval(x2).shape, name=name, equal_rank_error=TypeError)
     x1, x2 = _broadcast_all(x1, x2, name=name)
     out_dt = get_aval(x1).dtype
     x = lax.convert_element_type(x1, dtypes.float32) if out_dt in _HALF else x1
@@ -206,7 +208,8 @@ def spacing(x, /):
 
 
 def _integer_operands(name: str, *args) -> list:
-    arrs = promote_and_broadcast(*args, name=_name(name))
+    # jax broadcasts gcd's and lcm's operands with broadcast_arrays: a ValueError at any rank
+    arrs = promote_and_broadcast(*args, name=_name(name), equal_rank_error=ValueError)
     _refuse_complex(name, ValueError, *arrs, why="requires integer arguments")
     for a in arrs:
         if not dtypes.is_int(get_aval(a).dtype):

@@ -519,7 +519,8 @@ def _complex_logaddexp(x, y, exp_fn, scale):
 
 
 def copysign(x, y, /):
-    x, y = promote_and_broadcast(x, y, name="fx.numpy.copysign", inexact=True)
+    x, y = promote_and_broadcast(x, y, name="fx.numpy.copysign", inexact=True,
+                                 equal_rank_error=ValueError)  # jax's where: ValueError
     _refuse_complex("copysign", TypeError, x, y, why="does not support complex inputs")
     x, y = _broadcast_all(x, y, name="fx.numpy.copysign")
     return lax.select(signbit(y), lax.neg(lax.abs(x)), lax.abs(x))
@@ -540,7 +541,8 @@ def fmin(x, y, /):
 
 def heaviside(x1, x2, /):
     """0 where ``x1 < 0``, ``x2`` where ``x1 == 0``, 1 where ``x1 > 0``, NaN where x1 is NaN."""
-    x1, x2 = promote_and_broadcast(x1, x2, name="fx.numpy.heaviside", inexact=True)
+    x1, x2 = promote_and_broadcast(x1, x2, name="fx.numpy.heaviside", inexact=True,
+                                   equal_rank_error=ValueError)  # jax's where: ValueError
     _refuse_complex("heaviside", TypeError, x1, x2)
     x1, x2 = _broadcast_all(x1, x2, name="fx.numpy.heaviside")
     zero_or_one = lax.select(lax.gt(x1, 0), lax.full_like(x1, 1), lax.full_like(x1, 0))

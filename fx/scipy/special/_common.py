@@ -9,11 +9,14 @@ from fx.core import Tracer, get_aval
 from fx.numpy._promote import ensure_arraylike, promote_and_broadcast, to_array
 
 
-def promote_inexact(name: str, *args) -> list:
+def promote_inexact(name: str, *args, equal_rank_error: type[Exception] = TypeError) -> list:
     """jax's ``promote_args_inexact``: arrays or scalars, one inexact dtype (integers and bools
-    become the mode's default float), broadcast to one shape."""
+    become the mode's default float), broadcast to one shape. Shapes of one rank that do not
+    broadcast raise ``equal_rank_error``: jax's ``TypeError`` from the lax primitive, or
+    ``ValueError`` for the functions that jax broadcasts with ``broadcast_arrays``."""
     ensure_arraylike(f"fx.scipy.special.{name}", *args)
-    return promote_and_broadcast(*args, name=f"fx.scipy.special.{name}", inexact=True)
+    return promote_and_broadcast(*args, name=f"fx.scipy.special.{name}", inexact=True,
+                                 equal_rank_error=equal_rank_error)
 
 
 def require_float(name: str, x):

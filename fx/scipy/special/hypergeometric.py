@@ -120,7 +120,7 @@ def hyp1f1(a, b, x):
         >>> fnp.round(fx.scipy.special.hyp1f1(1.0, 2.0, fnp.array([0.0, 1.0])), 5)
         Array([1.     , 1.71828], dtype=float32)
     """
-    a, b, x = _broadcast(*promote_inexact("hyp1f1", a, b, x))
+    a, b, x = _broadcast(*promote_inexact("hyp1f1", a, b, x, equal_rank_error=ValueError))
     reject_complex("hyp1f1", x)
     return _hyp1f1(a, b, x)
 
@@ -281,6 +281,6 @@ def hyp2f1(a, b, c, x):
         >>> fnp.round(fx.scipy.special.hyp2f1(1.0, 1.0, 2.0, fnp.array([0.0, 0.5])), 5)
         Array([1.     , 1.38629], dtype=float32)
     """
-    a, b, c, x = _broadcast(*promote_inexact("hyp2f1", a, b, c, x))
+    a, b, c, x = _broadcast(*promote_inexact("hyp2f1", a, b, c, x, equal_rank_error=ValueError))
     reject_complex("hyp2f1", x)
     return _hyp2f1(a, b, c, x)

@@ -24,7 +24,7 @@ def expi(x):
 def expn(n, x):
     """The generalized exponential integral E_n(x) = int_1^inf exp(-x t) / t^n dt for
     integer n >= 0; differentiable in x (d/dx E_n = -E_(n-1))."""
-    n, x = promote_inexact("expn", n, x)
+    n, x = promote_inexact("expn", n, x, equal_rank_error=ValueError)
     reject_complex("expn", x)
     return prims.expn_p.bind(n, x)
 

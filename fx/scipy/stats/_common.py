@@ -9,10 +9,13 @@ from fx.core import get_aval
 from fx.numpy._promote import ensure_arraylike, promote_and_broadcast, promote_to_inexact
 
 
-def promote(name: str, *args) -> list:
-    """The arguments in one inexact dtype, broadcast to one shape (jax's promote_args_inexact)."""
+def promote(name: str, *args, equal_rank_error: type[Exception] = TypeError) -> list:
+    """The arguments in one inexact dtype, broadcast to one shape (jax's promote_args_inexact).
+    Shapes of one rank that do not broadcast raise ``equal_rank_error``: jax's ``TypeError``
+    from the lax primitive, or ``ValueError`` where jax broadcasts first."""
     ensure_arraylike(f"fx.scipy.stats.{name}", *args)
-    return promote_and_broadcast(*args, name=f"fx.scipy.stats.{name}", inexact=True)
+    return promote_and_broadcast(*args, name=f"fx.scipy.stats.{name}", inexact=True,
+                                 equal_rank_error=equal_rank_error)
 
 
 def promote_dtypes_inexact(name: str, *args) -> list:

@@ -21,12 +21,14 @@ def logpdf(x, mean, cov, allow_singular=None):
         return (-1 / 2 * fnp.square(x - mean) / cov
                 - 1 / 2 * (np.log(2 * np.pi) + fnp.log(cov)))
     n = mean.shape[-1]
-    y = x - mean
     if not np.shape(cov):
+        y = x - mean
         return (-1 / 2 * fnp.einsum("...i,...i->...", y, y) / cov
                 - n / 2 * (np.log(2 * np.pi) + fnp.log(cov)))
+    # checked before x - mean, as jax: a wrong cov is its ValueError whatever x is
     if cov.ndim < 2 or cov.shape[-2:] != (n, n):
         raise ValueError("multivariate_normal.logpdf got incompatible shapes")
+    y = x - mean
     L = lax.linalg.cholesky(cov)
     solve = partial(lax.linalg.triangular_solve, lower=True, transpose_a=True)
     y = fnp.vectorize(solve, signature="(n,n),(n)->(n)")(L, y)

@@ -32,7 +32,8 @@ def _log_gauss_mass(a, b):
 
 
 def logpdf(x, a, b, loc=0, scale=1):
-    x, a, b, loc, scale = promote("truncnorm.logpdf", x, a, b, loc, scale)
+    x, a, b, loc, scale = promote("truncnorm.logpdf", x, a, b, loc, scale,
+                                  equal_rank_error=ValueError)  # as jax's
     val = norm.logpdf(x, loc, scale) - _log_gauss_mass(a, b)
     x_scaled = (x - loc) / scale
     val = fnp.where((x_scaled < a) | (x_scaled > b), -np.inf, val)
@@ -44,7 +45,8 @@ def pdf(x, a, b, loc=0, scale=1):
 
 
 def logsf(x, a, b, loc=0, scale=1):
-    x, a, b, loc, scale = promote("truncnorm.logsf", x, a, b, loc, scale)
+    x, a, b, loc, scale = promote("truncnorm.logsf", x, a, b, loc, scale,
+                                  equal_rank_error=ValueError)  # as jax's
     return logcdf(-x, -b, -a, -loc, scale)
 
 
@@ -53,7 +55,8 @@ def sf(x, a, b, loc=0, scale=1):
 
 
 def logcdf(x, a, b, loc=0, scale=1):
-    x, a, b, loc, scale = promote("truncnorm.logcdf", x, a, b, loc, scale)
+    x, a, b, loc, scale = promote("truncnorm.logcdf", x, a, b, loc, scale,
+                                  equal_rank_error=ValueError)  # as jax's
     x, a, b = fnp.broadcast_arrays(x, a, b)
     x = (x - loc) / scale
     lgm_ab = _log_gauss_mass(a, b)

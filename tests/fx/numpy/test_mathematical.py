@@ -204,7 +204,7 @@ def test_integer_errors_name_the_function():
         fnp.ldexp(1.0, to_fx(np.float32(2.5)))
     with pytest.raises(TypeError, match=r"fx\.numpy\.bitwise_count.*f32"):
         fnp.bitwise_count(to_fx(np.float32(2.5)))
-    with pytest.raises(ValueError, match=r"fx\.numpy\.isclose.*\(3,\) \(4,\)"):
+    with pytest.raises(TypeError, match=r"fx\.numpy\.isclose.*\(3,\) \(4,\)"):  # as jax's
         fnp.isclose(to_fx(np.ones(3)), to_fx(np.ones(4)))
 
 
