@@ -131,12 +131,15 @@ def transpose(a, axes: Sequence[int] | None = None):
     if axes is None:
         return lax.transpose(x, tuple(reversed(range(ndim))))
     perm = _static_ints(axes, "transpose", "axes")
+    # A wrong length or a repeated axis is jax's TypeError (lax.transpose's permutation
+    # check); an axis out of range is its ValueError.
     if len(perm) != ndim:
-        raise ValueError(f"fx.numpy.transpose: axes {perm} don't match an array of rank {ndim}; "
-                         f"give a permutation of range({ndim})")
+        raise TypeError(f"fx.numpy.transpose: axes {perm} don't match an array of rank {ndim}; "
+                        f"give a permutation of range({ndim})")
     perm = tuple(canonical_axis(p, ndim, "fx.numpy.transpose") for p in perm)
     if len(set(perm)) != ndim:
-        raise ValueError(f"fx.numpy.transpose: repeated axis in {tuple(axes)}")
+        raise TypeError(f"fx.numpy.transpose: repeated axis in {tuple(axes)}; give a "
+                        f"permutation of range({ndim})")
     return lax.transpose(x, perm)
 
 
@@ -167,7 +170,8 @@ def moveaxis(a, source, destination):
     src = [canonical_axis(s, ndim, "fx.numpy.moveaxis") for s in src]
     dst = [canonical_axis(d, ndim, "fx.numpy.moveaxis") for d in dst]
     if len(set(src)) != len(src) or len(set(dst)) != len(dst):
-        raise ValueError(f"fx.numpy.moveaxis: repeated axis in {src} or {dst}")
+        # jax's TypeError: its permutation reaches lax.transpose with the axis repeated
+        raise TypeError(f"fx.numpy.moveaxis: repeated axis in {src} or {dst}")
     perm = [i for i in range(ndim) if i not in src]
     for d, s in sorted(zip(dst, src)):
         perm.insert(d, s)
@@ -270,15 +274,16 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
     if any(a.ndim == 0 for a in avals):
         raise ValueError("fx.numpy.concatenate: zero-dimensional arrays cannot be concatenated; "
                          "use fx.numpy.stack")
+    # Ranks or sizes that differ are jax's TypeError (lax.concatenate's shape check).
     ndim = avals[0].ndim
     if any(a.ndim != ndim for a in avals):
-        raise ValueError("fx.numpy.concatenate: all arrays must have the same number of "
-                         f"dimensions, got shapes {[a.shape for a in avals]}")
+        raise TypeError("fx.numpy.concatenate: all arrays must have the same number of "
+                        f"dimensions, got shapes {[a.shape for a in avals]}")
     axis = canonical_axis(axis, ndim, "fx.numpy.concatenate")
     for i, a in enumerate(avals):
         for k, (s, t) in enumerate(zip(a.shape, avals[0].shape)):
             if k != axis and s != t:
-                raise ValueError(
+                raise TypeError(
                     "fx.numpy.concatenate: array dimensions except the concatenation axis "
                     f"({axis}) must match, but along dimension {k} the array at index 0 has "
                     f"size {t} and the array at index {i} has size {s}"
