@@ -39,7 +39,10 @@ def _const(value, dtype) -> Array:
 
 
 def _dtype(name: str, dtype, kind: str) -> np.dtype:
-    """Canonicalize a user dtype and check that it is of ``kind`` ('float' or 'integer')."""
+    """Canonicalize a user dtype and check that it is of ``kind`` ('float' or 'integer');
+    ``None`` is the mode's default of that kind (float64/int64 with x64 enabled), as jax's."""
+    if dtype is None:
+        return dtypes.default_float_dtype() if kind == "float" else dtypes.default_int_dtype()
     dt = dtypes.requested(dtype, f"fx.random.{name}")
     ok = dtypes.is_float(dt) if kind == "float" else dtypes.is_int(dt)
     if not ok:
@@ -123,7 +126,7 @@ def _uniform(name: str, key, shape: tuple[int, ...], dtype: np.dtype, minval, ma
     return lax.max(lo, xm.fma(floats, lax.sub(hi, lo), lo))
 
 
-def uniform(key, shape: int | Sequence[int] = (), dtype=dtypes.float32, minval=0.0,
+def uniform(key, shape: int | Sequence[int] = (), dtype=None, minval=0.0,
             maxval=1.0) -> Array:
     """Uniform floats in ``[minval, maxval)``; bit-identical to ``jax.random.uniform``.
 
@@ -148,7 +151,7 @@ def _sqrt2(dtype) -> Array:
     return _const(np.sqrt(2.0), dtype)
 
 
-def normal(key, shape: int | Sequence[int] = (), dtype=dtypes.float32) -> Array:
+def normal(key, shape: int | Sequence[int] = (), dtype=None) -> Array:
     """Standard normal samples, by inverting the CDF of a uniform draw (as jax does):
     ``sqrt(2) * erf_inv(u)`` with ``u`` uniform in ``(-1, 1)``.
 
@@ -173,7 +176,7 @@ def _normal_erf_inv(key, shape: tuple[int, ...], dtype):
 
 
 def truncated_normal(key, lower, upper, shape: int | Sequence[int] | None = None,
-                     dtype=dtypes.float32) -> Array:
+                     dtype=None) -> Array:
     """Standard normal samples conditioned on the open interval ``(lower, upper)``.
 
     ``lower`` and ``upper`` broadcast to ``shape`` (by default, to their broadcast shape).
@@ -291,14 +294,15 @@ def _urem(x, n):
     return lax.select(lax.eq(n, zero), x, lax.select(huge, huge_rem, small_rem))
 
 
-def randint(key, shape: int | Sequence[int], minval, maxval, dtype=dtypes.int32) -> Array:
+def randint(key, shape: int | Sequence[int], minval, maxval, dtype=None) -> Array:
     """Uniform integers in ``[minval, maxval)``; bit-identical to ``jax.random.randint``.
 
     As in jax, two draws of twice the dtype's width are reduced modulo the span (no
     rejection loop, so a small bias when the span is not a power of two). Bounds broadcast to
     ``shape`` and are clipped to the dtype's range (``maxval`` one past the dtype's maximum is
-    allowed); where ``maxval <= minval`` the result is ``minval``. ``dtype`` is int32 (the
-    default), int64 or uint32. Python int bounds are read as int64, as in jax's 64-bit mode.
+    allowed); where ``maxval <= minval`` the result is ``minval``. ``dtype`` is int32, int64
+    or uint32 (by default the mode's int: int64 with x64 enabled, as jax's). Python int
+    bounds are read as int64, as in jax's 64-bit mode.
 
     Example::
 
@@ -341,7 +345,7 @@ def randint(key, shape: int | Sequence[int], minval, maxval, dtype=dtypes.int32)
 # --- Gumbel and categorical ---------------------------------------------------------------------
 
 
-def gumbel(key, shape: int | Sequence[int] = (), dtype=dtypes.float32) -> Array:
+def gumbel(key, shape: int | Sequence[int] = (), dtype=None) -> Array:
     """Standard Gumbel samples ``-log(-log(u))``, ``u`` uniform in ``[tiny, 1)`` (jax's
     default "low" mode); agrees with ``jax.random.gumbel`` to floating-point tolerance."""
     key = check_key("gumbel", key)

@@ -271,9 +271,16 @@ def test_randint_array_bounds(dtype):
                       jr.randint(jk, (5,), 1.7, 9.2, dtype), "float bounds truncate")
 
 
-def test_randint_default_dtype_is_int32():
+def test_randint_default_dtype_is_the_modes_int():
     fk, jk = keys(4)
-    assert_bits_equal(fr.randint(fk, (6,), 0, 7), jr.randint(jk, (6,), 0, 7, jnp.int32))
+    assert_bits_equal(fr.randint(fk, (6,), 0, 7), jr.randint(jk, (6,), 0, 7))  # int64 (x64)
+    jax.config.update("jax_enable_x64", False)
+    try:
+        with fx.enable_x64(False):
+            assert_bits_equal(fr.randint(fr.PRNGKey(4), (6,), 0, 7),
+                              jr.randint(jr.PRNGKey(4), (6,), 0, 7))  # int32
+    finally:
+        jax.config.update("jax_enable_x64", True)
 
 
 # --- normal, truncated normal, gumbel ------------------------------------------------------------
@@ -384,11 +391,11 @@ def test_permutation_edge_shapes():
 def test_choice():
     fk, jk = keys(9)
     a = np.arange(12.0).reshape(3, 4)
-    # Uniform with replacement draws int32 randint indices (jax's 64-bit mode: int64).
-    want = jnp.take(a, jr.randint(jk, (2, 3), 0, 4, jnp.int32), 1)
+    # Uniform with replacement draws randint indices of the mode's int (here int64), as jax's.
+    want = jnp.take(a, jr.randint(jk, (2, 3), 0, 4), 1)
     assert_bits_equal(fr.choice(fk, a, (2, 3), axis=1), want)
-    np.testing.assert_array_equal(fr.choice(fk, 7, (3, 2)),
-                                  jr.randint(jk, (3, 2), 0, 7, jnp.int32))
+    assert_bits_equal(fr.choice(fk, a, (2, 3), axis=1), jr.choice(jk, a, (2, 3), axis=1))
+    np.testing.assert_array_equal(fr.choice(fk, 7, (3, 2)), jr.randint(jk, (3, 2), 0, 7))
     for arr, shape, axis in [(a, (2,), 1), (7, (2, 2), 0)]:
         np.testing.assert_array_equal(fr.choice(fk, arr, shape, False, axis=axis),
                                       jr.choice(jk, arr, shape, False, axis=axis))
@@ -402,7 +409,8 @@ def test_choice():
 # --- transformations -----------------------------------------------------------------------------
 
 VMAPPED = [
-    ("normal", lambda k: fr.normal(k, (3,)), lambda k: jr.normal(k, (3,), jnp.float32), 2e-5),
+    ("normal", lambda k: fr.normal(k, (3,), np.float32), lambda k: jr.normal(k, (3,), jnp.float32),
+     2e-5),
     ("uniform", lambda k: fr.uniform(k, (3,), np.float32, -2.0, 5.0),
      lambda k: jr.uniform(k, (3,), jnp.float32, -2.0, 5.0), 0),
     ("uniform64", lambda k: fr.uniform(k, (2, 2), np.float64, 0.5, 3.0),
@@ -416,7 +424,7 @@ VMAPPED = [
      lambda k: jr.bernoulli(k, np.float32(0.4), (5,)), 0),
     ("permutation", lambda k: fr.permutation(k, 10), lambda k: jr.permutation(k, 10), 0),
     ("categorical", lambda k: fr.categorical(k, LOGITS), lambda k: jr.categorical(k, LOGITS), 0),
-    ("scalar", lambda k: fr.uniform(k), lambda k: jr.uniform(k, (), jnp.float32), 0),
+    ("scalar", lambda k: fr.uniform(k), lambda k: jr.uniform(k), 0),  # both float64 (x64)
     ("scalar64", lambda k: fr.uniform(k, (), np.float64, 0.5, 2.0),
      lambda k: jr.uniform(k, (), jnp.float64, 0.5, 2.0), 0),
     ("scalar_randint", lambda k: fr.randint(k, (), -3, 10, np.int64),
@@ -447,7 +455,7 @@ def test_vmap_over_bounds(shape):
     want = jax.vmap(lambda m: jr.uniform(jr.PRNGKey(0), shape, jnp.float32, m, 5.0))(lo)
     assert_bits_equal(got, want)
     hi = np.arange(4, dtype=np.int32) + 3
-    got = fx.vmap(lambda m: fr.randint(fr.key(0), shape, 0, m))(hi)
+    got = fx.vmap(lambda m: fr.randint(fr.key(0), shape, 0, m, np.int32))(hi)
     want = jax.vmap(lambda m: jr.randint(jr.PRNGKey(0), shape, 0, m, jnp.int32))(hi)
     assert_bits_equal(got, want)
 
@@ -532,3 +540,15 @@ def test_errors(i):
     fn, exc, match = ERRORS[i]
     with pytest.raises(exc, match=match):
         fn()
+
+
+def test_default_dtypes_follow_the_mode_as_jax():
+    # jax's samplers default to the mode's float/int (64-bit with x64 enabled, as here).
+    fk, jk = keys(0)
+    pairs = [(fr.uniform(fk), jr.uniform(jk)), (fr.normal(fk), jr.normal(jk)),
+             (fr.gumbel(fk), jr.gumbel(jk)), (fr.exponential(fk), jr.exponential(jk)),
+             (fr.truncated_normal(fk, -1.0, 1.0), jr.truncated_normal(jk, -1.0, 1.0)),
+             (fr.randint(fk, (), 0, 5), jr.randint(jk, (), 0, 5))]
+    for got, want in pairs:
+        assert got.dtype == want.dtype
+    assert_bits_equal(fr.uniform(fk, (5,)), jr.uniform(jk, (5,)))

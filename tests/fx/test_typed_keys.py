@@ -1,8 +1,7 @@
 """Typed PRNG key arrays against jax's: ``fx.random.key`` values of dtype ``key<fry>``, the
 extended-dtype hierarchy, key_data/wrap_key_data/key_impl, and keys through jit, vmap, scan,
 while_loop, cond, split, fold_in, indexing and pytrees; every key compared bitwise by its data
-with jax's. Samplers are given their dtype: fx.random's defaults are float32/uint32 in x64
-mode too, where jax's are 64-bit."""
+with jax's."""
 
 from __future__ import annotations
 
@@ -77,13 +76,13 @@ def test_samplers_on_typed_and_raw_keys_agree_with_jax():
         got, want = np.asarray(fs(fk)), np.asarray(js(jk))
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(np.asarray(fs(fr.PRNGKey(3))), got)
-    np.testing.assert_allclose(np.asarray(fr.normal(fk, (4,))),
+    np.testing.assert_allclose(np.asarray(fr.normal(fk, (4,), np.float32)),
                                np.asarray(jr.normal(jk, (4,), np.float32)),
                                rtol=2e-6, atol=2e-6)
 
 
 def test_keys_through_jit():
-    f = lambda k: (fr.split(k, 3)[1], fr.uniform(k, (2,)))  # noqa: E731
+    f = lambda k: (fr.split(k, 3)[1], fr.uniform(k, (2,), np.float32))  # noqa: E731
     fk, jk = fr.key(11), jr.key(11)
     (fo, fu), (jo, ju) = fx.jit(f)(fk), jax.jit(
         lambda k: (jr.split(k, 3)[1], jr.uniform(k, (2,), np.float32)))(jk)
@@ -117,7 +116,7 @@ def test_keys_through_vmap():
 def test_keys_through_scan_while_and_cond():
     def f_step(k, _):
         k, sub = fr.split(k)
-        return k, fr.uniform(sub)
+        return k, fr.uniform(sub, (), np.float32)
 
     def j_step(k, _):
         k, sub = jr.split(k)
@@ -163,7 +162,7 @@ def test_keys_are_pytree_leaves():
 
 def test_grad_with_a_key_argument():
     # Keys are not differentiated; a loss that samples with a key still has a gradient.
-    f = lambda w, k: fnp.sum(w * fr.normal(k, (3,)))  # noqa: E731
+    f = lambda w, k: fnp.sum(w * fr.normal(k, (3,), np.float32))  # noqa: E731
     j = lambda w, k: jnp.sum(w * jr.normal(k, (3,), np.float32))  # noqa: E731
     w = np.ones(3, np.float32)
     np.testing.assert_allclose(np.asarray(fx.grad(f)(w, fr.key(1))),
