@@ -20,9 +20,12 @@ from fx.avals import ShapedArray, physical_trailing
 from fx.core import Primitive, get_aval, physical_rules
 
 
-def shape_error(prim_name: str, message: str, *avals: ShapedArray) -> TypeError:
+def shape_error(prim_name: str, message: str, *avals: ShapedArray,
+                error: type[Exception] = TypeError) -> Exception:
+    """``error`` (jax's shape-rule ``TypeError`` unless told) naming the primitive and the
+    operands' avals."""
     shown = ", ".join(a.str_short() for a in avals)
-    return TypeError(f"{prim_name}: {message}" + (f" (got {shown})" if avals else ""))
+    return error(f"{prim_name}: {message}" + (f" (got {shown})" if avals else ""))
 
 
 def canonical_axes(axes: Sequence[int], ndim: int, name: str) -> tuple[int, ...]:
@@ -158,10 +161,13 @@ reshape_p = Primitive("reshape")
 
 @reshape_p.def_abstract_eval
 def _reshape_abstract_eval(x, *, new_sizes):
-    if any(s < 0 for s in new_sizes) or int(np.prod(new_sizes, dtype=np.int64)) != x.size:
+    if any(s < 0 for s in new_sizes):
+        raise shape_error("reshape", f"negative size in {new_sizes}; sizes must be >= 0", x)
+    if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
+        # jax's ValueError (its shape rule lets this through to the lowering's verifier)
         raise shape_error(
-            "reshape", f"cannot reshape to {new_sizes}: sizes differ ({x.size} elements)", x
-        )
+            "reshape", f"cannot reshape to {new_sizes}: sizes differ ({x.size} elements); the "
+            "new sizes must have the same product as the operand's shape", x, error=ValueError)
     return x.update(shape=new_sizes)
 
 

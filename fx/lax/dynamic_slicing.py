@@ -38,10 +38,10 @@ dynamic_update_slice_p = Primitive("dynamic_update_slice")  # operand, update, *
 
 
 def _check_starts(name: str, x: ShapedArray, starts: Sequence[ShapedArray], *shown) -> None:
-    if len(starts) != x.ndim:
+    if len(starts) != x.ndim:  # jax's ValueError
         raise shape_error(
             name, f"needs one start index per operand dimension ({x.ndim}), got {len(starts)}",
-            x, *shown, *starts,
+            x, *shown, *starts, error=ValueError,
         )
     if any(s.shape or not dtypes.is_int(s.dtype) for s in starts):
         raise shape_error(name, "start indices must be integer scalars", x, *shown, *starts)
@@ -50,9 +50,11 @@ def _check_starts(name: str, x: ShapedArray, starts: Sequence[ShapedArray], *sho
 @dynamic_slice_p.def_abstract_eval
 def _dynamic_slice_abstract_eval(x, *starts, slice_sizes):
     _check_starts("dynamic_slice", x, starts)
-    if len(slice_sizes) != x.ndim or any(
-        not 0 <= n <= d for n, d in zip(slice_sizes, x.shape)
-    ):
+    if len(slice_sizes) != x.ndim:  # jax's ValueError; sizes that do not fit are a TypeError
+        raise shape_error(
+            "dynamic_slice", f"needs one slice size per operand dimension ({x.ndim}), got "
+            f"slice_sizes {slice_sizes}", x, error=ValueError)
+    if any(not 0 <= n <= d for n, d in zip(slice_sizes, x.shape)):
         raise shape_error(
             "dynamic_slice", f"slice_sizes {slice_sizes} must fit inside the operand", x
         )
@@ -105,8 +107,8 @@ def _start_indices(name: str, start_indices, shape: tuple[int, ...]) -> list:
             squeeze(slice_in_dim(start_indices, i, i + 1), (0,)) for i in range(aval.shape[0])
         ]
     start_indices = list(start_indices)
-    if len(start_indices) != len(shape):
-        raise TypeError(
+    if len(start_indices) != len(shape):  # jax's ValueError
+        raise ValueError(
             f"{name}: got {len(start_indices)} start indices for an operand of rank "
             f"{len(shape)}; give one per dimension"
         )

@@ -44,8 +44,8 @@ iota_p = Primitive("iota")  # params: dtype, shape, dimension
 def _iota_abstract_eval(*, dtype, shape, dimension):
     if dtype == dtypes.bool_:
         raise TypeError("iota: dtype must be an integer or floating type, got bool")
-    if any(s < 0 for s in shape):
-        raise ValueError(f"iota: negative dimension in shape {shape}")
+    if any(s < 0 for s in shape):  # jax's TypeError (its shape rule)
+        raise TypeError(f"iota: negative dimension in shape {shape}; sizes must be >= 0")
     if not 0 <= dimension < len(shape):
         raise ValueError(f"iota: dimension {dimension} out of range for shape {shape}")
     return ShapedArray(shape, dtype)
@@ -77,11 +77,23 @@ def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
 slice_p = Primitive("slice")  # params: start_indices, limit_indices, strides (or None)
 
 
+def _check_slice_lengths(x: ShapedArray, start_indices, limit_indices, strides) -> None:
+    # jax's types: start or limit indices of another length are a ValueError, strides a
+    # TypeError.
+    n = x.ndim
+    if len(start_indices) != n or len(limit_indices) != n:
+        raise shape_error(
+            "slice", f"needs {n} start and limit indices, one per dimension, got "
+            f"{len(start_indices)} and {len(limit_indices)}", x, error=ValueError)
+    if strides is not None and len(strides) != n:
+        raise shape_error("slice", f"needs {n} strides, one per dimension, got {len(strides)}",
+                          x)
+
+
 @slice_p.def_abstract_eval
 def _slice_abstract_eval(x, *, start_indices, limit_indices, strides):
     n = x.ndim
-    if len(start_indices) != n or len(limit_indices) != n or (strides and len(strides) != n):
-        raise shape_error("slice", f"needs {n} start/limit/stride entries", x)
+    _check_slice_lengths(x, start_indices, limit_indices, strides)
     shape = []
     for d, lo, hi, st in zip(x.shape, start_indices, limit_indices, strides or (1,) * n):
         if not 0 <= lo <= hi <= d or st < 1:
@@ -104,6 +116,7 @@ def slice(x, start_indices, limit_indices, strides=None):  # noqa: A001  (lax's 
     """``x[start:limit:stride]`` along every dimension (static bounds)."""
     start = tuple(int(i) for i in start_indices)
     limit = tuple(int(i) for i in limit_indices)
+    _check_slice_lengths(get_aval(x), start, limit, strides)
     st = None if strides is None or all(s == 1 for s in strides) else tuple(map(int, strides))
     if start == (0,) * len(start) and limit == get_aval(x).shape and st is None:
         return x
@@ -221,18 +234,26 @@ pad_p = Primitive("pad")  # params: padding_config: ((lo, hi, interior), ...)
 
 @pad_p.def_abstract_eval
 def _pad_abstract_eval(x, padding_value, *, padding_config):
-    if padding_value.shape != () or padding_value.dtype != x.dtype:
+    # jax's types: a dtype that differs is a TypeError, every shape or config error a
+    # ValueError.
+    if padding_value.shape != ():
+        raise shape_error("pad", "padding_value must be a scalar", x, padding_value,
+                          error=ValueError)
+    if padding_value.dtype != x.dtype:
         raise shape_error("pad", "padding_value must be a scalar of the operand's dtype",
                           x, padding_value)
     if len(padding_config) != x.ndim:
-        raise shape_error("pad", f"padding_config needs {x.ndim} (lo, hi, interior) triples", x)
+        raise shape_error("pad", f"padding_config needs {x.ndim} (lo, hi, interior) triples, "
+                          f"one per dimension, got {len(padding_config)}", x, error=ValueError)
     shape = []
     for d, (lo, hi, interior) in zip(x.shape, padding_config):
         if interior < 0:
-            raise shape_error("pad", "interior padding must be non-negative", x)
+            raise shape_error("pad", "interior padding must be non-negative", x,
+                              error=ValueError)
         n = lo + hi + d + max(d - 1, 0) * interior
         if n < 0:
-            raise shape_error("pad", f"padding {(lo, hi, interior)} leaves a negative size", x)
+            raise shape_error("pad", f"padding {(lo, hi, interior)} leaves a negative size", x,
+                              error=ValueError)
         shape.append(n)
     return x.update(shape=tuple(shape), weak_type=x.weak_type and padding_value.weak_type)
 
@@ -311,13 +332,14 @@ def _squeeze_abstract_eval(x, *, dimensions):
         set(dimensions)
     ):
         raise shape_error(
-            "squeeze", f"dimensions {dimensions} must be sorted, distinct axes of the operand", x
+            "squeeze", f"dimensions {dimensions} must be sorted, distinct axes of the operand", x,
+            error=ValueError,
         )
     for d in dimensions:
-        if x.shape[d] != 1:
+        if x.shape[d] != 1:  # jax's ValueError
             raise shape_error(
                 "squeeze", f"cannot remove dimension {d} of size {x.shape[d]}: only size-1 "
-                "dimensions can be squeezed", x,
+                "dimensions can be squeezed", x, error=ValueError,
             )
     return x.update(shape=tuple(s for i, s in enumerate(x.shape) if i not in dimensions))
 
@@ -408,7 +430,15 @@ def rev(operand, dimensions: Sequence[int]):
     >>> fx.lax.rev(fx.numpy.arange(3), (0,))
     Array([2, 1, 0], dtype=int32)
     """
-    dims = tuple(sorted(canonical_axes(dimensions, get_aval(operand).ndim, "rev")))
+    ndim = get_aval(operand).ndim
+    dims = tuple(int(d) for d in dimensions)
+    # jax's rev raises TypeError for an axis out of range or repeated (its shape rule).
+    for d in dims:
+        if not -ndim <= d < ndim:
+            raise TypeError(f"rev: axis {d} is out of bounds for an array of rank {ndim}")
+    if len({d % ndim for d in dims}) != len(dims):
+        raise TypeError(f"rev: repeated axis in {dims}; each dimension can be reversed once")
+    dims = tuple(sorted(d % ndim for d in dims))
     if not dims:
         return operand
     return rev_p.bind(operand, dimensions=dims)
