@@ -1,5 +1,5 @@
 """Complex numbers: the ``real``, ``imag``, ``conj`` and ``complex`` primitives, and the
-complex cases of ``abs`` and ``sign``.
+complex cases of ``abs``, ``sign`` and ``expm1``.
 
 Conventions are jax's. Tangents of complex values are complex, and holomorphic functions
 push them forward complex-linearly (``exp``'s rule ``t * exp(x)`` holds as written). A
@@ -32,6 +32,7 @@ from fx.lax.elementwise import (
     abs_p,
     div,
     eq,
+    expm1_p,
     full_like,
     ge,
     mul,
@@ -158,6 +159,23 @@ def _abs_jvp(primals, tangents):
 
 
 jvp.jvp_rules[abs_p] = _abs_jvp
+
+# --- expm1 of a complex operand on the real axis ------------------------------------------------
+# XLA's (jax's) complex expm1 gives ``expm1(a) + 0 + 0j`` for any ``a + 0j`` or ``a - 0j``, as
+# the Array API standard asks for +inf + 0j and NaN + 0j; NumPy's computes the imaginary part
+# as exp(a) * sin(b), so inf + 0j gave inf + NaNj, and -0 + 0j gave -0 + 0j. Jit runs complex
+# expm1 as this NumPy step too (``lowering.scalar_ops.complex_prims`` has no expm1).
+_expm1_real_impl = expm1_p.impl
+
+
+@expm1_p.def_impl
+def _expm1_impl(x):
+    out = _expm1_real_impl(x)
+    if not dtypes.is_complex(x.dtype):
+        return out
+    with np.errstate(all="ignore"):
+        on_axis = (np.expm1(x.real) + 0.0).astype(x.dtype)  # + 0.0: -0 becomes +0, as XLA's
+    return np.where(x.imag == 0, on_axis, out)
 
 # --- the fx.lax functions -----------------------------------------------------------------------
 
