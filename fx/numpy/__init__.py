@@ -14,6 +14,7 @@ from fx.numpy import fft, linalg  # noqa: F401
 from fx.numpy.array_api import (  # noqa: F401
     __array_api_version__,
     __array_namespace_info__,
+    finfo,
 )
 from fx.numpy.compaction import *  # noqa: F403
 from fx.numpy.complex_functions import *  # noqa: F403
@@ -105,7 +106,6 @@ signedinteger, unsignedinteger = _np.signedinteger, _np.unsignedinteger
 inexact, floating, complexfloating = _np.inexact, _np.floating, _np.complexfloating
 character, flexible = _np.character, _np.flexible
 dtype = _np.dtype
-finfo = _dtypes.finfo
 iinfo = _dtypes.iinfo
 ComplexWarning = _np.exceptions.ComplexWarning
 pi = 3.141592653589793

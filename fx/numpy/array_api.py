@@ -16,7 +16,7 @@ from fx import devices, dtypes
 from fx.array import Array, device_put
 from fx.distributed import state
 
-__all__ = ["ArrayNamespaceInfo", "__array_api_version__", "__array_namespace_info__"]
+__all__ = ["ArrayNamespaceInfo", "__array_api_version__", "__array_namespace_info__", "finfo"]
 
 __array_api_version__ = "2024.12"
 
@@ -102,6 +102,37 @@ class ArrayNamespaceInfo:
             if k not in _KINDS:
                 raise KeyError(f"{name}: unknown kind {k!r}; the kinds are {list(_KINDS)}")
         return {d.name: d for d in kept if any(_KINDS[k](d) for k in kinds)}
+
+
+class finfo:  # noqa: N801  (NumPy's and the standard's name)
+    """Machine limits of a floating dtype (a complex dtype: of its parts), as
+    ``jax.numpy.finfo``, with the Array API's types: ``eps``, ``max``, ``min``,
+    ``smallest_normal`` and the other float limits are Python floats (jax's are NumPy scalars
+    of the dtype), ``bits`` an int and ``dtype`` the real dtype.
+
+    >>> fx.numpy.finfo(fx.numpy.float32).eps
+    1.1920928955078125e-07
+    >>> fx.numpy.finfo(fx.numpy.complex64).dtype
+    dtype('float32')
+    """
+
+    _FLOATS = ("eps", "epsneg", "max", "min", "resolution", "smallest_normal",
+               "smallest_subnormal", "tiny")
+
+    def __init__(self, dtype):
+        info = dtypes.finfo(dtype)
+        self._info = info
+        for name in self._FLOATS:
+            setattr(self, name, float(getattr(info, name)))
+        self.bits = int(info.bits)
+        self.dtype = info.dtype
+
+    def __getattr__(self, name):  # the integer fields (nmant, maxexp, ...): ml_dtypes' values
+        return getattr(self.__dict__["_info"], name)
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, "
+                f"dtype={self.dtype})")
 
 
 def __array_namespace_info__() -> ArrayNamespaceInfo:
