@@ -261,6 +261,9 @@ class Choice:
     impl: OpImpl
     reason: str
     compute_dtype: np.dtype | None  # set when the impl widens the group's dtype
+    # Why the group runs as NumPy where it does for want of another implementation (a
+    # ``fallbacks.Fallback``; None otherwise).
+    fallback: object | None = None
 
 
 def _group_dtype(g: FusionGroup) -> np.dtype:
@@ -268,21 +271,21 @@ def _group_dtype(g: FusionGroup) -> np.dtype:
     return main.outvars[0].aval.dtype if main.outvars else np.dtype(np.float32)
 
 
+def applicable(g: FusionGroup, backend, have_compiler: bool) -> list[OpImpl]:
+    """The implementations of ``g`` in ``backend``'s operator library (a
+    ``backends.Backend``) that apply to it, in registration order."""
+    dt = _group_dtype(g)
+    return [impl for impl in backend.operators
+            if impl.kind is g.kind and (have_compiler or not impl.needs_compiler)
+            and (impl.applies is None or impl.applies(g)) and impl.supports(dt)]
+
+
 def select(g: FusionGroup, backend, have_compiler: bool) -> Choice:
     """The cheapest implementation of ``g`` in ``backend``'s operator library (a
-    ``backends.Backend``)."""
+    ``backends.Backend``). ``Choice.fallback`` stays None here: ``fallbacks.mark`` says
+    why a group runs as NumPy."""
     dt = _group_dtype(g)
-    candidates = []
-    for impl in backend.operators:
-        if impl.kind is not g.kind:
-            continue
-        if impl.needs_compiler and not have_compiler:
-            continue
-        if impl.applies is not None and not impl.applies(g):
-            continue
-        if not impl.supports(dt):
-            continue
-        candidates.append((impl.cost(g), impl))
+    candidates = [(impl.cost(g), impl) for impl in applicable(g, backend, have_compiler)]
     if not candidates:
         raise NotImplementedError(f"no implementation of {g.label()} for {backend} and {dt}")
     cost, impl = min(candidates, key=lambda c: c[0])

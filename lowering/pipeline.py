@@ -17,7 +17,7 @@ from fx.callback import pure_callback_p
 from fx.debug import debug_print_p
 from fx.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var, check_jaxpr, has_effects
 from fx.lax.parallel import collective_prims
-from fx.lowering import backends, control_flow, program, sparse_gemm
+from fx.lowering import backends, control_flow, fallbacks, program, sparse_gemm
 from fx.lowering import conv as _conv  # noqa: F401  (registers the convolution impls)
 from fx.lowering import kernel_ir as ir
 from fx.lowering import library_calls as _library_calls  # noqa: F401  (LAPACK, FFT)
@@ -260,8 +260,13 @@ def _ir_op(t: int, st: Step, buffers) -> program.Op:
 def _steps(groups: list[FusionGroup], backend: backends.Backend, have_compiler: bool, name: str
            ) -> list[Step]:
     steps = []
+
+    def choose(g: FusionGroup):
+        return fallbacks.mark(g, select(g, backend, have_compiler), backend, have_compiler,
+                              name)
+
     for g in groups:
-        choice = select(g, backend, have_compiler)
+        choice = choose(g)
         if g.kind is GroupKind.GEMM and g.epilogue and not choice.impl.fuses_epilogue:
             # The library call writes the product; the epilogue runs over it as a kernel.
             dot, epilogue = g.anchor, g.epilogue
@@ -275,7 +280,7 @@ def _steps(groups: list[FusionGroup], backend: backends.Backend, have_compiler: 
             tail.inputs = _unique([v for e in tail.eqns for v in e.invars
                                    if isinstance(v, Var) and v not in local])
             tail.outputs = list(g.outputs)
-            tail_choice = select(tail, backend, have_compiler)
+            tail_choice = choose(tail)
             steps.append(Step(head, choice, head.inputs, [prod],
                               cost=choice.impl.cost(head)))
             steps.append(Step(tail, tail_choice, tail.inputs, tail.outputs,

@@ -10,7 +10,8 @@ memory summary.
 
 ``as_text(stage)`` shows one stage of the pipeline alone, as Triton's stages: ``"jaxpr"`` (the
 optimized jaxpr), ``"groups"`` (the fusion groups), ``"selection"`` (each group's chosen
-implementation and why), ``"plan"`` (the schedule with every buffer's place, the program and
+implementation and why, with a ``fallback:`` line where it runs as NumPy for want of another,
+see ``fallbacks``), ``"plan"`` (the schedule with every buffer's place, the program and
 the memory summary) and ``"source"`` (the kernels in the backend's dialect).
 """
 
@@ -43,9 +44,20 @@ def _step_line(t: int, s) -> str:
     return f"step {t:<3} {s.group.label()}{_scopes(s.group)}"
 
 
-def _impl_line(s) -> str:
+def _impl_lines(s, indent: str) -> list[str]:
+    """The chosen implementation and, where the group runs as NumPy for want of another, why
+    (``fallbacks``)."""
     k = f" -> {s.kernel.name}" if s.kernel is not None else ""
-    return f"impl: {s.choice.impl.name}{k} ({s.choice.reason})"
+    lines = [f"{indent}impl: {s.choice.impl.name}{k} ({s.choice.reason})"]
+    if s.choice.fallback is not None:
+        lines.append(f"{indent}fallback: {s.choice.fallback}")
+    return lines
+
+
+def _fallbacks(low) -> int:
+    """The program's NumPy fallbacks, its control-flow bodies' included."""
+    return sum(1 for s in low.steps if s.choice.fallback is not None) + sum(
+        _fallbacks(sub) for s in low.steps if s.loop is not None for sub in s.loop.subs)
 
 
 def _call_name(call) -> str:
@@ -66,7 +78,7 @@ def lowered_as_text(low, stage: str | None = None) -> str:
         for t, s in enumerate(low.steps):
             lines.append(_step_line(t, s))
             if stage == "selection":
-                lines.append("    " + _impl_line(s))
+                lines += _impl_lines(s, "    ")
         return "\n".join(lines)
     if stage == "plan":
         pp_jaxpr(low.jaxpr, 2, namer)  # (names the values as the full text does)
@@ -77,9 +89,12 @@ def _full_text(low, namer, with_jaxpr: bool) -> str:
     jaxpr_text = pp_jaxpr(low.jaxpr, 2, namer)
     plan = low.plan
     n_kernels = sum(1 for s in low.steps if s.kernel is not None)
+    n_fallbacks = _fallbacks(low)
     lines = [
         f"# fx program '{low.name}' for {low.backend}: {len(low.steps)} steps, "
-        f"{n_kernels} generated kernels, {len(low.schedule.calls)} runtime calls",
+        f"{n_kernels} generated kernels, {len(low.schedule.calls)} runtime calls"
+        + (f", {n_fallbacks} NumPy fallback{'s' * (n_fallbacks != 1)}" if n_fallbacks
+           else ""),
         "# optimized jaxpr (the first inputs are hoisted constants):" if low.consts else
         "# optimized jaxpr:",
         "  " + jaxpr_text,
@@ -115,12 +130,15 @@ def _full_text(low, namer, with_jaxpr: bool) -> str:
             outs = ", ".join(namer(v) for v in s.outputs) or "-"
             lines.append(f"      on host (no GPU implementation): copy_to_host[{ins}] -> "
                          f"numpy -> copy_to_device[{outs}]")
-        lines.append("      " + _impl_line(s))
+        lines += _impl_lines(s, "      ")
         if s.loop is not None:
             lines.append(f"      loop: {s.loop.note}")
             for sub in s.loop.subs:
                 kinds = [st.choice.impl.name for st in sub.steps]
-                lines.append(f"        {sub.name}: {len(sub.steps)} steps ({', '.join(kinds)})")
+                n = _fallbacks(sub)
+                marks = f"; {n} NumPy fallback{'s' * (n != 1)}" if n else ""
+                lines.append(f"        {sub.name}: {len(sub.steps)} steps ({', '.join(kinds)})"
+                             f"{marks}")
         lines.append(f"      in:   {', '.join(where(v) for v in s.inputs) or '-'}")
         lines.append(f"      out:  {', '.join(where(v) for v in s.outputs) or '-'}")
     lines.append(f"# program: {len(low.schedule.calls)} runtime calls")
