@@ -13,7 +13,7 @@ def available() -> bool:
         from cuda.bindings import nvrtc  # noqa: F401
 
         return True
-    except Exception:  # ImportError, or the library is missing
+    except (ImportError, OSError, RuntimeError):  # not installed, or libnvrtc is missing
         return False
 
 

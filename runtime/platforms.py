@@ -21,12 +21,12 @@ def cupy_module():
     """CuPy if it imports and sees at least one GPU, else None."""
     try:
         import cupy
-    except Exception:
+    except ImportError:  # not installed, or its CUDA libraries are not
         return None
     try:
         if cupy.cuda.runtime.getDeviceCount() < 1:
             return None
-    except Exception:
+    except cupy.cuda.runtime.CUDARuntimeError:  # no driver, or no device it can use
         return None
     return cupy
 
@@ -37,9 +37,11 @@ def opencl_devices() -> tuple:
     () when pyopencl or an OpenCL runtime is missing."""
     try:
         import pyopencl as cl
-
+    except ImportError:  # not installed, or no OpenCL ICD loader
+        return ()
+    try:
         found = [d for p in cl.get_platforms() for d in p.get_devices()]
-    except Exception:
+    except cl.Error:  # no platform, or one without devices
         return ()
     return tuple(sorted(found, key=lambda d: not d.type & cl.device_type.GPU))
 

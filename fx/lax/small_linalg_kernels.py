@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import warnings
 
 import numpy as np
 
@@ -128,13 +129,15 @@ _L, _I = ctypes.c_long, ctypes.c_int
 @functools.cache
 def _library():
     """The compiled kernels, or None (no compiler, or the build failed)."""
-    try:
-        from fx.runtime import cc
+    from fx.runtime import cc
 
-        if cc.compiler() is None:
-            return None
+    if cc.compiler() is None:
+        return None
+    try:
         lib = cc.build(_SOURCE)
-    except Exception:  # noqa: BLE001  (any failure: the NumPy closed forms do the work)
+    except (cc.CompileError, OSError) as e:  # the NumPy closed forms do the work
+        warnings.warn(f"fx: the small linear-algebra kernels did not build ({e}); fx uses "
+                      "NumPy's closed forms instead", RuntimeWarning, stacklevel=2)
         return None
     for s in _SUFFIX.values():
         getattr(lib, f"fx_small_lu_{s}").argtypes = [_P, _P, _P, _P, _L, _I]

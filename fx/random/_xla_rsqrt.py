@@ -34,6 +34,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import platform
+import warnings
 
 import numpy as np
 
@@ -104,13 +105,15 @@ def _library():
     """The compiled kernel, or None (not x86-64, no compiler, or the build failed)."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return None
-    try:
-        from fx.runtime import cc
+    from fx.runtime import cc
 
-        if cc.compiler() is None:
-            return None
+    if cc.compiler() is None:
+        return None
+    try:
         lib = cc.build(_SOURCE)
-    except Exception:  # noqa: BLE001  (any failure: the exactly rounded 1 / sqrt(x) instead)
+    except (cc.CompileError, OSError) as e:  # the exactly rounded 1 / sqrt(x) instead
+        warnings.warn(f"fx: XLA's rsqrt kernel did not build ({e}); fx computes the exactly "
+                      "rounded 1 / sqrt(x) instead", RuntimeWarning, stacklevel=2)
         return None
     p = ctypes.c_void_p
     for s in _SUFFIX.values():
