@@ -38,6 +38,17 @@ def _mode(request):
         jax.config.update("jax_enable_x64", True)
 
 
+@pytest.fixture(scope="module")
+def strict_fallbacks():
+    """``FX_STRICT=1`` for a module of compiled-path tests: a group that runs as NumPy for an
+    unexpected reason (no C compiler, no implementation; see ``fx.lowering.fallbacks``) fails
+    its test. A test that means such a fallback unsets it (``monkeypatch.delenv``). Module
+    scope: hypothesis refuses function-scoped fixtures around ``@given`` tests."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FX_STRICT", "1")
+        yield
+
+
 # Docstring examples show what users see in the default mode: every ``doctest.testmod`` of the
 # suite runs them in it.
 import doctest  # noqa: E402

@@ -9,6 +9,8 @@ import fx
 import fx.numpy as fnp
 from fx.runtime import cc
 
+pytestmark = pytest.mark.usefixtures("strict_fallbacks")  # no unexpected NumPy fallback
+
 
 @pytest.mark.default_mode  # the expected signatures are the default mode's
 def test_same_signature_is_traced_once_and_new_shapes_retrace():
@@ -96,6 +98,7 @@ def test_lower_as_text_and_compiled_analyses():
 
 def test_without_a_c_compiler_jit_uses_numpy_kernels(monkeypatch):
     monkeypatch.setattr(cc, "compiler", lambda: None)
+    monkeypatch.delenv("FX_STRICT")  # the fallback this test means
     f = fx.jit(lambda x: fnp.exp(x) * 2.0 + fx.lax.reduce_sum(x, (0,)))
     x = fnp.asarray(np.arange(4.0, dtype=np.float32))
     assert "numpy." in f.lower(x).as_text()

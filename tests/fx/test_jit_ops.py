@@ -50,6 +50,8 @@ import fx
 import fx.lax as lax
 from fx.core import Primitive
 
+pytestmark = pytest.mark.usefixtures("strict_fallbacks")  # no unexpected NumPy fallback
+
 # fx.lax primitives no row exercises, with the reason.
 NOT_COVERED: dict[str, str] = {}
 

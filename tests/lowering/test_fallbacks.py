@@ -97,3 +97,7 @@ def test_strict_off_lets_it_through(no_compiler, monkeypatch, value):
         warnings.simplefilter("ignore", RuntimeWarning)
         low = fx.jit(lambda x: fnp.exp(x) + 1.0).lower(np.ones(4, np.float32))
     assert "UNEXPECTED" in low.as_text("selection")
+
+
+def test_the_lowering_tests_run_strict():
+    assert fallbacks.strict(), "tests/lowering/conftest.py should set FX_STRICT=1"
