@@ -62,7 +62,7 @@ def gemm():
         closed = fx.make_jaxpr(lambda a, b: a @ b)(fnp.asarray(a), fnp.asarray(b))
         low = lower(closed, "cuda")
         # Force the generated kernel for the comparison, whatever selection prefers.
-        from fx.lowering import op_info
+        from fx.lowering.select import op_info
         tiled = next(i for i in op_info.registry if i.name == "cuda.tiled_gemm")
         step = low.steps[0]
         if step.choice.impl is not tiled:

@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 import fx  # noqa: E402
 import fx.numpy as fnp  # noqa: E402
 from fx import sparsity  # noqa: E402
-from fx.lowering import sparse_gemm  # noqa: E402
+from fx.lowering.kernels.sparse import sparse_gemm  # noqa: E402
 
 SIZES = ((1024, 1024), (4096, 1024))
 SPARSITIES = (0.9, 0.95, 0.99)

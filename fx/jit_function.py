@@ -29,9 +29,9 @@ from fx.devices import default_backend
 from fx.interpreters.call import eval_call_impl, jit_p
 from fx.interpreters.physical import physicalize
 from fx.jaxpr import ClosedJaxpr, Jaxpr
-from fx.lowering import backends
 from fx.lowering.pipeline import Program
 from fx.lowering.pipeline import lower as lower_program
+from fx.lowering.select import backends
 from fx.stages import (  # noqa: F401  (Compiled: re-exported)
     Compiled,
     Lowered,

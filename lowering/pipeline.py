@@ -17,27 +17,29 @@ from fx.callback import pure_callback_p
 from fx.debug import debug_print_p
 from fx.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var, check_jaxpr, has_effects
 from fx.lax.parallel import collective_prims
-from fx.lowering import backends, control_flow, fallbacks, program, sparse_gemm
-from fx.lowering import conv as _conv  # noqa: F401  (registers the convolution impls)
-from fx.lowering import kernel_ir as ir
-from fx.lowering import library_calls as _library_calls  # noqa: F401  (LAPACK, FFT)
-from fx.lowering import window_maps as _window_maps  # noqa: F401  (pooling index maps)
-from fx.lowering.codegen import is_flat
-from fx.lowering.cost import group_bytes, group_flops
-from fx.lowering.eliminate_common_subexpressions import eliminate_common_subexpressions
-from fx.lowering.eliminate_dead_code import eliminate_dead_code
-from fx.lowering.fold_constants import fold_constants
-from fx.lowering.fusion import FusionGroup, GroupKind, fuse
-from fx.lowering.inline_calls import inline_calls
-from fx.lowering.library import eqns_step, host_step
-from fx.lowering.lower_convolutions import lower_convolutions
-from fx.lowering.memory import BufferSpec, MemoryPlan, plan_memory
-from fx.lowering.merge_reduced_axes import merge_reduced_axes
-from fx.lowering.op_info import Choice, host_only_prims, select
-from fx.lowering.program import Buffer
-from fx.lowering.simplify_algebra import simplify_algebra
-from fx.lowering.sink_reshapes import sink_reshapes
-from fx.lowering.text import lowered_as_text
+from fx.lowering.codegen import kernel_ir as ir
+from fx.lowering.codegen import window_maps as _window_maps  # noqa: F401  (pooling index maps)
+from fx.lowering.codegen.codegen import is_flat
+from fx.lowering.fusion.fusion import FusionGroup, GroupKind, fuse
+from fx.lowering.kernels.cpu import conv as _conv  # noqa: F401  (registers the convolution impls)
+from fx.lowering.kernels.cpu import library_calls as _library_calls  # noqa: F401  (LAPACK, FFT)
+from fx.lowering.kernels.cpu.library import eqns_step, host_step
+from fx.lowering.kernels.sparse import sparse_gemm
+from fx.lowering.passes.eliminate_common_subexpressions import eliminate_common_subexpressions
+from fx.lowering.passes.eliminate_dead_code import eliminate_dead_code
+from fx.lowering.passes.fold_constants import fold_constants
+from fx.lowering.passes.inline_calls import inline_calls
+from fx.lowering.passes.lower_convolutions import lower_convolutions
+from fx.lowering.passes.merge_reduced_axes import merge_reduced_axes
+from fx.lowering.passes.simplify_algebra import simplify_algebra
+from fx.lowering.passes.sink_reshapes import sink_reshapes
+from fx.lowering.program import control_flow, program
+from fx.lowering.program.memory import BufferSpec, MemoryPlan, plan_memory
+from fx.lowering.program.program import Buffer
+from fx.lowering.program.text import lowered_as_text
+from fx.lowering.select import backends, fallbacks
+from fx.lowering.select.cost import group_bytes, group_flops
+from fx.lowering.select.op_info import Choice, host_only_prims, select
 
 # Primitives running the user's Python on the host (their steps are host callbacks).
 CALLBACKS = frozenset([pure_callback_p, debug_print_p])
@@ -132,7 +134,7 @@ class Program:
         return [v.aval for v in self.jaxpr.invars]
 
     def as_text(self, stage: str | None = None) -> str:
-        """The program, or one stage of it (see ``fx.lowering.text``)."""
+        """The program, or one stage of it (see ``fx.lowering.program.text``)."""
         return lowered_as_text(self, stage)
 
     def compile(self):

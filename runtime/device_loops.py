@@ -7,7 +7,7 @@ whole loop (the body's arena and two ping-pong copies of the carry, all in the l
 area of the parent arena), and copies the scanned outputs' slices out — device-to-device
 copies and launches queued in order. A ``while`` reads its predicate back once per iteration
 (one byte); a ``cond`` reads its index once. The layout is planned by
-``fx.lowering.control_flow`` (``_device_plan``); the operation is a ``program.ControlFlow``
+``fx.lowering.program.control_flow`` (``_device_plan``); the operation is a ``program.ControlFlow``
 with ``device`` set.
 
 What differs between targets is a small memory interface, ``mem``, that the executor makes for

@@ -11,7 +11,7 @@ states). Arguments are host arrays copied to the device; results are copied back
 as NumPy arrays, so jit's results are ordinary host fx arrays (fx arrays do not live on OpenCL
 devices: that would need a device-resident array type in ``fx.devices``).
 
-Kernels are grid-stride loops (see ``lowering.opencl_dialect``): any global size is correct,
+Kernels are grid-stride loops (see ``lowering.render.opencl_dialect``): any global size is correct,
 and :func:`global_size` picks a fixed work-group size (PoCL compiles one work-group function per
 local size; capped at the device's maximum) and enough groups to fill the device. NumPy steps
 (library calls, op-by-op groups, loops over compiled bodies) run on the host: their inputs are
@@ -94,7 +94,7 @@ def _program(cl, context, source: str):
 class DeviceArray:
     """One value's storage on the device: a ``cl.Buffer`` (None when empty), its shape and
     dtype, and the queue that orders its use. ``get``/``set`` are the blocking copies
-    ``lowering.library.host_step`` makes around a host step."""
+    ``lowering.kernels.cpu.library.host_step`` makes around a host step."""
 
     __slots__ = ("buffer", "shape", "dtype", "queue")
 
@@ -135,8 +135,8 @@ class _Launch:
 
 
 def _operations(low) -> list:
-    """The program's schedule (``lowering.program``) in order: ``(kernel, the values bound to
-    its parameters)`` per launch of a segment, the ``run(views)`` of every other operation
+    """The program's schedule (``lowering.program.program``) in order: ``(kernel, the values
+    bound to its parameters)`` per launch of a segment, the ``run(views)`` of every other operation
     (library and host calls, loops over compiled bodies: none is native on this backend;
     the pipeline wraps each in its copies to the host and back, as the program IR shows)."""
     ops = []

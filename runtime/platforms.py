@@ -4,7 +4,7 @@ A :class:`Platform` says what a device's buffers are (NumPy arrays in host memor
 arrays on a GPU, OpenCL buffers), how many devices there are, whether fx arrays can live there,
 and what to tell a user who asks for one that is missing. Everything that depends on a platform
 reads its record, so no code outside this module compares platform names; the compile side
-(dialect, executor, operator library) is the backend record in ``fx.lowering.backends``.
+(dialect, executor, operator library) is the backend record in ``fx.lowering.select.backends``.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ def _mode(request):
 @pytest.fixture(scope="module")
 def strict_fallbacks():
     """``FX_STRICT=1`` for a module of compiled-path tests: a group that runs as NumPy for an
-    unexpected reason (no C compiler, no implementation; see ``fx.lowering.fallbacks``) fails
+    unexpected reason (no C compiler, no implementation; see ``fx.lowering.select.fallbacks``) fails
     its test. A test that means such a fallback unsets it (``monkeypatch.delenv``). Module
     scope: hypothesis refuses function-scoped fixtures around ``@given`` tests."""
     with pytest.MonkeyPatch.context() as mp:
@@ -84,7 +84,7 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 
 from fx.lowering import pipeline as _pipeline  # noqa: E402
-from fx.lowering.render import CUDA, Renderer, render_module  # noqa: E402
+from fx.lowering.render.render import CUDA, Renderer, render_module  # noqa: E402
 
 _cuda_kernels: dict[str, object] = {}
 

@@ -82,10 +82,10 @@ def test_primitive_has_its_rules(name):
 
 
 def test_every_elementwise_primitive_has_a_kernel_rule_or_a_reason():
-    from fx.lowering import scalar_ops
+    from fx.lowering.fusion import primitive_rules
 
     elementwise = {p.name: p for p in batching.elementwise_prims}
     assert len(elementwise) > 60, sorted(elementwise)
-    missing = {n for n, p in elementwise.items() if p not in scalar_ops.scalar_rules}
-    assert missing - set(NO_KERNEL) == set(), "no kernel rule (scalar_ops) and no reason here"
+    missing = {n for n, p in elementwise.items() if p not in primitive_rules.scalar_rules}
+    assert missing - set(NO_KERNEL) == set(), "no kernel rule (primitive_rules) and no reason here"
     assert set(NO_KERNEL) - missing == set(), "has a kernel rule now: drop it from NO_KERNEL"

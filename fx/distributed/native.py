@@ -37,11 +37,11 @@ from fx.distributed import collectives
 from fx.distributed.transport import MpiTransport, ReduceOp
 from fx.jaxpr import Var
 from fx.lax import parallel
-from fx.lowering import kernel_ir as ir
-from fx.lowering import op_info
-from fx.lowering.c_kernel import CKernel
-from fx.lowering.fusion import GroupKind
-from fx.lowering.render import storage_type
+from fx.lowering.codegen import kernel_ir as ir
+from fx.lowering.codegen.c_kernel import CKernel
+from fx.lowering.fusion.fusion import GroupKind
+from fx.lowering.render.render import storage_type
+from fx.lowering.select import op_info
 from fx.runtime import cc
 
 # The dtypes MPI reduces natively, in the order of the library's handle table.

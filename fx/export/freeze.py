@@ -42,9 +42,9 @@ from fx.interpreters.eval import eval_jaxpr
 from fx.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, has_effects
 from fx.lax.base import broadcast_in_dim_p
 from fx.lax.elementwise import add_p
-from fx.lowering.eliminate_dead_code import eliminate_dead_code
-from fx.lowering.inline_calls import inline_calls
-from fx.lowering.rewrite import Renamer
+from fx.lowering.passes.eliminate_dead_code import eliminate_dead_code
+from fx.lowering.passes.inline_calls import inline_calls
+from fx.lowering.passes.rewrite import Renamer
 
 PASSES = ("weights precomputed", "affine layers folded", "softmax before argmax dropped",
           "transposes cancelled")

@@ -35,7 +35,7 @@ from fx import dtypes, tree_util
 from fx.array import Array
 from fx.avals import ShapedArray
 from fx.jaxpr import ClosedJaxpr, Jaxpr
-from fx.lowering.inline_calls import inline_calls
+from fx.lowering.passes.inline_calls import inline_calls
 from fx.lowering.pipeline import lower
 
 MAGIC = b"FXEXPORT"

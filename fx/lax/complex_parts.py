@@ -164,7 +164,7 @@ jvp.jvp_rules[abs_p] = _abs_jvp
 # XLA's (jax's) complex expm1 gives ``expm1(a) + 0 + 0j`` for any ``a + 0j`` or ``a - 0j``, as
 # the Array API standard asks for +inf + 0j and NaN + 0j; NumPy's computes the imaginary part
 # as exp(a) * sin(b), so inf + 0j gave inf + NaNj, and -0 + 0j gave -0 + 0j. Jit runs complex
-# expm1 as this NumPy step too (``lowering.scalar_ops.complex_prims`` has no expm1).
+# expm1 as this NumPy step too (``lowering.fusion.primitive_rules.complex_prims`` has no expm1).
 _expm1_real_impl = expm1_p.impl
 
 

@@ -8,7 +8,7 @@ array operands' dtype), computed in float64 by ``special_functions_numerics`` an
 that dtype. Derivatives are jax's: ``igamma``/``igammac`` in both arguments (``a`` through
 ``igamma_grad_a``), ``betainc`` in ``x`` only, ``zeta`` in ``q`` only (jax's primitive has
 none; ``fx.scipy.special.zeta`` differentiates both arguments), ``igamma_grad_a`` in neither.
-Under jit they fuse into generated kernels (``lowering/prelude_special.py`` ports these
+Under jit they fuse into generated kernels (``lowering/render/prelude_special.py`` ports these
 algorithms to one element).
 """
 

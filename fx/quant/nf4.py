@@ -19,8 +19,8 @@ blocks of 256 scales with one float32 scale each: 4.127 instead of 4.5 bits per 
 ``nf4_dot``, linear in ``x`` only: the packed codes are integer storage, not a differentiable
 input, so ``grad`` reaches ``x`` (and whatever produced it, e.g. LoRA adapters) and never the
 frozen base. Eagerly it dequantizes and calls BLAS; under ``fx.jit`` a generated kernel
-(``fx.lowering.nf4_gemm``) unpacks, looks up, scales and multiplies in its inner loop, never
-writing a float32 copy of the weight, and sums over ``k`` in order (bit-equal to
+(``fx.lowering.kernels.nf4.nf4_gemm``) unpacks, looks up, scales and multiplies in its inner
+loop, never writing a float32 copy of the weight, and sums over ``k`` in order (bit-equal to
 :func:`reference_matmul`).
 """
 

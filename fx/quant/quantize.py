@@ -17,8 +17,8 @@ fuses into one kernel after the int32 product (the requantization step).
 Choices: weights are symmetric int8 in [-127, 127] per output channel (or per tensor), zero
 point 0; activations are symmetric int8 per tensor, zero point 0, so both operands of the
 product are int8 as the integer kernels take them (the CPU kernel offsets the activations to
-uint8 itself for ``vpdpbusd``, see ``fx.lowering.int8_gemm``). The output of the model is
-float (the last layer's dequantization).
+uint8 itself for ``vpdpbusd``, see ``fx.lowering.kernels.int8.int8_gemm``). The output of the
+model is float (the last layer's dequantization).
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ def _rows_first_kernel(w_q: np.ndarray, eqn):
     """A convolution kernel stored ``(O, *window, I)``: each output channel's weights one
     contiguous row in the order of the input's patches (window, then channels), so
     ``fx.jit`` runs the convolution as patches times this matrix on the int8 GEMM kernel
-    without relaying it out (see ``fx.lowering.lower_convolutions``)."""
+    without relaying it out (see ``fx.lowering.passes.lower_convolutions``)."""
     lhs_spec, rhs_spec, out_spec = eqn.params["dimension_numbers"]
     nsp = w_q.ndim - 2
     perm = (rhs_spec[0], *rhs_spec[2:], rhs_spec[1])

@@ -12,7 +12,8 @@ Structures: :class:`Unstructured`, :class:`NByM` (``NByM(2, 4)``), :class:`Chann
 schedules :class:`OneShot`, :class:`Periodic`, :class:`Polynomial`. :func:`compact` removes
 pruned channels from a stax network's params, giving a smaller dense network that computes
 the same function. A jitted function whose weights are sparse constants (closed over, or
-frozen with ``fx.export.freeze``) multiplies them in CSR form (``fx.lowering.sparse_gemm``).
+frozen with ``fx.export.freeze``) multiplies them in CSR form
+(``fx.lowering.kernels.sparse.sparse_gemm``).
 """
 
 from fx.sparsity.compaction import compact

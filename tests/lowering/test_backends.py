@@ -1,7 +1,7 @@
 """The backend and platform registries: every target-dependent choice reads a record.
 
-``fx.lowering.backends`` (compile targets) and ``fx.runtime.platforms`` (memory platforms) are
-the only modules that compare backend or platform names; this test reads the sources of
+``fx.lowering.select.backends`` (compile targets) and ``fx.runtime.platforms`` (memory platforms)
+are the only modules that compare backend or platform names; this test reads the sources of
 fx/, interpreters/, lowering/ and runtime/ to keep it so.
 """
 
@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 
 import fx
-from fx.lowering import backends, pipeline
+from fx.lowering import pipeline
+from fx.lowering.select import backends
 from fx.runtime import platforms
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-REGISTRIES = {ROOT / "lowering" / "backends.py", ROOT / "runtime" / "platforms.py"}
+REGISTRIES = {ROOT / "lowering" / "select" / "backends.py", ROOT / "runtime" / "platforms.py"}
 NAMES = "|".join(sorted({*backends.BACKENDS, *platforms.PLATFORMS,
                          *(a for p in platforms.PLATFORMS.values() for a in p.aliases)}))
 # name == x, x != name, x in ("cpu", ...), x.platform == ..., backend.startswith("cu")
@@ -59,7 +60,7 @@ def test_every_backend_names_a_platform_dialect_executor_and_library():
         assert b.alignment >= 64 and b.alignment & (b.alignment - 1) == 0
         assert callable(b.executor) and callable(b.source)
         kinds = {impl.kind for impl in b.operators}
-        assert len(kinds) == len(fx.lowering.fusion.GroupKind), (name, kinds)
+        assert len(kinds) == len(fx.lowering.fusion.fusion.GroupKind), (name, kinds)
         assert all(impl.backend in (name, "any") for impl in b.operators)
     assert backends.CPU.platform.host_memory and not backends.CUDA.platform.host_memory
     assert backends.CPU.native_loops and not backends.CUDA.native_loops

@@ -14,10 +14,10 @@ from harness import assert_allclose, to_fx
 import fx
 import fx.lax as lax
 import fx.numpy as fnp
-from fx.lowering import conv as lconv
-from fx.lowering import cost
-from fx.lowering.fusion import GroupKind, fuse
-from fx.lowering.op_info import Choice, registry
+from fx.lowering.fusion.fusion import GroupKind, fuse
+from fx.lowering.kernels.cpu import conv as lconv
+from fx.lowering.select import cost
+from fx.lowering.select.op_info import Choice, registry
 
 IMPLS = {i.name: i for i in registry if i.name.startswith("cpu.conv_")}
 
@@ -200,7 +200,7 @@ def test_selection_among_conv_impls(ls, rs, kw, best):
 @pytest.mark.parametrize("ls,rs,impl,anchor", [
     # Many channels: Winograd beats the patches and a matmul.
     ((2, 16, 16, 32), (3, 3, 32, 32), "cpu.conv_winograd", "conv_general_dilated"),
-    # Few: generated patches, then BLAS (fx.lowering.lower_convolutions).
+    # Few: generated patches, then BLAS (fx.lowering.passes.lower_convolutions).
     ((2, 9, 9, 8), (3, 3, 8, 8), "cpu.blas_gemm", "dot_general"),
 ])
 def test_jit_conv_bias_relu(ls, rs, impl, anchor):
@@ -217,7 +217,7 @@ def test_jit_conv_bias_relu(ls, rs, impl, anchor):
 
 
 @pytest.mark.xfail(not hasattr(cost, "flops_rules"), strict=True,
-                   reason="until fx.lowering.cost counts conv flops, the op-by-op NumPy "
+                   reason="until fx.lowering.select.cost counts conv flops, the op-by-op NumPy "
                           "fallback looks cheaper for a convolution without epilogue")
 def test_as_text_picks_winograd_for_a_plain_3x3_conv():
     x = np.ones((2, 32, 32, 32), np.float32)

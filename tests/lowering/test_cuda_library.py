@@ -1,6 +1,6 @@
 """The linear-algebra and FFT primitives on the CUDA backend: cuSOLVER/cuBLAS/cuFFT calls
-through CuPy (fx.lowering.cuda_library). Lowering for CUDA is pure, so the choice and the
-routine in as_text() are tested here without a device; each routine runs with NumPy and
+through CuPy (fx.lowering.kernels.cuda.cuda_library). Lowering for CUDA is pure, so the choice and
+the routine in as_text() are tested here without a device; each routine runs with NumPy and
 SciPy standing in for CuPy and cupyx.scipy.linalg, on the lowered step's buffers, against the
 CPU implementation. Tests marked ``cuda`` run jit(backend="cuda") on a GPU where one is lent
 (bench/gpu_check.sh)."""
@@ -16,7 +16,7 @@ import fx.numpy as fnp
 from fx.devices import cupy_module
 from fx.lax import linalg_householder, linalg_solvers, linalg_spectral
 from fx.lax.fft import FftType, fft_p
-from fx.lowering import cuda_library
+from fx.lowering.kernels.cuda import cuda_library
 from fx.lowering.pipeline import lower
 
 needs_gpu = pytest.mark.skipif(cupy_module() is None, reason="needs a CUDA device and CuPy")
@@ -133,7 +133,7 @@ def test_what_cupy_lacks_stays_on_the_host(name, f, args):
 
 
 def test_every_gpu_routine_is_a_library_call_of_the_cpu():
-    from fx.lowering import library_calls
+    from fx.lowering.kernels.cpu import library_calls
 
     assert set(cuda_library.ROUTINES) <= set(library_calls.ROUTINES)
     assert {linalg_solvers.cholesky_p, linalg_solvers.triangular_solve_p, linalg_solvers.lu_p,

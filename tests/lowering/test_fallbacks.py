@@ -1,6 +1,6 @@
 """Fallbacks are never silent: a group that runs as NumPy for want of a kernel says why in
 ``as_text()``, no C compiler warns once, and ``FX_STRICT=1`` makes an unexpected fallback an
-error (``fx.lowering.fallbacks``)."""
+error (``fx.lowering.select.fallbacks``)."""
 
 import warnings
 
@@ -9,7 +9,7 @@ import pytest
 
 import fx
 import fx.numpy as fnp
-from fx.lowering import fallbacks
+from fx.lowering.select import fallbacks
 from fx.runtime import cc
 
 

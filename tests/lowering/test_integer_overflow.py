@@ -2,7 +2,7 @@
 
 C leaves signed overflow undefined and GCC folds on it: ``(x + 1) > x`` compiled to true for
 INT32_MAX and ``-x > 0`` to true for INT32_MIN, where eager fx and jax wrap. Value arithmetic
-on wide signed ints is rendered through the unsigned type (``scalar_ops.WRAPPING``); these
+on wide signed ints is rendered through the unsigned type (``primitive_rules.WRAPPING``); these
 programs compare the comparisons that overflow would fold, bit for bit, jit against eager and
 jax (test_vectorization checks that such loops still vectorize at every ISA level)."""
 

@@ -12,7 +12,7 @@ import fx
 import fx.numpy as fnp
 from fx.core import Primitive
 from fx.lax import linalg_householder, linalg_schur, linalg_solvers, linalg_spectral
-from fx.lowering import library_calls
+from fx.lowering.kernels.cpu import library_calls
 
 A = (np.eye(4) * 3 + 0.5).astype(np.float32)
 

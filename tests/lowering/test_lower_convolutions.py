@@ -12,9 +12,9 @@ import fx.lax as lax
 import fx.numpy as fnp
 from fx.interpreters.eval import eval_jaxpr
 from fx.jaxpr import check_jaxpr
-from fx.lowering.eliminate_common_subexpressions import eliminate_common_subexpressions
-from fx.lowering.lower_convolutions import lower_convolutions
-from fx.lowering.simplify_algebra import simplify_algebra
+from fx.lowering.passes.eliminate_common_subexpressions import eliminate_common_subexpressions
+from fx.lowering.passes.lower_convolutions import lower_convolutions
+from fx.lowering.passes.simplify_algebra import simplify_algebra
 
 CONVS = [  # lhs shape, rhs shape, params
     ((2, 3, 5, 6), (4, 3, 3, 2), dict(window_strides=(1, 1), padding="VALID")),

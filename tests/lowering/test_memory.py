@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import fx
 import fx.lax as lax
 import fx.numpy as fnp
-from fx.lowering.memory import BufferSpec, plan_memory
+from fx.lowering.program.memory import BufferSpec, plan_memory
 
 
 def _check_no_overlap(specs, plan, alignment):

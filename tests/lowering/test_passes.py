@@ -8,12 +8,12 @@ import fx
 import fx.lax as lax
 import fx.numpy as fnp
 from fx.jaxpr import check_jaxpr
-from fx.lowering.eliminate_common_subexpressions import eliminate_common_subexpressions
-from fx.lowering.eliminate_dead_code import eliminate_dead_code
-from fx.lowering.fold_constants import fold_constants
-from fx.lowering.inline_calls import inline_calls
-from fx.lowering.merge_reduced_axes import merge_reduced_axes
-from fx.lowering.simplify_algebra import simplify_algebra
+from fx.lowering.passes.eliminate_common_subexpressions import eliminate_common_subexpressions
+from fx.lowering.passes.eliminate_dead_code import eliminate_dead_code
+from fx.lowering.passes.fold_constants import fold_constants
+from fx.lowering.passes.inline_calls import inline_calls
+from fx.lowering.passes.merge_reduced_axes import merge_reduced_axes
+from fx.lowering.passes.simplify_algebra import simplify_algebra
 
 
 def _jaxpr(f, *args):
@@ -146,7 +146,7 @@ def test_reductions_over_adjacent_axes_reduce_one_merged_axis_with_the_same_bits
 
 
 def test_reshapes_sink_below_elementwise_chains_with_the_same_bits():
-    from fx.lowering.sink_reshapes import sink_reshapes
+    from fx.lowering.passes.sink_reshapes import sink_reshapes
 
     def f(x, y):
         flat = fnp.reshape(x, (2, 12))

@@ -15,8 +15,8 @@ import pytest
 
 import fx
 import fx.numpy as fnp
-from fx.lowering.prelude import PRELUDE
-from fx.lowering.render import C
+from fx.lowering.render.prelude import PRELUDE
+from fx.lowering.render.render import C
 from fx.runtime import cc
 
 

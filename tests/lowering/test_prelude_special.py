@@ -1,7 +1,8 @@
-"""The special functions' prelude table (lowering/prelude_special.py): a unit gets the functions
-its kernels call and what they call, in dependency order, and nothing when it calls none; every
-function compiles as C without warnings. (Their values against eager: the special-function rows
-and the edge-value test in tests/fx/test_jit_ops_scientific.py, on CPU and OpenCL.)"""
+"""The special functions' prelude table (lowering/render/prelude_special.py): a unit gets the
+functions its kernels call and what they call, in dependency order, and nothing when it calls
+none; every function compiles as C without warnings. (Their values against eager: the
+special-function rows and the edge-value test in tests/fx/test_jit_ops_scientific.py, on CPU
+and OpenCL.)"""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import subprocess
 
 import pytest
 
-from fx.lowering.prelude import PRELUDE
-from fx.lowering.prelude_special import FUNCTIONS, needed_source
-from fx.lowering.render import CUDA, C, render_module
+from fx.lowering.render.prelude import PRELUDE
+from fx.lowering.render.prelude_special import FUNCTIONS, needed_source
+from fx.lowering.render.render import CUDA, C, render_module
 from fx.runtime import cc
 
 

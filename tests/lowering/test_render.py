@@ -14,7 +14,7 @@ import fx
 import fx.lax as lax
 import fx.numpy as fnp
 from fx.lowering.pipeline import lower
-from fx.lowering.render import CUDA, C, Renderer
+from fx.lowering.render.render import CUDA, C, Renderer
 
 
 def _kernels(f, *args):
@@ -135,7 +135,7 @@ def test_max_and_min_against_constants_keep_nans_and_signed_zeros(dtype):
 
 
 def _evaluate(e, env):
-    from fx.lowering import kernel_ir as ir
+    from fx.lowering.codegen import kernel_ir as ir
 
     if isinstance(e, ir.Const):
         return e.value
@@ -159,7 +159,7 @@ def test_a_reshape_maps_indices_group_by_group(in_shape, out_shape):
     # the reshape keeps pass their index through; the flat index is kept for loads.
     import itertools
 
-    from fx.lowering import kernel_ir as ir
+    from fx.lowering.codegen import kernel_ir as ir
 
     syms = tuple(ir.Sym(f"i{k}", ir.INDEX) for k in range(len(out_shape)))
     got = ir.reshaped_index(syms, in_shape, out_shape)
@@ -175,7 +175,7 @@ def test_a_reshape_maps_indices_group_by_group(in_shape, out_shape):
 
 
 def test_values_invariant_in_an_inner_loop_are_bound_before_it():
-    from fx.lowering import kernel_ir as ir
+    from fx.lowering.codegen import kernel_ir as ir
 
     f32 = np.dtype(np.float32)
     i, j = ir.Sym("i", ir.INDEX), ir.Sym("j", ir.INDEX)

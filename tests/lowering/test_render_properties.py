@@ -4,7 +4,7 @@ run, agree with their NumPy meaning.
 Leaves are loads of every dtype and literals of every sign and special value (NaN, ±inf, -0.0,
 the smallest subnormal, the extremes, the most negative integers); inner nodes nest the unary
 operations (neg, abs, sign, not), arithmetic, max/min, comparisons, selects and casts, in the
-forms codegen emits (wrapping arithmetic on wide signed integers, ``scalar_ops.wrapping``). One
+forms codegen emits (wrapping arithmetic on wide signed integers, ``primitive_rules.wrapping``). One
 kernel per example stores every tree; it is compiled and run in C (and on OpenCL where the
 machine has a device), and compiled for CUDA (sm_90) where nvcc is installed. Every result is
 exact: values compare bitwise (NaNs by position: their payloads are the hardware's).
@@ -21,9 +21,9 @@ from conftest import compile_cuda_kernels
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fx.lowering import kernel_ir as ir
-from fx.lowering.render import C, literal, render_module
-from fx.lowering.scalar_ops import wrapping
+from fx.lowering.codegen import kernel_ir as ir
+from fx.lowering.fusion.primitive_rules import wrapping
+from fx.lowering.render.render import C, literal, render_module
 from fx.runtime import cc
 
 N = 16  # elements per buffer
@@ -178,7 +178,7 @@ def _run_opencl(k: ir.Kernel) -> list[np.ndarray] | None:
         return None
     if not devices or "cl_khr_fp64" not in devices[0].extensions:
         return None
-    from fx.lowering.opencl_dialect import OPENCL
+    from fx.lowering.render.opencl_dialect import OPENCL
 
     ctx = cl.Context([devices[0]])
     queue = cl.CommandQueue(ctx)

@@ -20,7 +20,7 @@ import fx
 import fx.lax as lax
 import fx.numpy as fnp
 from fx.lowering import pipeline
-from fx.lowering.fusion_groups import MAX_GROUP_EQNS
+from fx.lowering.fusion.fusion_groups import MAX_GROUP_EQNS
 from fx.runtime import cc
 
 pytestmark = pytest.mark.skipif(cc.compiler() is None, reason="needs a C compiler")
@@ -128,7 +128,7 @@ _LOW_LIMIT_SCRIPT = textwrap.dedent("""
     import pickle, sys
     import numpy as np
     import fx, fx.numpy as fnp, fx.lax as lax
-    from fx.lowering.render import CUDA, Renderer
+    from fx.lowering.render.render import CUDA, Renderer
 
     n = int(sys.argv[1])
     def f(x):

@@ -12,8 +12,8 @@ import fx
 import fx.numpy as jnp
 from fx.avals import ShapedArray
 from fx.jaxpr import Var
-from fx.lowering import program
-from fx.lowering.program import Buffer, HostCall, waves
+from fx.lowering.program import program
+from fx.lowering.program.program import Buffer, HostCall, waves
 from fx.runtime.executor import Executable
 
 

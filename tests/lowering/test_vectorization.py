@@ -28,7 +28,7 @@ import pytest
 import fx
 import fx.numpy as fnp
 from fx.example_libraries import stax
-from fx.lowering.render import C
+from fx.lowering.render.render import C
 from fx.runtime import cc
 
 HOT_EXTENT = 8
@@ -98,7 +98,7 @@ PROGRAMS = {  # name -> (function, example arguments)
             x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")) + b, 0.0)),
         (np.ones((8, 8, 8, 1), _F32), np.ones((3, 3, 1, 16), _F32), np.ones(16, _F32))),
     "fori_loop body (roll, tanh)": (_fori, (np.ones(64, _F32),)),
-    # Signed int32 arithmetic, rendered through uint32 so that it wraps (scalar_ops.WRAPPING).
+    # Signed int32 arithmetic, rendered through uint32 so that it wraps (primitive_rules.WRAPPING).
     "int32 wrapping arithmetic": (lambda x, y: 3 * x + y * y - fnp.abs(x),
                                   (np.arange(1 << 12, dtype=np.int32),
                                    np.arange(1 << 12, dtype=np.int32))),

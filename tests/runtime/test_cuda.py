@@ -17,9 +17,9 @@ import fx.lax as lax
 import fx.numpy as fnp
 from fx.core import Primitive
 from fx.devices import cupy_module
-from fx.lowering import op_info
-from fx.lowering.kernel_ir import Param
+from fx.lowering.codegen.kernel_ir import Param
 from fx.lowering.pipeline import lower
+from fx.lowering.select import op_info
 from fx.runtime import device_loops, nvrtc
 from fx.runtime.cuda import THREADS, kernel_iterations, launch_config, pack_args
 

@@ -25,10 +25,10 @@ from scientific_rows import ROWS as SCIENTIFIC_ROWS
 
 import fx
 import fx.numpy as fnp
-from fx.lowering import backends
-from fx.lowering.opencl_dialect import OPENCL
 from fx.lowering.pipeline import lower
-from fx.lowering.render import CUDA, C, Renderer
+from fx.lowering.render.opencl_dialect import OPENCL
+from fx.lowering.render.render import CUDA, C, Renderer
+from fx.lowering.select import backends
 from fx.runtime import platforms
 from fx.runtime.opencl import LOCAL_SIZE, global_size
 

@@ -2,7 +2,7 @@
 series or rational fit under a custom jvp). Values are computed in float64 by ``_numerics`` and
 rounded to the operand's dtype; each rule is the function's exact derivative, as jax's custom
 jvps give. Batching is elementwise; under jit they fuse into generated kernels
-(``lowering/prelude_special.py`` ports the algorithms to one element).
+(``lowering/render/prelude_special.py`` ports the algorithms to one element).
 """
 
 from __future__ import annotations

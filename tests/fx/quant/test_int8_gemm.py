@@ -184,7 +184,7 @@ def test_constant_weight_is_packed_at_compile_time_and_exact(m, k, n, layout):
 
 
 def test_packed_panels_layout():
-    from fx.lowering.pack_int8_weights import PANEL, pack
+    from fx.lowering.kernels.int8.pack_int8_weights import PANEL, pack
 
     rng = np.random.default_rng(5)
     b = rng.integers(-128, 128, (7, 40)).astype(np.int8)  # K=7 -> 8, N=40 -> 64

@@ -9,7 +9,7 @@ import pytest
 import fx
 import fx.numpy as fnp
 from fx.export import freeze
-from fx.lowering import sparse_gemm
+from fx.lowering.kernels.sparse import sparse_gemm
 from fx.runtime import platforms
 
 

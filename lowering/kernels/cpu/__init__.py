@@ -1,0 +1,3 @@
+"""Host steps: ``library`` runs groups with NumPy (BLAS matmul, the primitives' impls op by
+op, host copies for device programs), ``library_calls`` linear algebra and FFTs as
+LAPACK/pocketfft calls, ``conv`` the CPU convolution implementations."""

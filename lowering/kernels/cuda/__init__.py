@@ -1,0 +1,2 @@
+"""CUDA kernels and library calls: ``cuda_gemm`` (generated tiled GEMM), ``cuda_int8_gemm``
+(int8 GEMM on ``__dp4a``), ``cuda_library`` (cuSOLVER, cuBLAS and cuFFT through CuPy)."""

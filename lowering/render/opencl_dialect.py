@@ -1,0 +1,66 @@
+"""The OpenCL C dialect of the kernel renderer (OpenCL C 1.2, what PoCL and GPU drivers take).
+
+The same kernel IR as the C and CUDA dialects, rendered as ``__kernel`` functions whose pointer
+parameters live in the ``__global`` address space and whose parallel loop is a grid-stride loop
+over ``get_global_id(0)`` (any global size is correct; the executor picks one). OpenCL C has no
+``stdint.h`` and no C99 ``f``-suffixed libm names, so the file prelude defines the fixed-width
+integer types and maps ``expf`` & co. to the overloaded built-ins; bit casts are ``as_float`` /
+``as_uint`` / ``as_double`` / ``as_ulong``. float64 needs ``cl_khr_fp64`` (the executor checks
+the device). Contraction of ``a * b + c`` into FMAs is off, as for the other dialects: results
+must not depend on the compiler.
+"""
+
+from __future__ import annotations
+
+from fx.lowering.render.render import Dialect
+
+# C99 float32 names the prelude and the shared spelling table use -> OpenCL's overloads.
+_F32_NAMES = ("exp", "exp2", "log", "log1p", "expm1", "cbrt", "tanh", "sin", "cos", "tan",
+              "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc",
+              "lgamma", "fmod", "floor", "ceil", "rint", "trunc", "sqrt", "pow", "atan2",
+              "nextafter", "fabs", "copysign", "hypot", "fma")
+
+# PoCL (3.1 on LLVM 15) evaluates these built-ins on a NaN known at compile time (a NaN
+# literal, or x - NAN, which LLVM folds to one) as garbage, not NaN (rint's crashed the
+# compiler); on a NaN known only at run time they are right.
+# Each is called through a guard that returns a NaN argument itself, which every compiler folds
+# soundly; at run time the guard is one compare. The C names are redefined (an OpenCL header
+# may define the built-in's name as a macro: #undef first), so the prelude's calls are guarded
+# too, with C's meaning: ``exp`` takes and returns double, ``expf`` float.
+_NAN_FOLDED = ("exp", "exp2", "expm1", "tanh", "sinh", "floor", "ceil", "rint", "trunc",
+               "round")
+
+_PRELUDE = "\n".join([
+    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable",
+    "#pragma OPENCL FP_CONTRACT OFF",
+    "#define FX_FN static inline",
+    "typedef char int8_t; typedef short int16_t; typedef int int32_t; typedef long int64_t;",
+    "typedef uchar uint8_t; typedef ushort uint16_t; typedef uint uint32_t;",
+    "typedef ulong uint64_t;",
+    "#define INT32_MIN INT_MIN",
+    "#define INT32_MAX INT_MAX",
+    "#define INT64_MIN LONG_MIN",
+    "#define INT64_MAX LONG_MAX",
+    *(f"#define {f}f {f}" for f in _F32_NAMES if f not in _NAN_FOLDED),
+    *(line for f in _NAN_FOLDED for line in (
+        f"FX_FN float fx_cl_{f}f(float x) {{ return isnan(x) ? x : {f}(x); }}",
+        f"FX_FN double fx_cl_{f}(double x) {{ return isnan(x) ? x : {f}(x); }}",
+        f"#define {f}f fx_cl_{f}f", f"#undef {f}", f"#define {f} fx_cl_{f}")),
+    "typedef struct { float re, im; } fx_c64;",
+    "typedef struct { double re, im; } fx_c128;",
+    "FX_FN float fx_bits_to_f32(uint32_t b) { return as_float(b); }",
+    "FX_FN uint32_t fx_f32_to_bits(float f) { return as_uint(f); }",
+    "FX_FN double fx_bits_to_f64(uint64_t b) { return as_double(b); }",
+    "FX_FN uint64_t fx_f64_to_bits(double f) { return as_ulong(f); }",
+]) + "\n"
+
+OPENCL = Dialect(
+    name="opencl",
+    file_prelude=_PRELUDE,
+    kernel_prefix="__kernel void",
+    restrict="restrict",
+    pointer_space="__global ",
+    parallel_for="for ({it} {v} = {start} + ({it})get_global_id(0); {v} < {stop}; "
+                 "{v} += ({it})get_global_size(0))",
+    small_index_type="int",
+)
