@@ -161,7 +161,7 @@ def orthogonal(key, n: int, shape: Shape = (), dtype=None, m: int | None = None)
         d = fnp.diagonal(r, axis1=-2, axis2=-1)
         x = q * fnp.expand_dims(fnp.sign(d), -2)
     else:
-        from fx.nn_initializers import _orthonormal_columns
+        from fx.nn.initializers import _orthonormal_columns
         from fx.vectorize import vmap
 
         size = math.prod(shape)

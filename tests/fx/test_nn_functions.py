@@ -1,5 +1,5 @@
-"""Tests of the jax.nn functions in fx/nn_functions.py, the initializers (fx.nn.initializers)
-and the key utilities of fx.random, against jax.
+"""Tests of the jax.nn functions beyond test_nn.py's (squareplus, log1mexp, attention…), the
+initializers (fx.nn.initializers) and the key utilities of fx.random, against jax.
 
 Functions: values and dtypes against jax, jvp/vjp against jax, ``check_grads`` at order 2 in
 float64, vmap against a loop and jax.vmap, jit against eager. Initializers: the same values as
@@ -389,6 +389,6 @@ def test_key_errors(call, match):
 
 
 def test_docstring_examples():
-    from fx import nn_functions, nn_initializers
+    from fx.nn import activations, attention, encoding, initializers
 
-    assert run_doctests(nn_functions, nn_initializers) >= 5
+    assert run_doctests(activations, attention, encoding, initializers) >= 8

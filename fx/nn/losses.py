@@ -24,15 +24,15 @@ import numpy as np
 from fx import dtypes, lax
 from fx import numpy as fnp
 from fx.core import get_aval
+from fx.nn.encoding import one_hot
+from fx.nn.normalization import log_softmax
 
 __all__ = ["distillation", "feature_hint", "l2_loss", "softmax_cross_entropy",
            "softmax_cross_entropy_with_integer_labels"]
 
 
 def _log_softmax(x):
-    from fx import nn  # fx.nn imports this module (fx.nn.losses)
-
-    return nn.log_softmax(x, axis=-1)
+    return log_softmax(x, axis=-1)
 
 
 def softmax_cross_entropy(logits, labels):
@@ -70,10 +70,8 @@ def softmax_cross_entropy_with_integer_labels(logits, labels):
             "fx.nn.losses.softmax_cross_entropy_with_integer_labels: labels must be integer "
             f"class ids of shape {la.shape[:-1]} for logits {la.str_short()}, got "
             f"{ya.str_short()}")
-    from fx import nn
-
     logp = _log_softmax(logits)
-    return -fnp.sum(nn.one_hot(labels, la.shape[-1], dtype=logp.dtype) * logp, axis=-1)
+    return -fnp.sum(one_hot(labels, la.shape[-1], dtype=logp.dtype) * logp, axis=-1)
 
 
 def l2_loss(predictions, targets=None):

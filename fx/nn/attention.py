@@ -1,12 +1,9 @@
-"""The ``jax.nn`` functions beyond fx/nn.py's activations: ``identity``, ``squareplus``,
-``sparse_plus``, ``sparse_sigmoid``, ``log1mexp``, ``logmeanexp``, ``tanh`` and
-``dot_product_attention``; all exposed as ``fx.nn.<name>``.
+"""``fx.nn.dot_product_attention``: scaled dot-product attention, as jax's.
 
-Each takes arrays (or Python scalars) and returns fx arrays with jax's values, dtypes and
-derivative conventions; each is written over ``fx.numpy``/``fx.lax``, so it traces, batches and
-compiles. ``dot_product_attention`` follows jax's ``implementation="xla"`` computation step by
-step (logits in at least float32, masks as a large negative logit, softmax in float32,
-probabilities in the key's dtype), so the two agree to rounding.
+It follows jax's ``implementation="xla"`` computation step by step (logits in at least
+float32, masks as a large negative logit, softmax in float32, probabilities in the key's
+dtype), so the two agree to rounding; it is written over ``fx.numpy``/``fx.lax``, so it
+traces, batches and compiles.
 """
 
 from __future__ import annotations
@@ -16,91 +13,10 @@ import numpy as np
 from fx import dtypes, lax
 from fx import numpy as fnp
 from fx.core import get_aval
-from fx.custom_derivatives import custom_jvp
-from fx.numpy._promote import promote_to_inexact, to_array
+from fx.nn.normalization import logsumexp, softmax
+from fx.numpy._promote import to_array
 
-__all__ = [
-    "dot_product_attention", "identity", "log1mexp", "logmeanexp", "sparse_plus",
-    "sparse_sigmoid", "squareplus", "tanh",
-]
-
-
-def _inexact(x, name: str):
-    (x,) = promote_to_inexact(x, name=f"fx.nn.{name}")
-    return x
-
-
-def identity(x):
-    """The identity activation: ``x`` unchanged, as an fx array."""
-    return to_array(x, "fx.nn.identity")
-
-
-def tanh(x):
-    """The hyperbolic tangent (``fx.numpy.tanh``), as ``jax.nn.tanh``."""
-    return fnp.tanh(x)
-
-
-def squareplus(x, b=4):
-    """``(x + sqrt(x**2 + b)) / 2``, a smooth ReLU (Barron 2021).
-
-    Example::
-
-        >>> fx.nn.squareplus(fx.numpy.array([-2.0, 0.0, 2.0]))
-        Array([0.41421354, 1.        , 2.4142137 ], dtype=float32)
-    """
-    x, b = promote_to_inexact(x, b, name="fx.nn.squareplus")
-    return fnp.divide(fnp.add(x, fnp.sqrt(fnp.add(fnp.square(x), b))), 2.0)
-
-
-def sparse_plus(x):
-    """0 for ``x <= -1``, ``(x + 1)**2 / 4`` for ``-1 < x < 1``, ``x`` for ``x >= 1``: a
-    softplus with exact zeros and an exact linear part."""
-    x = _inexact(x, "sparse_plus")
-    # Each branch is evaluated only where it is finite and cheap, so gradients stay clean.
-    middle = fnp.multiply(0.25, fnp.square(fnp.add(x, 1.0)))
-    return fnp.where(fnp.less_equal(x, -1.0), 0.0, fnp.where(fnp.greater_equal(x, 1.0), x,
-                                                            middle))
-
-
-def sparse_sigmoid(x):
-    """``clip((x + 1) / 2, 0, 1)``: the derivative of :func:`sparse_plus`."""
-    x = _inexact(x, "sparse_sigmoid")
-    return fnp.multiply(0.5, fnp.clip(fnp.add(x, 1.0), 0.0, 2.0))
-
-
-@custom_jvp
-def _log1mexp(x):
-    # log(-expm1(-x)) is accurate for small x, log1p(-exp(-x)) for large (Maechler 2012).
-    c = float(np.log(2.0))
-    return fnp.where(fnp.less(x, c), fnp.log(fnp.negative(fnp.expm1(fnp.negative(x)))),
-                     fnp.log1p(fnp.negative(fnp.exp(fnp.negative(x)))))
-
-
-_log1mexp.defjvps(lambda t, ans, x: fnp.divide(t, fnp.expm1(x)))
-
-
-def log1mexp(x):
-    """``log(1 - exp(-x))`` for ``x >= 0``, accurate at both ends; the derivative is
-    ``1 / expm1(x)`` (as jax's custom rule)."""
-    return _log1mexp(_inexact(x, "log1mexp"))
-
-
-def logmeanexp(x, axis=None, where=None, keepdims: bool = False):
-    """``logsumexp(x) - log(n)`` over ``axis``, ``n`` the number of entries (where ``where``
-    is True)."""
-    from fx.nn import logsumexp
-
-    x = _inexact(x, "logmeanexp")
-    lse = logsumexp(x, axis=axis, keepdims=keepdims, where=where)
-    ones = fnp.ones_like(x) if where is None else fnp.where(where, 1.0, 0.0).astype(
-        get_aval(x).dtype)
-    if where is not None:
-        ones = fnp.broadcast_to(ones, get_aval(x).shape)
-    count = fnp.sum(ones, axis=axis, keepdims=keepdims)
-    return fnp.subtract(lse, fnp.log(count))
-
-
-# --- attention ----------------------------------------------------------------------------------
+__all__ = ["dot_product_attention"]
 
 
 def _to_4d(t, name: str):
@@ -192,8 +108,6 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
     if keep is not None:
         big = min(float(dtypes.finfo(logits_dt).max), float(np.finfo(np.float32).max))
         logits = fnp.where(keep, logits, np.asarray(-0.7 * big, logits_dt))
-    from fx.nn import logsumexp, softmax
-
     logits32 = logits.astype(dtypes.float32)
     probs = softmax(logits32, axis=-1).astype(kdt)
     pg = lax.reshape(probs, (B, K, G, T, S))
