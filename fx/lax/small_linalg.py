@@ -1,7 +1,7 @@
 """Closed-form Cholesky, LU and triangular substitution for many small matrices at once.
 
 Takes ``[batch, n, n]``-shaped NumPy arrays (any leading dimensions; ``n <= MAX_N``) and
-returns what :mod:`fx.lax.linalg_host`'s general paths return, computed by the unrolled
+returns what :mod:`fx.lax.linalg.host`'s general paths return, computed by the unrolled
 textbook algorithm: every matrix entry becomes one contiguous vector over the batch (the
 operands are transposed batch-last once), and each scalar operation of the algorithm is one
 NumPy operation over the whole batch. For n = 3 that is ~40 operations over 100,000-element

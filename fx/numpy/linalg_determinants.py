@@ -20,7 +20,7 @@ from fx import dtypes
 from fx.core import get_aval
 from fx.custom_derivatives import custom_jvp
 from fx.lax import linalg as lax_linalg
-from fx.lax.linalg_solvers import solve_square
+from fx.lax.linalg.solvers import solve_square
 from fx.numpy._promote import ensure_arraylike, promote_to_inexact
 from fx.numpy.linalg_decompositions import SlogdetResult
 

@@ -14,8 +14,10 @@ import scipy.linalg
 import fx
 import fx.numpy as fnp
 from fx.devices import cupy_module
-from fx.lax import linalg_householder, linalg_solvers, linalg_spectral
 from fx.lax.fft import FftType, fft_p
+from fx.lax.linalg import householder as linalg_householder
+from fx.lax.linalg import solvers as linalg_solvers
+from fx.lax.linalg import spectral as linalg_spectral
 from fx.lowering.kernels.cuda import cuda_library
 from fx.lowering.pipeline import lower
 

@@ -11,7 +11,10 @@ import numpy as np
 import fx
 import fx.numpy as fnp
 from fx.core import Primitive
-from fx.lax import linalg_householder, linalg_schur, linalg_solvers, linalg_spectral
+from fx.lax.linalg import householder as linalg_householder
+from fx.lax.linalg import schur_decomposition as linalg_schur
+from fx.lax.linalg import solvers as linalg_solvers
+from fx.lax.linalg import spectral as linalg_spectral
 from fx.lowering.kernels.cpu import library_calls
 
 A = (np.eye(4) * 3 + 0.5).astype(np.float32)

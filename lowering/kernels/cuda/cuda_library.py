@@ -10,7 +10,7 @@ cupy.linalg.cholesky``), on the device: no copies to the host.
 Each routine below is written against an array module ``xp`` (``cupy``) and ``xsl``
 (``cupyx.scipy.linalg``), looked up when the program runs, so tests run them without a GPU
 with NumPy and SciPy standing in (``cuda_step(step, xp=numpy, xsl=scipy.linalg)``). The
-semantics are the primitives' (``fx.lax.linalg_solvers``, ``linalg_spectral``, ``fft``):
+semantics are the primitives' (``fx.lax.linalg.solvers``, ``fx.lax.linalg.spectral``, ``fft``):
 the same params, output dtypes and failure values (a Cholesky factor of a matrix that is not
 positive definite is NaN on and below the diagonal; CuPy does not raise, NumPy does).
 
@@ -33,8 +33,11 @@ import numpy as np
 
 from fx.core import Primitive
 from fx.jaxpr import JaxprEqn, Literal, Var
-from fx.lax import linalg_host, linalg_householder, linalg_solvers, linalg_spectral
 from fx.lax.fft import FftType, empty_transform, fft_p
+from fx.lax.linalg import host as linalg_host
+from fx.lax.linalg import householder as linalg_householder
+from fx.lax.linalg import solvers as linalg_solvers
+from fx.lax.linalg import spectral as linalg_spectral
 from fx.lowering.fusion.fusion import FusionGroup, GroupKind
 from fx.lowering.select.op_info import OpImpl, register
 

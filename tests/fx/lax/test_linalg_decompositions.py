@@ -27,8 +27,8 @@ from harness import (
 
 import fx
 import fx.lax.linalg as fl
-import fx.lax.linalg_solvers
-import fx.lax.linalg_spectral
+import fx.lax.linalg.solvers
+import fx.lax.linalg.spectral
 import fx.numpy as fnp
 
 jl = jax.lax.linalg
@@ -402,7 +402,7 @@ def test_default_mode_dtypes_match_jax():
 
 
 def test_docstring_examples():
-    assert run_doctests(fx.lax.linalg_solvers, fx.lax.linalg_spectral) >= 8
+    assert run_doctests(fx.lax.linalg, fx.lax.linalg.solvers, fx.lax.linalg.spectral) >= 10
 
 
 LAX_LINALG_EXCLUDED = {
@@ -424,7 +424,7 @@ def test_jax_lax_linalg_names_are_in_fx_or_excluded_with_a_reason():
 
 @pytest.mark.parametrize("dt", [np.float32, np.complex128])
 def test_large_eigh_and_svd_take_scipys_lapack_per_matrix_and_agree_with_numpy(dt):
-    from fx.lax import linalg_spectral
+    from fx.lax.linalg import spectral as linalg_spectral
 
     n = linalg_spectral._SCIPY_FROM_N
     rng = np.random.default_rng(3)
@@ -442,11 +442,11 @@ def test_large_eigh_and_svd_take_scipys_lapack_per_matrix_and_agree_with_numpy(d
     np.testing.assert_allclose((u * s[:, None, :]) @ vh, a, atol=tol * n)
 
 
-@pytest.mark.parametrize("m", [5, fx.lax.linalg_solvers.GATHER_ROWS + 3])
+@pytest.mark.parametrize("m", [5, fx.lax.linalg.solvers.GATHER_ROWS + 3])
 @pytest.mark.parametrize("batch", [(), (2,)])
 def test_permute_rows_and_its_inverse(m, batch):
     # A permutation-matrix product up to GATHER_ROWS rows, a gather (and a sort) above.
-    from fx.lax.linalg_solvers import permute_rows
+    from fx.lax.linalg.solvers import permute_rows
 
     rng = np.random.default_rng(5)
     x = rng.standard_normal((*batch, m, 3))
@@ -459,7 +459,7 @@ def test_permute_rows_and_its_inverse(m, batch):
 
 def test_solve_with_gathered_rows_against_jax():
     # n above GATHER_ROWS: the transposed LU's permutation is undone by a sort and a gather.
-    n = fx.lax.linalg_solvers.GATHER_ROWS + 4
+    n = fx.lax.linalg.solvers.GATHER_ROWS + 4
     rng = np.random.default_rng(6)
     a = randn(rng, (n, n), np.float64) + 4 * np.eye(n)
     b = randn(rng, (n, 2), np.float64)

@@ -1,4 +1,4 @@
-"""The host kernels behind cholesky, triangular_solve and lu (fx.lax.linalg_host): each fast
+"""The host kernels behind cholesky, triangular_solve and lu (fx.lax.linalg.host): each fast
 path against the general NumPy path it replaces.
 
 - LAPACK one matrix at a time (SciPy's potrf/getrf/trsm/trsv on C-order buffers read as
@@ -22,8 +22,8 @@ from numpy.testing import assert_allclose
 
 import fx
 import fx.numpy as fnp
-from fx.lax import linalg_host as host
 from fx.lax import small_linalg, small_linalg_kernels
+from fx.lax.linalg import host
 
 REAL = (np.float32, np.float64)
 ALL = (*REAL, np.complex64, np.complex128)

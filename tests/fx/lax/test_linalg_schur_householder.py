@@ -16,8 +16,8 @@ from harness import adjoint, assert_allclose, randn, run_doctests, same_mode
 
 import fx
 import fx.lax.linalg as fl
-import fx.lax.linalg_householder
-import fx.lax.linalg_schur
+import fx.lax.linalg.householder
+import fx.lax.linalg.schur_decomposition
 
 jl = jax.lax.linalg
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
@@ -139,4 +139,4 @@ def test_derivatives_are_refused_and_errors_are_clear():
 
 
 def test_docstring_examples():
-    assert run_doctests(fx.lax.linalg_householder, fx.lax.linalg_schur) >= 5
+    assert run_doctests(fx.lax.linalg.householder, fx.lax.linalg.schur_decomposition) >= 5

@@ -181,7 +181,7 @@ def test_default_mode_promotion_matches_jax(name):
 
 
 # The table's matrices have n <= 4: solve_square factors them as jax does. Above that it
-# uses the LU factors of a^T (fx.lax.linalg_solvers.solve_square): the same rows for it.
+# uses the LU factors of a^T (fx.lax.linalg.solvers.solve_square): the same rows for it.
 LARGE_SOLVE_CASES = [
     c for dtype in (np.float64, np.complex128) for dn in [np.dtype(dtype).name] for c in (
         _case(f"solve_n9:{dn}", lambda L, np_, a, b: L.solve(a, b),

@@ -33,7 +33,7 @@ from fx.lax.base import broadcast_in_dim, full, reduce_sum
 from fx.lax.complex_parts import complex, conj, imag, real  # noqa: A004
 from fx.lax.convert import convert_element_type
 from fx.lax.elementwise import abs, add, div, eq, full_like, integer_pow, mul, neg, select, sub  # noqa: A004
-from fx.lax.linalg_solvers import (
+from fx.lax.linalg._common import (
     H,
     T,
     batch_at_front,
@@ -42,12 +42,11 @@ from fx.lax.linalg_solvers import (
     check_matrix,
     eye,
     mm,
-    permutation_matrix,
-    solve_square,
     symmetrize,
-    triangular_solve,
+    to_host,
     tril,
 )
+from fx.lax.linalg.solvers import permutation_matrix, solve_square, triangular_solve
 from fx.lax.reductions import argmax
 from fx.lax.structural import broadcasted_iota, concatenate, expand_dims, slice_in_dim
 
@@ -79,10 +78,6 @@ class SvdAlgorithm(enum.Enum):
     JACOBI = "Jacobi"
     POLAR = "polar"
     DIVIDE_AND_CONQUER = "divide_and_conquer"
-
-
-def _host(x) -> np.ndarray:
-    return np.asarray(x)
 
 
 def _nan_on_failure(fn, x: np.ndarray, nan_shapes):
@@ -166,7 +161,7 @@ def _qr_abstract_eval(x, *, pivoting, full_matrices):
 
 @qr_p.def_impl
 def _qr_impl(x, *, pivoting, full_matrices):
-    x = _host(x)
+    x = to_host(x)
     if not pivoting:
         q, r = np.linalg.qr(x, mode="complete" if full_matrices else "reduced")
         return [q, r]
@@ -282,7 +277,7 @@ def _eigh_abstract_eval(x, *, lower, sort_eigenvalues, subset_by_index):
 
 @eigh_p.def_impl
 def _eigh_impl(x, *, lower, sort_eigenvalues, subset_by_index):
-    x = _host(x)
+    x = to_host(x)
     n = x.shape[-1]
     real_dt = np.dtype(dtypes.real_dtype(x.dtype))
 
@@ -370,7 +365,7 @@ def _svd_abstract_eval(x, *, full_matrices, compute_uv, subset_by_index):
 
 @svd_p.def_impl
 def _svd_impl(x, *, full_matrices, compute_uv, subset_by_index):
-    x = _host(x)
+    x = to_host(x)
     *_, m, n = x.shape
     k = min(m, n)
     real_dt = np.dtype(dtypes.real_dtype(x.dtype))
@@ -489,7 +484,7 @@ def _lapack_normalized(v: np.ndarray) -> np.ndarray:
 @eig_p.def_impl
 def _eig_impl(x, *, compute_left_eigenvectors, compute_right_eigenvectors,
               enable_eigvec_derivs):
-    x = _host(x)
+    x = to_host(x)
     n = x.shape[-1]
     c = np.dtype(dtypes.complex_dtype(x.dtype))
 

@@ -19,60 +19,21 @@ rules refuse with a clear error, as jax's missing rules do.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
-
 import numpy as np
 
 from fx import dtypes
 from fx.avals import ShapedArray
 from fx.core import Primitive
-from fx.interpreters import jvp
 from fx.lax.base import shape_error
-from fx.lax.linalg_solvers import batch_at_front, check_matrix
+from fx.lax.linalg._common import (
+    batch_at_front,
+    check_matrix,
+    lapack,
+    lapack_per_matrix,
+    refuse_jvp,
+)
 
-__all__ = ["geqrf", "hessenberg", "householder_product", "lapack_per_matrix", "ormqr",
-           "refuse_jvp", "tridiagonal"]
-
-
-def _lapack(name: str, dtype: np.dtype):
-    """SciPy's LAPACK routine ``name`` (as 'geqrf', or 'orgqr' whose complex twin is 'ungqr')
-    for ``dtype``. SciPy is imported here, not at fx's import."""
-    from scipy.linalg import lapack
-
-    if dtypes.is_complex(dtype):
-        name = {"orgqr": "ungqr", "ormqr": "unmqr", "sytrd": "hetrd"}.get(name, name)
-    prefix = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
-              np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}[np.dtype(dtype)]
-    return getattr(lapack, prefix + name)
-
-
-def lapack_per_matrix(fn: Callable, operands: Sequence[np.ndarray], batch: tuple[int, ...],
-                      out_avals: Sequence[ShapedArray]) -> list[np.ndarray]:
-    """``fn(*matrices)`` for each batch element of ``operands`` (batch dimensions leading):
-    ``fn`` returns ``(outputs, ok)``; an element whose ``ok`` is false (LAPACK's ``info !=
-    0``) gets NaN outputs (floats) or zeros (ints), as jax's."""
-    size = math.prod(batch)
-    flat = [np.asarray(o).reshape((size, *np.shape(o)[len(batch):])) for o in operands]
-    outs = [np.empty((size, *a.shape[len(batch):]), a.dtype) for a in out_avals]
-    for i in range(size):
-        results, ok = fn(*(f[i] for f in flat))
-        for out, r in zip(outs, results):
-            if ok:
-                out[i] = r
-            else:
-                out[i] = np.nan if out.dtype.kind in "fc" else 0
-    return [o.reshape(a.shape) for o, a in zip(outs, out_avals)]
-
-
-def refuse_jvp(prim: Primitive, why: str) -> None:
-    """Register a jvp rule for ``prim`` that raises: jax has no derivative for it either."""
-
-    def rule(primals, tangents, **params):
-        raise NotImplementedError(f"Differentiation rule for '{prim.name}' not implemented "
-                                  f"(as in jax): {why}")
-
-    jvp.jvp_rules[prim] = rule
+__all__ = ["geqrf", "hessenberg", "householder_product", "ormqr", "tridiagonal"]
 
 
 # --- geqrf ------------------------------------------------------------------------------------
@@ -90,7 +51,7 @@ def _geqrf_abstract_eval(a):
 @geqrf_p.def_impl
 def _geqrf_impl(a):
     a = np.asarray(a)
-    routine = _lapack("geqrf", a.dtype)
+    routine = lapack("geqrf", a.dtype)
 
     def one(x):
         qr, tau, _, info = routine(x)
@@ -140,7 +101,7 @@ def _householder_product_abstract_eval(a, taus):
 @householder_product_p.def_impl
 def _householder_product_impl(a, taus):
     a, taus = np.asarray(a), np.asarray(taus)
-    routine = _lapack("orgqr", a.dtype)
+    routine = lapack("orgqr", a.dtype)
 
     def one(x, t):
         q, _, info = routine(x, t)
@@ -192,7 +153,7 @@ def _ormqr_abstract_eval(a, taus, c, *, left, transpose):
 @ormqr_p.def_impl
 def _ormqr_impl(a, taus, c, *, left, transpose):
     a, taus, c = np.asarray(a), np.asarray(taus), np.asarray(c)
-    routine = _lapack("ormqr", a.dtype)
+    routine = lapack("ormqr", a.dtype)
     trans = ("C" if dtypes.is_complex(a.dtype) else "T") if transpose else "N"
     k = taus.shape[-1]
 
@@ -239,7 +200,7 @@ def _hessenberg_abstract_eval(a):
 @hessenberg_p.def_impl
 def _hessenberg_impl(a):
     a = np.asarray(a)
-    routine = _lapack("gehrd", a.dtype)
+    routine = lapack("gehrd", a.dtype)
     n = a.shape[-1]
 
     def one(x):
@@ -289,7 +250,7 @@ def _tridiagonal_abstract_eval(a, *, lower):
 @tridiagonal_p.def_impl
 def _tridiagonal_impl(a, *, lower):
     a = np.asarray(a)
-    routine = _lapack("sytrd", a.dtype)
+    routine = lapack("sytrd", a.dtype)
 
     def one(x):
         c, d, e, tau, info = routine(x, lower=int(lower))

@@ -3,7 +3,7 @@
 
 Each takes a batch of matrices with the batch dimensions leading (``[..., m, n]``), as
 ``jax.lax.linalg``, and works on float32/float64/complex64/complex128. Impls run on the host
-(:mod:`fx.lax.linalg_host`): LAPACK through SciPy one matrix at a time, closed forms
+(:mod:`fx.lax.linalg.host`): LAPACK through SciPy one matrix at a time, closed forms
 vectorized over the batch for many small matrices, or NumPy loops over rows or columns that
 are batched over the leading dimensions. Failures are values, not exceptions: a Cholesky of a
 matrix that is not positive definite is all NaN, a singular triangular solve gives inf/NaN,
@@ -25,111 +25,33 @@ import numpy as np
 from fx import dtypes
 from fx.avals import ShapedArray
 from fx.core import Primitive, get_aval
-from fx.interpreters import batching, jvp, transpose
+from fx.interpreters import jvp, transpose
 from fx.interpreters.jvp import Zero, instantiate
-from fx.lax import linalg_host
 from fx.lax.base import broadcast_in_dim, shape_error
-from fx.lax.base import transpose as transpose_axes
 from fx.lax.convert import convert_element_type
-from fx.lax.elementwise import add, div, eq, full_like, le, mul, neg, select, sub
-from fx.lax.linalg import dot_general
+from fx.lax.elementwise import add, div, eq, full_like, neg, select, sub
+from fx.lax.linalg import host
+from fx.lax.linalg._common import (
+    T,
+    batch_at_front,
+    bmul,
+    check_matrix,
+    eye,
+    mm,
+    symmetrize,
+    to_host,
+    tril,
+    triu,
+)
 from fx.lax.structural import broadcasted_iota, pad, slice_in_dim
 
 __all__ = ["cholesky", "lu", "lu_pivots_to_permutation", "triangular_solve",
            "tridiagonal_solve"]
 
-FLOATS = frozenset(map(np.dtype, (np.float32, np.float64, np.complex64, np.complex128)))
-
-# --- helpers shared by the linear-algebra rules (fx.lax ops, batch dimensions leading) --------
-
-
-def check_matrix(name: str, x: ShapedArray, square: bool = False) -> None:
-    if x.dtype not in FLOATS:
-        raise TypeError(f"{name} requires a float32, float64, complex64 or complex128 operand, "
-                        f"got {x.dtype} ({x.str_short()})")
-    if x.ndim < 2 or (square and x.shape[-1] != x.shape[-2]):
-        what = "square matrices [..., n, n]" if square else "matrices [..., m, n]"
-        raise shape_error(name, f"needs a batch of {what}", x)
-
-
-def T(x):
-    """``x`` with its last two dimensions swapped."""
-    nd = get_aval(x).ndim
-    return transpose_axes(x, (*range(nd - 2), nd - 1, nd - 2))
-
-
-def H(x):
-    """The conjugate transpose of a batch of matrices."""
-    from fx.lax.complex_parts import conj
-
-    return conj(T(x)) if dtypes.is_complex(get_aval(x).dtype) else T(x)
-
-
-def mm(a, b):
-    """Batched matrix product of two operands with the same batch dimensions."""
-    nd = get_aval(a).ndim
-    batch = tuple(range(nd - 2))
-    return dot_general(a, b, (((nd - 1,), (nd - 2,)), (batch, batch)))
-
-
-def bcast(x, shape):
-    """NumPy-style broadcast of ``x`` (same rank, or fewer leading dims) to ``shape``."""
-    nd = get_aval(x).ndim
-    return broadcast_in_dim(x, tuple(shape), tuple(range(len(shape) - nd, len(shape))))
-
-
-def bmul(x, y):
-    """``x * y`` with NumPy broadcasting of size-1 (or missing leading) dimensions."""
-    shape = np.broadcast_shapes(get_aval(x).shape, get_aval(y).shape)
-    return mul(bcast(x, shape), bcast(y, shape))
-
-
-def tri_mask(shape, k: int, lower: bool):
-    """Boolean mask of the lower (``col - row <= k``) or upper (``col - row >= k``) triangle."""
-    nd = len(shape)
-    diff = sub(broadcasted_iota(np.int32, shape, nd - 1), broadcasted_iota(np.int32, shape, nd - 2))
-    return le(diff, k) if lower else le(k, diff)
-
-
-def tril(x, k: int = 0):
-    return select(tri_mask(get_aval(x).shape, k, True), x, full_like(x, 0))
-
-
-def triu(x, k: int = 0):
-    return select(tri_mask(get_aval(x).shape, k, False), x, full_like(x, 0))
-
-
-def eye(dtype, n: int, batch=()):
-    shape = (*batch, n, n)
-    nd = len(shape)
-    on = eq(broadcasted_iota(np.int32, shape, nd - 2), broadcasted_iota(np.int32, shape, nd - 1))
-    return convert_element_type(on, dtype)
-
-
-def symmetrize(x):
-    """``(x + x^H) / 2``."""
-    return div(add(x, H(x)), full_like(x, 2))
-
-
-def batch_at_front(prim: Primitive) -> None:
-    """Batching for a primitive whose operands all have their batch dimensions leading."""
-
-    def rule(axis, vals, dims, **params):
-        vals = [batching.bdim_at_front(v, d, axis.size) for v, d in zip(vals, dims)]
-        out = prim.bind(*vals, **params)
-        return out, ([0] * len(out) if prim.multiple_results else 0)
-
-    batching.batch_rules[prim] = rule
-
-
-def _host(x) -> np.ndarray:
-    return np.asarray(x)
-
-
 # --- cholesky ---------------------------------------------------------------------------------
 
 # Reads the lower triangle; returns L with A = L L^H and zeros above the diagonal (every impl
-# in linalg_host writes them), NaNs on and below it where A is not positive definite. The
+# in host.py writes them), NaNs on and below it where A is not positive definite. The
 # tril after it stays: without it jit(grad) of a Cholesky hits a KeyError in the pipeline's
 # kernel generation (pipeline._kernel, a step input without a buffer).
 cholesky_p = Primitive("cholesky")
@@ -143,7 +65,7 @@ def _cholesky_abstract_eval(x):
 
 @cholesky_p.def_impl
 def _cholesky_impl(x):
-    return linalg_host.cholesky(_host(x))
+    return host.cholesky(to_host(x))
 
 
 def _cholesky_jvp(primals, tangents):
@@ -207,7 +129,7 @@ def _triangular_solve_abstract_eval(a, b, *, left_side, lower, transpose_a, conj
 
 @triangular_solve_p.def_impl
 def _triangular_solve_impl(a, b, **params):
-    return linalg_host.triangular_solve(_host(a), _host(b), **params)
+    return host.triangular_solve(to_host(a), to_host(b), **params)
 
 
 def _triangular_solve_jvp(primals, tangents, **params):
@@ -307,7 +229,7 @@ def _lu_abstract_eval(x, *, transposed):
 
 @lu_p.def_impl
 def _lu_impl(x, *, transposed):
-    return linalg_host.lu(_host(x), transposed=transposed)
+    return host.lu(to_host(x), transposed=transposed)
 
 
 def permutation_matrix(permutation, dtype, transpose: bool = False):
@@ -421,13 +343,13 @@ def solve_square(a, b):
     dimensions), through an LU factorization and two triangular solves (differentiable,
     batchable).
 
-    Above ``linalg_host.SMALL_N`` (``linalg_host.solve_by_transposed_lu``) the factors are
+    Above ``host.SMALL_N`` (``host.solve_by_transposed_lu``) the factors are
     those of ``a^T``, which getrf computes without transposed copies: with ``P a^T = L U``,
     ``a = U^T L^T P`` and ``x = P^T L^-T U^-T b`` (LAPACK getrs' transposed solve; ``tril``
     of the transposed factors is ``U^T``, the rest ``L^T``). The results agree with jax's
     (factors of ``a``) to rounding; both are partial-pivoting solves.
     """
-    if linalg_host.solve_by_transposed_lu(get_aval(a).shape[-1]):
+    if host.solve_by_transposed_lu(get_aval(a).shape[-1]):
         lu_t, _, perm = lu_p.bind(a, transposed=True)
         z = triangular_solve(lu_t, b, left_side=True, lower=True)
         w = triangular_solve(lu_t, z, left_side=True, lower=False, unit_diagonal=True)
@@ -456,7 +378,7 @@ def _pivots_abstract_eval(pivots, *, permutation_size):
 
 @lu_pivots_to_permutation_p.def_impl
 def _pivots_impl(pivots, *, permutation_size):
-    return linalg_host.pivots_to_permutation(_host(pivots), permutation_size)
+    return host.pivots_to_permutation(to_host(pivots), permutation_size)
 
 
 batch_at_front(lu_pivots_to_permutation_p)
@@ -492,7 +414,7 @@ def _tridiagonal_solve_abstract_eval(dl, d, du, b, *, perturb_singular):
 @tridiagonal_solve_p.def_impl
 def _tridiagonal_solve_impl(dl, d, du, b, *, perturb_singular):
     # The dense system through LAPACK's gesv: partial pivoting as gtsv, in O(m^3).
-    dl, d, du, b = map(_host, (dl, d, du, b))
+    dl, d, du, b = map(to_host, (dl, d, du, b))
     m = d.shape[-1]
     a = np.zeros((*d.shape, m), d.dtype)
     i = np.arange(m)

@@ -17,8 +17,13 @@ import numpy as np
 from fx import dtypes
 from fx.avals import ShapedArray
 from fx.core import Primitive
-from fx.lax.linalg_householder import _lapack, lapack_per_matrix, refuse_jvp
-from fx.lax.linalg_solvers import batch_at_front, check_matrix
+from fx.lax.linalg._common import (
+    batch_at_front,
+    check_matrix,
+    lapack,
+    lapack_per_matrix,
+    refuse_jvp,
+)
 
 __all__ = ["schur"]
 
@@ -39,7 +44,7 @@ def _schur_abstract_eval(x, *, compute_schur_vectors, sort_eig_vals, select_call
 @schur_p.def_impl
 def _schur_impl(x, *, compute_schur_vectors, sort_eig_vals, select_callable):
     x = np.asarray(x)
-    routine = _lapack("gees", x.dtype)
+    routine = lapack("gees", x.dtype)
     real = not dtypes.is_complex(x.dtype)
 
     def one(a):

@@ -1,5 +1,5 @@
 """Host kernels of the Cholesky, triangular-solve and LU primitives (the impls of
-:mod:`fx.lax.linalg_solvers`, which the jit runs as library steps).
+:mod:`fx.lax.linalg.solvers`, which the jit runs as library steps).
 
 Each function takes NumPy arrays with the batch dimensions leading (``[..., m, n]``) and
 returns new arrays; the operands are never written. Three strategies, picked per call from the
