@@ -16,11 +16,11 @@ from fx.numpy.array_api import (  # noqa: F401
     __array_namespace_info__,
     finfo,
 )
+from fx.numpy.bit_packing import *  # noqa: F403
 from fx.numpy.compaction import *  # noqa: F403
 from fx.numpy.complex_functions import *  # noqa: F403
 from fx.numpy.convolutions import *  # noqa: F403
 from fx.numpy.creation import *  # noqa: F403
-from fx.numpy.creation_more import *  # noqa: F403
 from fx.numpy.diagonals import *  # noqa: F403
 from fx.numpy.histograms import *  # noqa: F403
 from fx.numpy.index_tricks import *  # noqa: F403

@@ -1,8 +1,11 @@
-"""Array creation: ``array``, ``zeros``, ``arange``, ``linspace``, ``eye``, ...
+"""Array creation: ``array``, ``zeros``, ``arange``, ``linspace``, ``eye``, ..., the sample
+grids ``logspace``/``geomspace`` and ``fromfunction``.
 
 Python data defaults to float32 / int32 (JAX's default mode); numpy data keeps its dtype, and
 an explicit ``dtype`` is always honoured (64-bit types included). Filled arrays are broadcasts
-of a scalar and ranges are ``iota``, so under tracing they cost no constant buffers.
+of a scalar and ranges are ``iota``, so under tracing they cost no constant buffers. Sample
+grids take the mode's default float unless a ``dtype`` is given; they are built from
+``linspace`` with one ``pow``, so they trace and differentiate in ``start``/``stop``.
 """
 
 from __future__ import annotations
@@ -16,12 +19,19 @@ from fx import dtypes, lax
 from fx.array import Array
 from fx.core import get_aval
 from fx.numpy._promote import asarray as _asarray
-from fx.numpy._promote import broadcast_shapes, broadcast_to_shape, canonical_axis, to_array
+from fx.numpy._promote import (
+    broadcast_shapes,
+    broadcast_to_shape,
+    canonical_axis,
+    promote_to_inexact,
+    to_array,
+)
 from fx.numpy.array_api import place
 
 __all__ = [
-    "arange", "array", "asarray", "empty", "empty_like", "eye", "full", "full_like",
-    "identity", "linspace", "ones", "ones_like", "zeros", "zeros_like", "tri",
+    "arange", "array", "asarray", "empty", "empty_like", "eye", "fromfunction", "full",
+    "full_like", "geomspace", "identity", "linspace", "logspace", "ones", "ones_like", "zeros",
+    "zeros_like", "tri",
 ]
 
 
@@ -246,7 +256,7 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
 
     Example::
 
-        >>> fnp.linspace(0.0, 1.0, 5)
+        >>> fx.numpy.linspace(0.0, 1.0, 5)
         Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
     """
     out = _linspace(start, stop, num, endpoint, retstep, dtype, axis)
@@ -283,3 +293,103 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype=None):
     rows = lax.broadcasted_iota(dtypes.int64, (N, M), 0)
     cols = lax.broadcasted_iota(dtypes.int64, (N, M), 1)
     return lax.convert_element_type(lax.ge(lax.add(rows, int(k)), cols), dt)
+
+
+# --- sample grids and fromfunction ---------------------------------------------------------------
+
+
+def _result_dtype(dtype, *args):
+    if dtype is not None:
+        return dtypes.canonicalize(dtype)
+    arrs = promote_to_inexact(*args, name="fx.numpy")
+    return get_aval(arrs[0]).dtype
+
+
+def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype=None,
+             axis: int = 0):
+    """``base ** linspace(start, stop, num)``: ``num`` samples evenly spaced on a log scale
+    from ``base ** start`` to ``base ** stop``.
+
+    >>> fx.numpy.logspace(0.0, 2.0, 3)
+    Array([  1.,  10., 100.], dtype=float32)
+    """
+    dt = _result_dtype(dtype, start, stop, base)
+    work = dt if dtypes.is_inexact(dt) else dtypes.default_float_dtype()
+    exps = linspace(start, stop, num, endpoint, dtype=work, axis=axis)
+    b = lax.convert_element_type(to_array(base, "fx.numpy.logspace"), work)
+    if get_aval(b).ndim:
+        raise ValueError(f"fx.numpy.logspace: base must be a scalar, got shape "
+                         f"{get_aval(b).shape}")
+    out = lax.pow(lax.broadcast_in_dim(b, get_aval(exps).shape, ()), exps)
+    return lax.convert_element_type(lax.floor(out) if not dtypes.is_inexact(dt) else out, dt)
+
+
+def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axis: int = 0):
+    """``num`` samples evenly spaced on a log scale from ``start`` to ``stop`` (same sign,
+    nonzero); the end points are exactly ``start`` and ``stop``.
+
+    >>> fx.numpy.geomspace(1.0, 1000.0, 4)
+    Array([   1.,   10.,  100., 1000.], dtype=float32)
+    """
+    name = "fx.numpy.geomspace"
+    dt = _result_dtype(dtype, start, stop)
+    work = dt if dtypes.is_inexact(dt) else dtypes.default_float_dtype()
+    a = lax.convert_element_type(to_array(start, name), work)
+    b = lax.convert_element_type(to_array(stop, name), work)
+    if get_aval(a).ndim or get_aval(b).ndim:
+        raise NotImplementedError(f"{name}: array-valued start/stop are not supported; pass "
+                                  "scalars")
+    for v, what in ((a, "start"), (b, "stop")):
+        try:
+            if np.abs(np.asarray(v)).item() == 0:
+                raise ValueError(f"{name}: a geometric sequence cannot include zero ({what} is "
+                                 "0)")
+        except TypeError:
+            pass  # traced: not checked
+    from fx.numpy.ufuncs import log10  # noqa: PLC0415
+
+    # As jax: 10 ** (evenly spaced exponents), so powers of ten come out exact.
+    sign = lax.sign(a)
+    if dtypes.is_complex(work):  # jax's: the exponents of start/sign and stop/sign
+        exps = linspace(log10(lax.div(a, sign)), log10(lax.div(b, sign)), num, endpoint,
+                        dtype=work)
+    else:
+        exps = linspace(log10(lax.abs(a)), log10(lax.abs(b)), num, endpoint, dtype=work)
+    out = lax.pow(lax.full(get_aval(exps).shape, 10, work), exps)
+    out = lax.mul(lax.broadcast_in_dim(sign, (num,), ()), out)
+    n = get_aval(out).shape[0]
+    if n == 1:
+        out = lax.reshape(a, (1,))
+    elif n:
+        # The end points exactly as given (rounding of exp(log(x)) aside).
+        pieces = [lax.reshape(a, (1,)), lax.slice_in_dim(out, 1, n - 1 if endpoint else n)]
+        if endpoint and n > 1:
+            pieces.append(lax.reshape(b, (1,)))
+        out = lax.concatenate(pieces, 0)
+    if not dtypes.is_inexact(dt):
+        out = lax.floor(lax.real(out) if dtypes.is_complex(work) else out)
+    canonical_axis(axis, 1, name)  # the result is 1-D: axis 0 (or -1)
+    return lax.convert_element_type(out, dt)
+
+
+def fromfunction(function, shape, *, dtype=float, **kwargs):
+    """``function(i, j, ...)`` at every index of ``shape``, as jax: ``function`` is mapped
+    with ``fx.vmap`` over one index array (of ``dtype``) per dimension, so it sees scalar
+    indices; ``kwargs`` are passed to it unchanged.
+
+    >>> fx.numpy.fromfunction(lambda i, j: i * 10 + j, (2, 3), dtype=int)
+    Array([[ 0,  1,  2],
+           [10, 11, 12]], dtype=int32)
+    """
+    from fx.vectorize import vmap  # noqa: PLC0415
+
+    dims = tuple(operator.index(s) for s in shape)
+    dt = dtypes.canonicalize(dtype) if dtype not in (float, int) else (
+        dtypes.default_float_dtype() if dtype is float else dtypes.default_int_dtype())
+
+    def f(*idx):
+        return function(*idx, **kwargs)
+
+    for k in reversed(range(len(dims))):  # the outermost map is dimension 0
+        f = vmap(f, in_axes=tuple(0 if j == k else None for j in range(len(dims))))
+    return f(*(lax.iota(dt, d) for d in dims))

@@ -304,6 +304,7 @@ def test_vmap_through_creation():
 def test_coverage_of_creation_functions():
     tested = set(CALLS) | {"zeros_like", "ones_like", "empty_like", "full_like", "arange",
                            "linspace", "array", "asarray"}
+    tested |= {"logspace", "geomspace", "fromfunction"}  # in test_grids_and_bit_packing.py
     assert set(creation.__all__) == tested
 
 

@@ -106,7 +106,8 @@ def test_errors():
 
 
 def test_docstring_examples():
-    import fx.numpy.creation_more
+    import fx.numpy.bit_packing
+    import fx.numpy.creation
 
     with same_mode(False):
-        assert run_doctests(fx.numpy.creation_more) >= 5
+        assert run_doctests(fx.numpy.creation, fx.numpy.bit_packing) >= 5
