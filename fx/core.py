@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -449,10 +448,3 @@ def escaped_tracer_error(tracer: Tracer) -> UnexpectedTracerError:
         "was used after the transformed function returned. Return values from the "
         "transformed function instead of stashing them."
     )
-
-
-_counter = itertools.count()
-
-
-def fresh_id() -> int:
-    return next(_counter)

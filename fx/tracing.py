@@ -130,8 +130,6 @@ class JaxprTrace(Trace):
 
 # --- source locations ---------------------------------------------------------------------------
 
-_LIBRARY_PREFIXES = ("fx.", "fx")
-
 # The names of the enclosing ``fx.named_scope`` blocks, outermost first.
 _name_stack: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
     "fx_name_stack", default=())

@@ -34,7 +34,6 @@ from fx.runtime.platforms import cupy_module
 # results must not depend on the compiler (kernels that want an FMA call fmaf).
 NVRTC_OPTIONS = ("--std=c++17", "-diag-suppress=177", "--fmad=false")
 THREADS = 256
-WARP = 32
 MAX_BLOCKS_PER_SM = 32
 
 

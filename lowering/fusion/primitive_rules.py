@@ -96,13 +96,9 @@ for _prim, _op in [
 ]:
     _named(_prim, _op)
 
-# Functions computed in double whatever the operand type (digamma & co.; the special functions
-# of lowering/render/prelude_special.py, whose eager impls compute in float64 too).
-_VIA_DOUBLE = {"digamma", "erf_inv", "polygamma", "igamma", "igammac", "igamma_grad_a", "betainc",
-               "zeta", "expn", "bessel_i0e", "bessel_i1e", "erfcx", "dawsn", "expi", "spence",
-               "ndtri", "sici_si", "sici_ci", "fresnel_s", "fresnel_c"}
 
-
+# digamma & co. (the special functions of lowering/render/prelude_special.py) compute in double
+# whatever the operand type, as their eager impls do.
 def _via_double(op: str, args, dt, extra=()):
     if dt == dtypes.float64:
         return ir.Op(op, tuple(args) + tuple(extra), dt)

@@ -27,8 +27,3 @@ class Renamer:
 
     def outvars(self, jaxpr: Jaxpr) -> list[Atom]:
         return [self(v) for v in jaxpr.outvars]
-
-
-def literal_value(v: Atom):
-    """The Python value of a scalar literal, else None."""
-    return v.value.item() if isinstance(v, Literal) else None
