@@ -178,6 +178,26 @@ def to_value(x, name: str = "fx"):
     )
 
 
+def to_array(x, name: str = "fx.numpy"):
+    """An fx value for an array argument ``x``: arrays pass through, Python scalars become
+    weakly typed 0-d arrays, numpy data becomes an Array with its (canonicalized) dtype.
+    Lists and tuples raise jax's ``TypeError`` (``ensure_arraylike``): functions that take
+    sequences convert them with :func:`asarray` themselves."""
+    if isinstance(x, (list, tuple)):
+        ensure_arraylike(name, x)
+    return to_value(x, name)
+
+
+def ensure_arraylike(name: str, *args) -> None:
+    """Refuse what jax's ``ensure_arraylike`` refuses: anything but arrays (fx values, NumPy
+    arrays) and scalars; lists and tuples raise a ``TypeError`` (wrap them in ``asarray``)."""
+    for i, x in enumerate(args):
+        if not (isinstance(x, (Array, Tracer)) or isinstance(x, np.ndarray) or np.isscalar(x)):
+            raise TypeError(f"{name} requires ndarray or scalar arguments, got "
+                            f"{type(x).__name__} at position {i} (pass fx.numpy.asarray(...) "
+                            "for lists and tuples)")
+
+
 def python_scalar_buffer(x, dtype, name: str = "fx") -> np.ndarray:
     """``x`` (a Python scalar) as a 0-d buffer of ``dtype``; an int out of its range is an
     ``OverflowError`` naming the mode, as in jax."""

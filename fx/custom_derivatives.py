@@ -31,6 +31,7 @@ from fx.core import (
     get_aval,
     physical_rules,
     set_current_trace,
+    to_array,
 )
 from fx.interpreters import batching, jvp, physical, transpose
 from fx.interpreters.batching import BatchAxis, batch_flat, bdim_at_front
@@ -40,7 +41,6 @@ from fx.interpreters.jvp import JVPTrace, Zero, instantiate
 from fx.interpreters.partial_eval import PartialEvalTrace
 from fx.jaxpr import ClosedJaxpr, Jaxpr
 from fx.lax import base
-from fx.numpy._promote import to_array
 from fx.tracing import abstractify, flatten_fun, trace_to_jaxpr
 
 

@@ -12,9 +12,9 @@ from fx.custom_derivatives import custom_lin_p
 from fx.debug import debug_print_p
 from fx.lax import linalg
 from fx.lax import primitives as P
+from fx.lax import scipy_special as special
 from fx.quant.nf4 import nf4_dot_p
 from fx.random import prng
-from fx.scipy.special import _primitives as special
 
 _COMPLEX = ("ONNX Runtime has no complex tensors; export the real and imaginary parts as "
             "separate real arrays")

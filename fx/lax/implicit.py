@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fx import tree_util
+from fx import dtypes, tree_util
+from fx.core import get_aval, to_value
+from fx.interpreters.jvp import instantiate, jvp_flat
 
 
 def custom_root(f: Callable, initial_guess, solve: Callable, tangent_solve: Callable,
@@ -32,15 +34,15 @@ def custom_root(f: Callable, initial_guess, solve: Callable, tangent_solve: Call
         >>> fx.grad(sqrt_newton)(4.0)   # 1 / (2 sqrt(4))
         Array(0.25, dtype=float32)
     """
-    from fx import jvp as fx_jvp
-    from fx import stop_gradient
     from fx.custom_derivatives import closure_convert, custom_jvp
+    from fx.lax.elementwise import stop_gradient
 
     converted, consts = closure_convert(f, initial_guess)
 
     def run_solver(guess, *theta):
         out = solve(lambda x: converted(x, *theta), guess)
-        return tree_util.tree_map(stop_gradient, out)
+        return tree_util.tree_map(
+            lambda v: stop_gradient(v) if dtypes.is_inexact(get_aval(v).dtype) else v, out)
 
     @custom_jvp
     def root(guess, *theta):
@@ -52,10 +54,10 @@ def custom_root(f: Callable, initial_guess, solve: Callable, tangent_solve: Call
         # The custom function itself, so that derivatives of this rule's output use the rule.
         out = root(guess, *theta)
         sol = out[0] if has_aux else out
-        _, f_dot = fx_jvp(lambda *t: converted(sol, *t), tuple(theta), tuple(theta_dots))
+        _, f_dot = _jvp(lambda *t: converted(sol, *t), tuple(theta), tuple(theta_dots))
 
         def linearized(v):
-            return fx_jvp(lambda x: converted(x, *theta), (sol,), (v,))[1]
+            return _jvp(lambda x: converted(x, *theta), (sol,), (v,))[1]
 
         neg = tree_util.tree_map(lambda t: -t, f_dot)
         sol_dot = tangent_solve(linearized, neg)
@@ -66,3 +68,20 @@ def custom_root(f: Callable, initial_guess, solve: Callable, tangent_solve: Call
 
     root.defjvp(root_jvp)
     return root(initial_guess, *consts)
+
+
+def _jvp(fun: Callable, primals: tuple, tangents: tuple):
+    """``fx.jvp(fun, primals, tangents)`` for ``custom_root``'s rule, which sits below
+    ``fx.autodiff``: the primal and tangent outputs, as pytrees."""
+    p_leaves, in_tree = tree_util.tree_flatten(primals)
+    t_leaves = tree_util.tree_leaves(tangents)
+    store = {}
+
+    def flat(*leaves):
+        out, store["tree"] = tree_util.tree_flatten(fun(*tree_util.tree_unflatten(in_tree, leaves)))
+        return out
+
+    outs, touts = jvp_flat(flat, [to_value(x) for x in p_leaves],
+                           [to_value(t) for t in t_leaves], "custom_root")
+    return (tree_util.tree_unflatten(store["tree"], outs),
+            tree_util.tree_unflatten(store["tree"], [instantiate(t) for t in touts]))

@@ -16,7 +16,7 @@ import numpy as np
 
 from fx import dtypes
 from fx.array import Array
-from fx.core import get_aval
+from fx.core import Tracer, get_aval
 from fx.lax import elementwise as ew
 from fx.lax.control_flow import while_loop
 from fx.lax.convert import convert_element_type
@@ -25,6 +25,23 @@ from fx.lax.special import digamma, lgamma
 from fx.lax.structural import broadcast_in_dim
 
 __all__ = ["random_gamma_grad"]
+
+
+def _operand(x, what: str):
+    """An fx value for an operand: fx values pass through, NumPy data and Python scalars become
+    an Array of their canonical dtype (as ``fx.random`` converts them)."""
+    if isinstance(x, (Array, Tracer)):
+        return x
+    if isinstance(x, (list, tuple)):
+        # jax's lax.random_gamma_grad takes no lists either.
+        raise TypeError(f"fx.lax.random_gamma_grad: {what} must be an array or a scalar, got a "
+                        f"{type(x).__name__}; pass fx.numpy.asarray({what})")
+    try:
+        host = np.asarray(x)
+        return Array(np.asarray(host, dtype=dtypes.canonicalize(host.dtype)))
+    except TypeError as e:
+        raise TypeError(f"fx.lax.random_gamma_grad: {what} must be an array, got {x!r} "
+                        f"({e})") from None
 
 
 def _c(x, v):
@@ -144,9 +161,7 @@ def random_gamma_grad(a, x):
 
         >>> fx.lax.random_gamma_grad(fx.numpy.float32(2.0), fx.numpy.float32(1.5))
     """
-    from fx.random.threefry import _as_value
-
-    a, x = _as_value(a, "lax.random_gamma_grad", "a"), _as_value(x, "lax.random_gamma_grad", "x")
+    a, x = _operand(a, "a"), _operand(x, "x")
     sa, sx = get_aval(a).shape, get_aval(x).shape
     shape = tuple(np.broadcast_shapes(sa, sx))
     a = broadcast_in_dim(a, shape, tuple(range(len(shape) - len(sa), len(shape))))

@@ -9,31 +9,19 @@ import numpy as np
 
 from fx import dtypes, lax
 from fx.array import Array
-from fx.core import Tracer, device_array, get_aval, python_scalar_buffer, to_value
+from fx.core import (  # noqa: F401  (to_array, ensure_arraylike: fx.numpy's, from the core)
+    Tracer,
+    device_array,
+    ensure_arraylike,
+    get_aval,
+    python_scalar_buffer,
+    to_array,
+    to_value,
+)
 
 
 def is_fx_value(x) -> bool:
     return isinstance(x, (Array, Tracer))
-
-
-def to_array(x, name: str = "fx.numpy"):
-    """An fx value for an array argument ``x``: arrays pass through, Python scalars become
-    weakly typed 0-d arrays, numpy data becomes an Array with its (canonicalized) dtype.
-    Lists and tuples raise jax's ``TypeError`` (``ensure_arraylike``): functions that take
-    sequences convert them with :func:`asarray` themselves."""
-    if isinstance(x, (list, tuple)):
-        ensure_arraylike(name, x)
-    return to_value(x, name)
-
-
-def ensure_arraylike(name: str, *args) -> None:
-    """Refuse what jax's ``ensure_arraylike`` refuses: anything but arrays (fx values, NumPy
-    arrays) and scalars; lists and tuples raise a ``TypeError`` (wrap them in ``asarray``)."""
-    for i, x in enumerate(args):
-        if not (is_fx_value(x) or isinstance(x, np.ndarray) or np.isscalar(x)):
-            raise TypeError(f"{name} requires ndarray or scalar arguments, got "
-                            f"{type(x).__name__} at position {i} (pass fx.numpy.asarray(...) "
-                            "for lists and tuples)")
 
 
 def asarray(x, dtype=None):

@@ -37,6 +37,7 @@ from fx.core import Primitive, get_aval
 from fx.interpreters import batching, jvp, transpose
 from fx.interpreters.jvp import Zero
 from fx.interpreters.transpose import is_undefined
+from fx.lowering.kernels.nf4 import nf4_gemm
 from fx.pytree_registry import register_pytree_node_class
 
 __all__ = ["CODE", "NF4Tensor", "dequantize", "matmul", "quantize", "reference_matmul"]
@@ -298,6 +299,8 @@ def _nf4_dot_batch(axis, vals, dims, *, block_size, transposed):
 
 
 batching.batch_rules[nf4_dot_p] = _nf4_dot_batch
+# The compiler's kernels for it (fx.lowering sits below fx.quant, so fx.quant registers them).
+nf4_gemm.register_nf4_dot(nf4_dot_p)
 
 
 def matmul(x, q: NF4Tensor):

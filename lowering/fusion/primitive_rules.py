@@ -28,11 +28,11 @@ from fx.lax import base, linalg
 from fx.lax import complex_parts as cx
 from fx.lax import elementwise as ew
 from fx.lax import reductions as red
+from fx.lax import scipy_special as scipy_prims
 from fx.lax import special as sp
 from fx.lax import special_functions as spf
 from fx.lax import structural as st
 from fx.lowering.codegen import kernel_ir as ir
-from fx.scipy.special import _primitives as scipy_prims
 
 
 class Pattern(enum.IntEnum):

@@ -4,7 +4,7 @@ integral, the exponential, sine/cosine and Fresnel integrals, Spence's function,
 source shared by the C, CUDA and OpenCL dialects.
 
 Each function is a port of its eager NumPy algorithm (``fx.lax.special_functions_numerics``,
-``fx.scipy.special._numerics``) to one element: the same series and continued fractions, the
+``fx.lax.scipy_special_numerics``) to one element: the same series and continued fractions, the
 same coefficients (the tables below are read from those modules), branch points, iteration
 caps and convergence tests, and the same order of the special-value overrides, so that a
 kernel agrees with eager to a few ulps of float64. Everything computes in double, as eager does
@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from fx.lax import scipy_special_numerics as scipy_numerics
 from fx.lax import special_functions_numerics as lax_numerics
-from fx.scipy.special import _numerics as scipy_numerics
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from jit_rows import FLOATS, assert_jit_close, check_row
 from scientific_rows import ROWS
 
 import fx
+from fx.lax import scipy_special
 from fx.lax import special_functions as lax_special
-from fx.scipy.special import _primitives as scipy_special
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])

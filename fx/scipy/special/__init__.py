@@ -5,8 +5,8 @@
     >>> fss.gammaln(fnp.array([1.0, 10.0]))
     Array([ 0.      , 12.801827], dtype=float32)
 
-Each is a composite of primitives (``fx.lax``'s special functions, or the few of its own in
-``_primitives``), so ``grad``, ``vmap`` and ``jit`` apply; what jax lacks derivatives for
+Each is a composite of primitives (``fx.lax``'s special functions, or the few declared for it in
+``fx.lax.scipy_special``), so ``grad``, ``vmap`` and ``jit`` apply; what jax lacks derivatives for
 (betainc in a and b, expn in n, polygamma in n) raises or is treated as constant as in jax.
 """
 

@@ -2,8 +2,8 @@
 erfcx, dawsn, ndtr, ndtri, log_ndtr, the Fresnel integrals, the complex Faddeeva function
 wofz and Owen's T, with jax's semantics.
 
-erf/erfc/erfinv are ``fx.lax`` primitives; erfcx, dawsn, ndtri and fresnel are primitives of
-``fx.scipy.special`` (``_primitives``); ndtr and log_ndtr are composites written as jax's
+erf/erfc/erfinv are ``fx.lax`` primitives; erfcx, dawsn, ndtri and fresnel are primitives declared
+for it in ``fx.lax.scipy_special``; ndtr and log_ndtr are composites written as jax's
 (log_ndtr's asymptotic series of ``series_order`` terms below -20, or -10 in float32).
 wofz (Weideman's rational approximation) and owens_t (a 13-point quadrature) are composites
 under custom jvps with their exact derivatives, as jax's.
@@ -17,7 +17,7 @@ import fx.numpy as fnp
 from fx import dtypes, lax
 from fx.core import get_aval
 from fx.custom_derivatives import custom_jvp
-from fx.scipy.special import _primitives as prims
+from fx.lax import scipy_special as prims
 from fx.scipy.special._common import promote_inexact, reject_complex, require_float
 
 

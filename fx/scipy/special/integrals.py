@@ -1,7 +1,7 @@
 """Exponential, trigonometric and logarithmic integrals, and the modified Bessel functions
 of orders 0 and 1: expi, exp1, expn, sici, spence, i0, i0e, i1, i1e (jax's semantics).
 
-expi, expn, sici and spence are primitives of ``fx.scipy.special`` (``_primitives``) with the
+expi, expn, sici and spence are primitives (``fx.lax.scipy_special``) with the
 exact derivatives jax's custom jvps give; the Bessel functions go through ``fx.lax``'s
 ``bessel_i0e``/``bessel_i1e``.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fx.numpy as fnp
 from fx import lax
-from fx.scipy.special import _primitives as prims
+from fx.lax import scipy_special as prims
 from fx.scipy.special._common import promote_inexact, reject_complex, require_float
 
 

@@ -34,6 +34,7 @@ import math
 import os
 
 from fx import dtypes
+from fx.core import Primitive
 from fx.jaxpr import Var
 from fx.lax import base
 from fx.lowering.codegen import kernel_ir as ir
@@ -41,17 +42,26 @@ from fx.lowering.fusion import primitive_rules
 from fx.lowering.fusion.fusion import FusionGroup, GroupKind
 from fx.lowering.kernels.nf4 import nf4_avx512
 from fx.lowering.select.cost import flops_rules
-from fx.quant.nf4 import nf4_dot_p
 
 MR = 4  # rows of x per tile: each unpacked weight is used MR times
 F32, I32 = dtypes.float32, dtypes.int32
 
-# A GEMM-like anchor: its elementwise consumers (bias, activation) join its group.
-primitive_rules.patterns[nf4_dot_p] = primitive_rules.Pattern.OUT_ELEMENTWISE_FUSABLE
-# The multiply-adds, plus ~10 operations per weight to unpack, look up and scale it (what the
-# NumPy impl spends dequantizing before its BLAS call).
-flops_rules[nf4_dot_p] = lambda e: (2.0 * e.invars[0].aval.shape[0] + 10.0) * math.prod(
-    e.invars[1].aval.shape) * 2
+# fx.quant.nf4's primitive, which that module registers on import (register_nf4_dot): the
+# compiler sits below fx.quant and never imports it. None until then, when no jaxpr can hold it.
+nf4_dot_p: Primitive | None = None
+
+
+def register_nf4_dot(prim: Primitive) -> None:
+    """Lower ``prim`` (``fx.quant.nf4.nf4_dot_p``) with these kernels: its pattern, its flops
+    and the ``applies`` test of the ``*.nf4_gemm`` implementations in ``op_info``."""
+    global nf4_dot_p
+    nf4_dot_p = prim
+    # A GEMM-like anchor: its elementwise consumers (bias, activation) join its group.
+    primitive_rules.patterns[prim] = primitive_rules.Pattern.OUT_ELEMENTWISE_FUSABLE
+    # The multiply-adds, plus ~10 operations per weight to unpack, look up and scale it (what
+    # the NumPy impl spends dequantizing before its BLAS call).
+    flops_rules[prim] = lambda e: (2.0 * e.invars[0].aval.shape[0] + 10.0) * math.prod(
+        e.invars[1].aval.shape) * 2
 
 
 def applies(g: FusionGroup, transposed: bool = False) -> bool:

@@ -1,5 +1,7 @@
-"""The primitives of ``fx.scipy.special`` (jax has none of these in lax: it writes each as a
-series or rational fit under a custom jvp). Values are computed in float64 by ``_numerics`` and
+"""The primitives behind ``fx.scipy.special``'s erfcx, dawsn, expi, expn, spence, ndtri, sici
+and fresnel (jax has none of these in lax: it writes each as a series or rational fit under a
+custom jvp). They are declared here, below the compiler, so that ``fx.lowering`` can fuse them
+without importing ``fx.scipy``. Values are computed in float64 by ``scipy_special_numerics`` and
 rounded to the operand's dtype; each rule is the function's exact derivative, as jax's custom
 jvps give. Batching is elementwise; under jit they fuse into generated kernels
 (``lowering/render/prelude_special.py`` ports the algorithms to one element).
@@ -11,8 +13,8 @@ import numpy as np
 
 from fx import lax
 from fx.interpreters import jvp
+from fx.lax import scipy_special_numerics as numerics
 from fx.lax.elementwise import FLOAT, _const, _via_f64, naryop, unop
-from fx.scipy.special import _numerics as numerics
 
 erfcx_p = unop("erfcx", _via_f64(numerics.erfcx))
 dawsn_p = unop("dawsn", _via_f64(numerics.dawsn))

@@ -1,7 +1,7 @@
 """Float64 NumPy algorithms for the special functions ``fx.scipy.special`` computes as
-primitives of its own (those jax writes as a series or rational fit under a custom jvp):
-erfcx, Dawson's integral, the exponential integrals Ei and E_n, Spence's function, the sine and
-cosine integrals, the Fresnel integrals and the inverse normal CDF.
+primitives (``fx.lax.scipy_special``; jax writes each as a series or rational fit under a
+custom jvp): erfcx, Dawson's integral, the exponential integrals Ei and E_n, Spence's
+function, the sine and cosine integrals, the Fresnel integrals and the inverse normal CDF.
 
 Each takes float64 arrays and returns float64 arrays of the broadcast shape, accurate to a few
 ulps of float64 over the ranges tested; callers round to the operand dtype.
