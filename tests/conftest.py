@@ -173,11 +173,24 @@ def compile_cuda_kernels_nvrtc(kernels) -> tuple[bool, str]:
     return not failed, "".join(failed or [err for err, _ in results])[-6000:]
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--slow-slice", metavar="SEED", default=None,
+        help="keep only the 1/16 of the slow tests that SEED picks (CI passes the commit "
+             "hash with -m slow, so every slow row runs for some commits)")
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m deselects the rows it marks slow
 def pytest_collection_modifyitems(config, items):
-    from thinning import thin
+    from thinning import slow_slice, thin
 
     thin(items)
+    seed = config.getoption("--slow-slice")
+    if seed is not None:
+        kept, dropped = slow_slice(items, seed)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 def pytest_configure(config):

@@ -132,3 +132,22 @@ def thin(items) -> None:
         for i, (_, item) in enumerate(sorted(rows, key=lambda r: r[0])):
             if (i + offset) % every:
                 item.add_marker(pytest.mark.slow)
+
+
+SLICES = 16
+
+
+def slow_slice(items, seed: str) -> tuple[list, list]:
+    """Split ``items`` into those to run and the slow ones outside the slice ``seed`` picks.
+
+    A slow test belongs to slice ``crc32(node id) % SLICES``; ``seed`` (CI's commit hash) picks
+    one slice, so a run takes about a sixteenth of the slow set and consecutive commits cover
+    all of it. Deterministic, so every xdist worker keeps the same tests."""
+    chosen = zlib.crc32(seed.encode()) % SLICES
+    kept, dropped = [], []
+    for item in items:
+        if item.get_closest_marker("slow") and zlib.crc32(item.nodeid.encode()) % SLICES != chosen:
+            dropped.append(item)
+        else:
+            kept.append(item)
+    return kept, dropped
