@@ -14,11 +14,17 @@ variable.
   ``fx.config.jax_numpy_dtype_promotion`` reads the mode in effect, as jax's).
 
 Each has jax's spelling too: ``fx.config.update("jax_debug_nans", True)``.
+
+The promotion mode's context (:func:`numpy_dtype_promotion`, :func:`promotion_mode`) lives here
+beside its option, and :mod:`fx.dtypes` gives the same names; this module imports nothing of fx.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
+from collections.abc import Iterator
 
 
 def _env_flag(name: str) -> bool:
@@ -67,8 +73,6 @@ class Config:
         """The value of option ``name`` (fx's or jax's spelling), as ``jax.config.read``."""
         option = self._aliases.get(name, name)
         if option in self._in_context:
-            from fx.dtypes import promotion_mode
-
             return promotion_mode()
         return getattr(self, option)
 
@@ -77,10 +81,62 @@ class Config:
         if name not in self._names:
             raise KeyError(f"fx.config: unknown option {name!r}; known: {sorted(self._names)}")
         if name == "numpy_dtype_promotion":
-            from fx.dtypes import check_promotion_mode
-
             value = check_promotion_mode(value)
         setattr(self, name, value)
 
 
 config = Config()
+
+
+# --- the promotion mode: "standard" (jax's lattice) or "strict" (no implicit promotion) ------
+
+PROMOTION_MODES = ("standard", "strict")
+# ``numpy_dtype_promotion`` contexts: a contextvars variable, so each thread and each asyncio
+# task sees its own (a new thread starts from the global option).
+_promotion = contextvars.ContextVar("fx_numpy_dtype_promotion", default=None)
+
+
+def check_promotion_mode(mode) -> str:
+    """``mode`` if it names a promotion mode, else ``ValueError`` (as jax's)."""
+    if not isinstance(mode, str) or mode not in PROMOTION_MODES:
+        raise ValueError(f"{mode!r} is not a valid dtype promotion mode "
+                         f"(jax_numpy_dtype_promotion); use one of {PROMOTION_MODES}")
+    return mode
+
+
+def promotion_mode() -> str:
+    """The promotion mode in effect here: the innermost :func:`numpy_dtype_promotion`
+    context, else the ``jax_numpy_dtype_promotion`` option."""
+    mode = _promotion.get()
+    if mode is not None:
+        return mode
+    return config.numpy_dtype_promotion
+
+
+def numpy_dtype_promotion(mode: str) -> contextlib.AbstractContextManager:
+    """A context in which fx.numpy promotes dtypes by ``mode``, as ``jax.numpy_dtype_promotion``.
+
+    ``"strict"`` refuses implicit promotion between different dtypes (a
+    :class:`TypePromotionError`); Python scalars still adopt an array's dtype where their
+    kind fits. It applies to tracing under ``jit``/``grad``/``vmap`` in the context too.
+
+        >>> import fx, fx.numpy as fnp
+        >>> with fx.numpy_dtype_promotion("strict"):
+        ...     print((fnp.ones(2, fnp.float32) * 2).dtype)
+        ...     try:
+        ...         fnp.ones(2, fnp.float32) + fnp.ones(2, fnp.int32)
+        ...     except fx.errors.TypePromotionError:
+        ...         print("refused")
+        float32
+        refused
+    """
+    return _promotion_context(check_promotion_mode(mode))
+
+
+@contextlib.contextmanager
+def _promotion_context(mode: str) -> Iterator[None]:
+    token = _promotion.set(mode)
+    try:
+        yield
+    finally:
+        _promotion.reset(token)

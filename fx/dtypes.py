@@ -26,16 +26,20 @@ refused).
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import functools
 import threading
 import warnings
-from collections.abc import Iterator
 
 import ml_dtypes
 import numpy as np
 
+from fx.config import (  # noqa: F401  (the promotion mode is an option with a per-context
+    PROMOTION_MODES,  # override, kept with the options; fx.dtypes gives the same names)
+    check_promotion_mode,
+    config,
+    numpy_dtype_promotion,
+    promotion_mode,
+)
 from fx.extended_dtypes import (  # noqa: F401  (fx.dtypes' names for them)
     ExtendedDType,
     extended,
@@ -90,8 +94,6 @@ def x64_enabled() -> bool:
     forced = getattr(_local, "x64", None)
     if forced is not None:
         return forced
-    from fx.config import config
-
     return config.enable_x64
 
 
@@ -110,62 +112,6 @@ class enable_x64:
     def __exit__(self, *exc):
         _local.x64 = self._saved
         return False
-
-
-# --- the promotion mode: "standard" (jax's lattice) or "strict" (no implicit promotion) ------
-
-PROMOTION_MODES = ("standard", "strict")
-# ``numpy_dtype_promotion`` contexts: a contextvars variable, so each thread and each asyncio
-# task sees its own (a new thread starts from the global option).
-_promotion = contextvars.ContextVar("fx_numpy_dtype_promotion", default=None)
-
-
-def check_promotion_mode(mode) -> str:
-    """``mode`` if it names a promotion mode, else ``ValueError`` (as jax's)."""
-    if not isinstance(mode, str) or mode not in PROMOTION_MODES:
-        raise ValueError(f"{mode!r} is not a valid dtype promotion mode "
-                         f"(jax_numpy_dtype_promotion); use one of {PROMOTION_MODES}")
-    return mode
-
-
-def promotion_mode() -> str:
-    """The promotion mode in effect here: the innermost :func:`numpy_dtype_promotion`
-    context, else the ``jax_numpy_dtype_promotion`` option."""
-    mode = _promotion.get()
-    if mode is not None:
-        return mode
-    from fx.config import config
-
-    return config.numpy_dtype_promotion
-
-
-def numpy_dtype_promotion(mode: str) -> contextlib.AbstractContextManager:
-    """A context in which fx.numpy promotes dtypes by ``mode``, as ``jax.numpy_dtype_promotion``.
-
-    ``"strict"`` refuses implicit promotion between different dtypes (a
-    :class:`TypePromotionError`); Python scalars still adopt an array's dtype where their
-    kind fits. It applies to tracing under ``jit``/``grad``/``vmap`` in the context too.
-
-        >>> import fx, fx.numpy as fnp
-        >>> with fx.numpy_dtype_promotion("strict"):
-        ...     print((fnp.ones(2, fnp.float32) * 2).dtype)
-        ...     try:
-        ...         fnp.ones(2, fnp.float32) + fnp.ones(2, fnp.int32)
-        ...     except fx.errors.TypePromotionError:
-        ...         print("refused")
-        float32
-        refused
-    """
-    return _promotion_context(check_promotion_mode(mode))
-
-
-@contextlib.contextmanager
-def _promotion_context(mode: str) -> Iterator[None]:
-    token = _promotion.set(mode)
-    try:
-        yield
-    finally:
-        _promotion.reset(token)
 
 
 def default_float_dtype() -> np.dtype:
