@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fx import devices, dtypes
+from fx import devices, dlpack_capsules, dtypes
 from fx.avals import ShapedArray
 
 
@@ -82,15 +82,11 @@ class Array:
         """A DLPack capsule of this array, so ``np.from_dlpack(x)`` (and CuPy's, jax's, torch's
         ``from_dlpack``) read it without copying; see :mod:`fx.dlpack`. DLPack 1.0 consumers
         get a read-only view; older ones, which cannot mark memory read-only, get a copy."""
-        from fx import dlpack
-
-        return dlpack.export(self._buf, stream=stream, max_version=max_version,
+        return dlpack_capsules.export(self._buf, stream=stream, max_version=max_version,
                              dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        from fx import dlpack
-
-        return dlpack.export_device(self._buf)
+        return dlpack_capsules.export_device(self._buf)
 
     def delete(self) -> None:
         """Free the buffer; later use raises (what donation to a jitted call does)."""

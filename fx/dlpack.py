@@ -9,31 +9,23 @@ DLPack, which cannot mark memory read-only, gets a private copy instead, so no l
 into an fx array. CPU arrays are exchanged through NumPy's DLPack support, GPU arrays through
 CuPy's.
 
+The export side, which works on buffers and sits below ``fx.Array``, is
+:mod:`fx.dlpack_capsules`.
+
 As in jax, memory imported without a copy stays shared: writing to the source array afterwards
 changes the fx array too (pass ``copy=True`` to decouple them).
 """
 
 from __future__ import annotations
 
-import enum
-
 import numpy as np
 
 from fx import dtypes
 from fx.array import Array
-from fx.devices import CPU, Device, cupy_module, device_of_buffer, put_buffer
+from fx.devices import CPU, Device, cupy_module, put_buffer
+from fx.dlpack_capsules import DLDeviceType
 
 __all__ = ["from_dlpack", "is_supported_dtype", "DLDeviceType"]
-
-
-class DLDeviceType(enum.IntEnum):
-    """The DLPack device types fx knows (the codes of ``__dlpack_device__``)."""
-
-    kDLCPU = 1
-    kDLCUDA = 2
-    kDLCUDAHost = 3
-    kDLROCM = 10
-    kDLROCMHost = 11
 
 
 _HOST_TYPES = (DLDeviceType.kDLCPU, DLDeviceType.kDLCUDAHost, DLDeviceType.kDLROCMHost)
@@ -113,31 +105,3 @@ def numpy_from_dlpack(x, /, *, device: Device | None = None, copy: bool | None =
     """``fx.numpy.from_dlpack``: :func:`from_dlpack` with ``jax.numpy.from_dlpack``'s
     signature (``x`` positional, ``device`` and ``copy`` by keyword)."""
     return from_dlpack(x, device=device, copy=copy)
-
-
-def export(buf, *, stream=None, max_version=None, dl_device=None, copy=None):
-    """The DLPack capsule of an fx array's buffer (what ``fx.Array.__dlpack__`` returns)."""
-    if isinstance(buf, np.ndarray):
-        legacy = max_version is None or tuple(max_version)[0] < 1
-        if legacy and not buf.flags.writeable:
-            # A pre-1.0 capsule cannot say "read-only": hand out a private copy instead.
-            if copy is False:
-                raise BufferError(
-                    "fx arrays are immutable, and a DLPack consumer older than version 1.0 "
-                    "cannot mark memory read-only: exporting it needs a copy, but copy=False. "
-                    "Use a consumer that passes max_version=(1, 0) or later (NumPy >= 2.1), or "
-                    "allow a copy.")
-            buf, copy = buf.copy(), None
-        return buf.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device,
-                              copy=copy)
-    # A CuPy buffer: pass only what was asked (older CuPy takes only the stream).
-    extra = {k: v for k, v in (("max_version", max_version), ("dl_device", dl_device),
-                               ("copy", copy)) if v is not None}
-    return buf.__dlpack__(stream=stream, **extra)
-
-
-def export_device(buf) -> tuple[int, int]:
-    """``(device type, device id)`` of an fx array's buffer (``fx.Array.__dlpack_device__``)."""
-    if isinstance(buf, np.ndarray):
-        return (DLDeviceType.kDLCPU, 0)
-    return (DLDeviceType.kDLCUDA, device_of_buffer(buf).id)
