@@ -24,6 +24,7 @@ from fx.core import Primitive, new_trace, physical_rules, set_current_trace
 from fx.interpreters import batching, jvp, partial_eval, physical, transpose
 from fx.interpreters.eval import eval_jaxpr
 from fx.interpreters.jvp import Zero, instantiate
+from fx.interpreters.partial_eval import body_param  # noqa: F401  (importers read it here)
 from fx.interpreters.transpose import UndefinedPrimal, backward_pass, is_undefined
 from fx.jaxpr import ClosedJaxpr, Jaxpr, Var, dce_jaxpr
 from fx.tracing import JaxprTrace
@@ -193,25 +194,6 @@ def _checkpoint_with_policy(trace, args, params, known: ClosedJaxpr, unknown: Cl
     return [next(u_it) if un else next(k_it) for un in out_unknowns]
 
 
-def forward_dependence(jaxpr: Jaxpr, unknown_inputs: Sequence[bool]) -> list[bool]:
-    """Which outputs of ``jaxpr`` depend on the inputs marked ``unknown_inputs``, as partial
-    evaluation finds them. A nested call with a partial-evaluation rule is looked into (the
-    jvp of a checkpoint is one call whose primal outputs do not depend on its tangent inputs);
-    recursion goes as deep as calls nest, not as long as the program is."""
-    unknown = {v for v, u in zip(jaxpr.invars, unknown_inputs) if u}
-    for eqn in jaxpr.eqns:
-        ins = [isinstance(v, Var) and v in unknown for v in eqn.invars]
-        if not any(ins):
-            continue
-        name = body_param.get(eqn.primitive)
-        if name is None or eqn.primitive not in partial_eval.pe_rules or all(ins):
-            unknown.update(eqn.outvars)
-        else:
-            outs = forward_dependence(eqn.params[name].jaxpr, ins)
-            unknown.update(v for v, d in zip(eqn.outvars, outs) if d)
-    return [isinstance(v, Var) and v in unknown for v in jaxpr.outvars]
-
-
 # --- transposition ------------------------------------------------------------------------------
 
 _transpose_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -264,9 +246,7 @@ def _call_batch(prim: Primitive):
 
 
 # --- the primitives -----------------------------------------------------------------------------
-# Every primitive whose semantics is "evaluate the jaxpr in param <name>", so the compiler can
-# inline it. Other modules (fx.custom_derivatives) register their call-like primitives here.
-body_param: dict[Primitive, str] = {}
+# Each registers the param holding its body in body_param (partial_eval's table, given here too).
 
 jit_p = Primitive("jit", multiple_results=True)  # params: jaxpr, name, donated, backend
 checkpoint_p = Primitive("checkpoint", multiple_results=True)  # params: jaxpr, prevent_cse,

@@ -9,6 +9,9 @@ that reverse mode saves from the forward pass. The staged jaxpr is linear in its
 ``partial_eval_jaxpr`` applies the same trace to a jaxpr, splitting it into a known part and an
 unknown part; call-like primitives (jit, checkpoint) use it in their ``pe_rules`` so that
 ``grad(jit(f))`` runs the forward pass and the backward pass as two compiled calls.
+``body_param`` names the param holding each call-like primitive's body, and
+``forward_dependence`` finds which outputs of a jaxpr depend on its unknown inputs, looking
+into those calls (transposition splits a mixed call by it).
 """
 
 from __future__ import annotations
@@ -27,6 +30,11 @@ from fx.tracing import JaxprTrace, JaxprTracer
 
 PeRule = Callable[["PartialEvalTrace", Sequence, dict], object]
 pe_rules: dict[Primitive, PeRule] = {}
+
+# Every primitive whose semantics is "evaluate the jaxpr in param <name>", so partial
+# evaluation can look into it and the compiler can inline it. fx.interpreters.call registers
+# jit and checkpoint, fx.custom_derivatives its call-like primitives.
+body_param: dict[Primitive, str] = {}
 
 
 class PartialEvalTrace(JaxprTrace):
@@ -116,3 +124,22 @@ def partial_eval_jaxpr(
         [unknown_part.consts[i] for i in keep],
     )
     return known, unknown, out_unknowns, len(residuals)
+
+
+def forward_dependence(jaxpr: Jaxpr, unknown_inputs: Sequence[bool]) -> list[bool]:
+    """Which outputs of ``jaxpr`` depend on the inputs marked ``unknown_inputs``, as partial
+    evaluation finds them. A nested call with a partial-evaluation rule is looked into (the
+    jvp of a checkpoint is one call whose primal outputs do not depend on its tangent inputs);
+    recursion goes as deep as calls nest, not as long as the program is."""
+    unknown = {v for v, u in zip(jaxpr.invars, unknown_inputs) if u}
+    for eqn in jaxpr.eqns:
+        ins = [isinstance(v, Var) and v in unknown for v in eqn.invars]
+        if not any(ins):
+            continue
+        name = body_param.get(eqn.primitive)
+        if name is None or eqn.primitive not in pe_rules or all(ins):
+            unknown.update(eqn.outvars)
+        else:
+            outs = forward_dependence(eqn.params[name].jaxpr, ins)
+            unknown.update(v for v, d in zip(eqn.outvars, outs) if d)
+    return [isinstance(v, Var) and v in unknown for v in jaxpr.outvars]

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from fx.array import Array
 from fx.avals import ShapedArray
 from fx.core import Primitive, current_trace, get_aval, new_trace
-from fx.interpreters import jvp
+from fx.interpreters import jvp, partial_eval
 from fx.interpreters.jvp import Zero
 from fx.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from fx.lax import base
@@ -147,14 +147,12 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Seque
 def _split_mixed_call(eqn: JaxprEqn, lin_in: Sequence[bool], read: Callable):
     """``(known values, staged linear equations, residual values)`` replacing ``eqn``, or None
     when ``eqn`` is not a call or every output depends on its linear inputs."""
-    from fx.interpreters import call, partial_eval  # both import this module
-
-    body_name = call.body_param.get(eqn.primitive)
+    body_name = partial_eval.body_param.get(eqn.primitive)
     rule = partial_eval.pe_rules.get(eqn.primitive)
     if body_name is None or rule is None:
         return None
     body = eqn.params[body_name]
-    if all(call.forward_dependence(body.jaxpr, lin_in)):
+    if all(partial_eval.forward_dependence(body.jaxpr, lin_in)):
         return None
     pe = partial_eval.PartialEvalTrace(current_trace(), f"transpose of {eqn.primitive.name}")
     with new_trace(pe):
