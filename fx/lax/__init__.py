@@ -108,8 +108,7 @@ from fx.lax.sorting import (
     sort_key_val,
     top_k,
 )
-from fx.lax.indexing import (
-    GatherScatterMode,
+from fx.lax.general_indexing import (
     gather,
     scatter,
     scatter_add,
@@ -117,6 +116,7 @@ from fx.lax.indexing import (
     scatter_min,
     scatter_mul,
 )
+from fx.lax.indexing import GatherScatterMode
 from fx.lax.complex_parts import complex, conj, imag, real  # noqa: A004
 from fx.lax.fft import FftType, fft
 from fx.lax.reductions import (

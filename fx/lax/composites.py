@@ -30,7 +30,7 @@ from fx.interpreters import batching
 from fx.lax import elementwise as ew
 from fx.lax import reductions, sorting
 from fx.lax.base import broadcast_in_dim, full, reduce_sum, reshape
-from fx.lax.indexing import gather, scatter_add
+from fx.lax.general_indexing import gather, scatter_add
 from fx.lax.linalg import dot_general
 from fx.lax.structural import broadcasted_iota, concatenate, expand_dims, slice_in_dim, squeeze
 

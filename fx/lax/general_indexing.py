@@ -1,10 +1,12 @@
 """XLA's general gather and scatter (jax's ``GatherDimensionNumbers`` /
 ``ScatterDimensionNumbers`` forms), written over fx's point gather and scatters.
 
-``fx.lax.gather(operand, start_indices, dimension_numbers, slice_sizes)`` and
-``fx.lax.scatter*(operand, indices, updates, dimension_numbers)`` come here when the third
-(fourth) argument is a dimension-numbers record (fx's or jax's: the fields are read by name).
-The index vector is the last dimension of the indices, as in jax.
+This module holds fx.lax's public ``gather`` and ``scatter*``: with ``axes`` they are the point
+forms of :mod:`fx.lax.indexing`; ``fx.lax.gather(operand, start_indices, dimension_numbers,
+slice_sizes)`` and ``fx.lax.scatter*(operand, indices, updates, dimension_numbers)`` take the
+windowed path here when the third (fourth) argument is a dimension-numbers record (fx's or
+jax's: the fields are read by name). The index vector is the last dimension of the indices, as
+in jax.
 
 Each window becomes explicit: for every batch position ``b`` and window offset ``w`` the full
 operand coordinate ``start(b) + w`` is formed (``start`` from the index vector through
@@ -24,7 +26,9 @@ import numpy as np
 from fx import dtypes
 from fx.core import get_aval
 from fx.lax import elementwise as ew
+from fx.lax import indexing
 from fx.lax.base import broadcast_in_dim, full, reshape, transpose
+from fx.lax.indexing import GatherScatterMode, default_fill_value
 from fx.lax.structural import broadcasted_iota, concatenate
 
 
@@ -87,8 +91,6 @@ def _clamp(starts, sizes, shape):
 
 def general_gather(operand, start_indices, dimension_numbers, slice_sizes, *, mode,
                    fill_value=None):
-    from fx.lax.indexing import GatherScatterMode, gather
-
     name = "gather"
     oa = get_aval(operand)
     r = oa.ndim
@@ -119,12 +121,10 @@ def general_gather(operand, start_indices, dimension_numbers, slice_sizes, *, mo
     starts = _clamp(starts, sizes, oa.shape)
     window_sizes = [sizes[d] for d in window_dims]
     full_idx = _full_indices(starts, window_dims, window_sizes, batch, r)
-    out = gather(operand, full_idx, tuple(range(r)), mode="clip") if math.prod(
+    out = indexing.gather(operand, full_idx, tuple(range(r)), mode="clip") if math.prod(
         get_aval(full_idx).shape[:-1]) else full(batch + tuple(window_sizes), 0, oa.dtype)
     nb, shape = len(batch), batch + tuple(window_sizes)
     if mode is GatherScatterMode.FILL_OR_DROP:
-        from fx.lax.indexing import default_fill_value
-
         fill = default_fill_value(oa.dtype) if fill_value is None else fill_value
         keep = broadcast_in_dim(valid, shape, tuple(range(nb)))
         out = ew.select(keep, out, full(shape, fill, oa.dtype))
@@ -140,8 +140,6 @@ def general_gather(operand, start_indices, dimension_numbers, slice_sizes, *, mo
 
 
 def general_scatter(kind: str, operand, scatter_indices, updates, dimension_numbers, *, mode):
-    from fx.lax import indexing
-
     oa, ua = get_aval(operand), get_aval(updates)
     r = oa.ndim
     dn = dimension_numbers
@@ -168,12 +166,12 @@ def general_scatter(kind: str, operand, scatter_indices, updates, dimension_numb
         raise TypeError(f"fx.lax.scatter: the update windows {tuple(sizes)} exceed the operand "
                         f"{oa.str_short()}")
     starts = _starts("scatter", scatter_indices, batch, to_operand, op_batching, idx_batching, r)
-    mode = indexing.GatherScatterMode.parse(mode)
+    mode = GatherScatterMode.parse(mode)
     nb, shape = len(batch), batch + tuple(window_sizes)
-    if mode is indexing.GatherScatterMode.CLIP:
+    if mode is GatherScatterMode.CLIP:
         starts = _clamp(starts, sizes, oa.shape)
     full_idx = _full_indices(starts, window_dims, window_sizes, batch, r)
-    if mode is indexing.GatherScatterMode.FILL_OR_DROP and r:
+    if mode is GatherScatterMode.FILL_OR_DROP and r:
         # A window partly out of bounds is dropped whole: move all its points out of range.
         valid = broadcast_in_dim(_window_in_bounds(starts, sizes, oa.shape, batch), shape,
                                  tuple(range(nb)))
@@ -184,5 +182,48 @@ def general_scatter(kind: str, operand, scatter_indices, updates, dimension_numb
     fn = {"set": indexing.scatter, "add": indexing.scatter_add, "mul": indexing.scatter_mul,
           "min": indexing.scatter_min, "max": indexing.scatter_max}[kind]
     return fn(operand, full_idx, upd, tuple(range(r)), mode="clip"
-              if mode is indexing.GatherScatterMode.CLIP else "drop")
+              if mode is GatherScatterMode.CLIP else "drop")
 
+
+# --- the public functions: the point form, or jax's dimension-numbers form ---------------------
+
+
+def gather(operand, indices, axes, slice_sizes=None, *, mode=None, fill_value=None,
+           unique_indices: bool = False, indices_are_sorted: bool = False):
+    """``operand`` read at the positions in ``indices``, as ``jax.lax.gather``.
+
+    fx's point form ``gather(operand, indices, axes)`` reads one position per row of
+    ``indices`` along the ``axes`` and takes the other dimensions whole (see
+    :func:`fx.lax.indexing.gather`); ``mode='clip'`` clamps out-of-range indices, ``'fill'``
+    (the default, as in jax) returns ``fill_value`` there. Example: rows 2 and 0 of a matrix::
+
+        gather(x, np.array([[2], [0]]), axes=(0,))   # x[[2, 0]], shape (2, x.shape[1])
+
+    jax's form ``gather(operand, start_indices, dimension_numbers, slice_sizes)``, with a
+    ``GatherDimensionNumbers`` (fx's or jax's), is XLA's windowed gather (this module).
+    """
+    if hasattr(axes, "offset_dims"):
+        return general_gather(operand, indices, axes, slice_sizes, mode=mode,
+                              fill_value=fill_value)
+    return indexing.gather(operand, indices, axes, mode=mode, fill_value=fill_value)
+
+
+def _scatter_fn(point, kind: str):
+    def f(operand, indices, updates, axes, *, mode=None, indices_are_sorted: bool = False,
+          unique_indices: bool = False):
+        if hasattr(axes, "update_window_dims"):  # jax's ScatterDimensionNumbers form
+            return general_scatter(kind, operand, indices, updates, axes, mode=mode)
+        return point(operand, indices, updates, axes, mode=mode)
+
+    f.__name__ = f.__qualname__ = point.__name__
+    f.__doc__ = point.__doc__ + (
+        "\n\njax's form, with a ``ScatterDimensionNumbers`` (fx's or jax's) in place of "
+        "``axes``, is XLA's windowed scatter (see :mod:`fx.lax.general_indexing`).")
+    return f
+
+
+scatter = _scatter_fn(indexing.scatter, "set")
+scatter_add = _scatter_fn(indexing.scatter_add, "add")
+scatter_mul = _scatter_fn(indexing.scatter_mul, "mul")
+scatter_min = _scatter_fn(indexing.scatter_min, "min")
+scatter_max = _scatter_fn(indexing.scatter_max, "max")

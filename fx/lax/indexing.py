@@ -22,6 +22,9 @@ floats, the minimum of a signed integer type, the maximum of an unsigned one, Tr
 and makes a scatter drop the update. The public functions default to fill/drop, as
 ``jax.lax.gather`` and ``jax.lax.scatter*`` do.
 
+The functions here take ``axes``; ``fx.lax.gather`` and ``fx.lax.scatter*`` also take jax's
+dimension-numbers form, which :mod:`fx.lax.general_indexing` writes over these.
+
 Primitives: ``gather``, ``scatter`` (set), ``scatter_add``, ``scatter_mul``, ``scatter_min``,
 ``scatter_max``. Where several updates hit one position, ``scatter`` keeps the last in batch
 (row-major) order, deterministically (jax leaves the winner unspecified; on CPU it is the last
@@ -233,15 +236,9 @@ def gather(operand, indices, axes: Sequence[int], slice_sizes=None, *, mode=None
 
         gather(x, np.array([[2], [0]]), axes=(0,))   # x[[2, 0]], shape (2, x.shape[1])
 
-    jax's form ``gather(operand, start_indices, dimension_numbers, slice_sizes)``, with a
-    ``GatherDimensionNumbers`` (fx's or jax's), is XLA's windowed gather
-    (see fx/lax/general_indexing.py).
+    This is the point form; ``fx.lax.gather`` (:mod:`fx.lax.general_indexing`) also takes jax's
+    ``dimension_numbers`` form. ``slice_sizes`` is not read here.
     """
-    if hasattr(axes, "offset_dims"):
-        from fx.lax.general_indexing import general_gather
-
-        return general_gather(operand, indices, axes, slice_sizes, mode=mode,
-                              fill_value=fill_value)
     mode = GatherScatterMode.parse(mode)
     if mode is PROMISE_IN_BOUNDS:  # kept by clamping, as XLA's gather
         mode = CLIP
@@ -353,13 +350,9 @@ scatter_min_p = _scatter_primitive("scatter_min", "min", allow_bool=True)
 scatter_max_p = _scatter_primitive("scatter_max", "max", allow_bool=True)
 
 
-def _scatter_fn(prim: Primitive, what: str, kind: str):
+def _scatter_fn(prim: Primitive, what: str):
     def f(operand, indices, updates, axes: Sequence[int], *, mode=None,
           indices_are_sorted: bool = False, unique_indices: bool = False):
-        if hasattr(axes, "update_window_dims"):  # jax's ScatterDimensionNumbers form
-            from fx.lax.general_indexing import general_scatter
-
-            return general_scatter(kind, operand, indices, updates, axes, mode=mode)
         mode = GatherScatterMode.parse(mode)
         if mode is PROMISE_IN_BOUNDS:  # kept by dropping, as XLA's scatter
             mode = FILL_OR_DROP
@@ -377,11 +370,11 @@ def _scatter_fn(prim: Primitive, what: str, kind: str):
     return f
 
 
-scatter = _scatter_fn(scatter_p, "written (the last one wins for repeated positions)", "set")
-scatter_add = _scatter_fn(scatter_add_p, "added (repeated positions accumulate)", "add")
-scatter_mul = _scatter_fn(scatter_mul_p, "multiplied in", "mul")
-scatter_min = _scatter_fn(scatter_min_p, "combined by minimum", "min")
-scatter_max = _scatter_fn(scatter_max_p, "combined by maximum", "max")
+scatter = _scatter_fn(scatter_p, "written (the last one wins for repeated positions)")
+scatter_add = _scatter_fn(scatter_add_p, "added (repeated positions accumulate)")
+scatter_mul = _scatter_fn(scatter_mul_p, "multiplied in")
+scatter_min = _scatter_fn(scatter_min_p, "combined by minimum")
+scatter_max = _scatter_fn(scatter_max_p, "combined by maximum")
 
 
 def _gather_back(x, indices, axes, mode, fill_value=0):
