@@ -9,7 +9,7 @@ fresh process without the user's code (``fx.export.serialization``).
 parameters constants and the inference passes applied (``fx.export.freeze``).
 
 ``to_onnx(fn, *example_args)`` traces ``fn`` into a jaxpr and translates it, one rule per
-primitive (``fx.export.onnx_export.onnx_rules``), into an ``onnx.ModelProto``; primitives with
+primitive (``fx.export.onnx_graph.onnx_rules``), into an ``onnx.ModelProto``; primitives with
 no translation are listed with their reasons in ``fx.export.onnx_unsupported.NOT_EXPORTABLE``.
 """
 

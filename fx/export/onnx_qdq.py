@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fx.export.onnx_export import Ctx, Value, onnx_rules
+from fx.export.onnx_graph import Ctx, Value, onnx_rules
 from fx.lax.convolution import conv_general_dilated_p
 
 

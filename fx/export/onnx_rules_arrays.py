@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fx.export.onnx_export import Ctx, Sym, Value, dim_product, register
+from fx.export.onnx_batch import Sym, dim_product
+from fx.export.onnx_graph import Ctx, Value, onnx_dtype, register
 from fx.lax import primitives as P
 from fx.lax.indexing import GatherScatterMode, default_fill_value
 
@@ -159,13 +160,9 @@ def _iota(ctx: Ctx, *, dtype, shape, dimension) -> str:
     if axes:
         line = ctx.op("Unsqueeze", line, ctx.ints(axes))
     out = ctx.op("Expand", line, ctx.shape_tensor(shape))
-    return ctx.op("Cast", out, to=_onnx(dtype))
+    return ctx.op("Cast", out, to=onnx_dtype(dtype))
 
 
-def _onnx(dtype) -> int:
-    from fx.export.onnx_export import onnx_dtype
-
-    return onnx_dtype(dtype)
 
 
 @register(P.gather_p)
@@ -188,8 +185,8 @@ def _gather(ctx: Ctx, operand: Value, indices: Value, *, axes, mode, fill_value)
         return out
     inside = ctx.op("And", ctx.op("GreaterOrEqual", idx, zero),
                     ctx.op("LessOrEqual", idx, upper))
-    ok = ctx.op("Cast", ctx.op("ReduceMin", ctx.op("Cast", inside, to=_onnx(np.int32)),
-                               ctx.ints([-1]), keepdims=0), to=_onnx(np.bool_))
+    ok = ctx.op("Cast", ctx.op("ReduceMin", ctx.op("Cast", inside, to=onnx_dtype(np.int32)),
+                               ctx.ints([-1]), keepdims=0), to=onnx_dtype(np.bool_))
     if rest:
         ok = ctx.op("Unsqueeze", ok, ctx.ints(range(len(indices.shape) - 1, len(ctx.out_shape))))
     fill = default_fill_value(operand.dtype) if fill_value is None else fill_value
@@ -275,8 +272,8 @@ def _scatter_rule(reduction: str):
         if mode is not GatherScatterMode.CLIP:
             inside = ctx.op("And", ctx.op("GreaterOrEqual", idx, zero),
                             ctx.op("LessOrEqual", idx, upper))
-            ok = ctx.op("Cast", ctx.op("ReduceMin", ctx.op("Cast", inside, to=_onnx(np.int32)),
-                                       ctx.ints([-1]), keepdims=0), to=_onnx(np.bool_))
+            ok = ctx.op("Cast", ctx.op("ReduceMin", ctx.op("Cast", inside, to=onnx_dtype(np.int32)),
+                                       ctx.ints([-1]), keepdims=0), to=onnx_dtype(np.bool_))
             if rest:
                 ok = ctx.op("Unsqueeze", ok, ctx.ints(range(indices.ndim - 1, updates.ndim)))
             identity = _IDENTITY[reduction](np.dtype(operand.dtype))
@@ -319,8 +316,8 @@ def _scatter_set(ctx: Ctx, operand: Value, indices: Value, updates: Value, *, ax
     if drop:
         inside = ctx.op("And", ctx.op("GreaterOrEqual", rows, zero),
                         ctx.op("LessOrEqual", rows, upper))
-        ok = ctx.op("Cast", ctx.op("ReduceMin", ctx.op("Cast", inside, to=_onnx(np.int32)),
-                                   ctx.ints([1]), keepdims=1), to=_onnx(np.bool_))
+        ok = ctx.op("Cast", ctx.op("ReduceMin", ctx.op("Cast", inside, to=onnx_dtype(np.int32)),
+                                   ctx.ints([1]), keepdims=1), to=onnx_dtype(np.bool_))
         safe = ctx.op("Where", ok, safe, ctx.shape_tensor(sizes))  # the extra slot
         pads = [0] * (2 * operand.ndim)
         for a in range(k):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fx.export.onnx_export import Ctx, Graph, Value, register
+from fx.export.onnx_graph import Ctx, Graph, Value, register
 from fx.lax import primitives as P
 
 

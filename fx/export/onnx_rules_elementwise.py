@@ -17,7 +17,7 @@ from functools import partial
 
 import numpy as np
 
-from fx.export.onnx_export import Ctx, Value, register
+from fx.export.onnx_graph import Ctx, Value, register
 from fx.lax import primitives as P
 
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fx.export.onnx_export import Ctx, Value, dim_product, onnx_dtype, register
+from fx.export.onnx_batch import dim_product
+from fx.export.onnx_graph import Ctx, Value, onnx_dtype, register
 from fx.export.onnx_rules_arrays import interior_pad
 from fx.lax import primitives as P
 
