@@ -95,8 +95,6 @@ def compact(mask, size: int):
 def take_rows(x, positions, valid, fill_value, name: str):
     """``x[positions]`` along axis 0, with ``fill_value`` (converted to ``x.dtype``) where
     ``valid`` is False."""
-    from fx.numpy.indexing import take  # noqa: PLC0415  (indexing imports this module's users)
-
     aval = get_aval(x)
     size = get_aval(positions).shape[0]
     out_shape = (size,) + aval.shape[1:]
@@ -106,7 +104,7 @@ def take_rows(x, positions, valid, fill_value, name: str):
     fill = lax.broadcast_in_dim(fill, out_shape, ())
     if aval.shape[0] == 0:
         return fill
-    rows = take(x, positions, axis=0, mode="clip")
+    rows = lax.gather(x, lax.expand_dims(positions, (1,)), (0,), mode="clip")
     keep = lax.broadcast_in_dim(valid, out_shape, (0,))
     return lax.select(keep, rows, fill)
 

@@ -45,6 +45,7 @@ from fx.lax.indexing import CLIP, GatherScatterMode
 from fx.lax.structural import concatenate, expand_dims, rev, squeeze
 from fx.lax.structural import slice as lax_slice
 from fx.numpy._promote import asarray, broadcast_to_shape, canonical_axis, to_array
+from fx.numpy.ufuncs import divide
 
 __all__ = ["AtIndexer", "getitem", "take", "take_along_axis"]  # nonzero: compaction.py
 
@@ -472,8 +473,6 @@ class _IndexUpdateRef:
 
     def divide(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         """``x`` with ``x[idx] /= values`` (as jax: ``x / ones.at[idx].multiply(values)``)."""
-        from fx.numpy.ufuncs import divide  # noqa: PLC0415  (ufuncs import order)
-
         aval = get_aval(to_array(self.array))
         ones = full(aval.shape, 1, aval.dtype)
         return divide(self.array, _update(ones, self.index, values, lax_indexing.scatter_mul,
