@@ -1,10 +1,17 @@
-"""Packaging: every package directory is listed in setup.cfg, so a regular (non-editable)
-install ships all of fx."""
+"""Packaging: every package directory is listed in setup.cfg and every C resource file of the
+compiler is package data, so a regular (non-editable) install ships all of fx."""
 
 from __future__ import annotations
 
 import configparser
+import shutil
+import subprocess
+import sys
 from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import scipy
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,3 +33,33 @@ def test_every_package_is_listed_in_setup_cfg():
                 name = dst + name[len(src):]
         found.add(name)
     assert found <= listed, f"missing from setup.cfg [options] packages: {sorted(found - listed)}"
+
+
+RESOURCE_SUFFIXES = (".c", ".h", ".cu", ".cl")
+
+
+def test_a_build_ships_the_compilers_c_sources(tmp_path):
+    """The C/CUDA/OpenCL resource files under lowering/ are package data: setuptools' build
+    (what a wheel holds) copies every one, and the compiler reads them from there."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("fx", "interpreters", "lowering", "runtime"):
+        shutil.copytree(ROOT / name, src / name,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyc"))
+    for name in ("setup.cfg", "pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    lib = tmp_path / "lib"
+    subprocess.run([sys.executable, "-c", "from setuptools import setup; setup()", "-q",
+                    "build", "--build-lib", str(lib)], cwd=src, check=True,
+                   capture_output=True)
+    wanted = {p.relative_to(ROOT / "lowering") for p in (ROOT / "lowering").rglob("*")
+              if p.suffix in RESOURCE_SUFFIXES}
+    assert wanted, "no resource files found under lowering/"
+    shipped = {p.relative_to(lib / "fx" / "lowering") for p in (lib / "fx" / "lowering").rglob("*")
+               if p.suffix in RESOURCE_SUFFIXES}
+    assert wanted <= shipped, f"not in the build: {sorted(map(str, wanted - shipped))}"
+    # The built package (alone on the path, with its dependencies) assembles its prelude.
+    deps = {str(Path(m.__file__).parents[1]) for m in (np, ml_dtypes, scipy)}
+    code = ("import sys; sys.path[:0] = sys.argv[1:]; import fx.lowering.render.prelude as p; "
+            "assert p.__file__.startswith(sys.argv[1]), p.__file__; assert 'fx_expf' in p.PRELUDE")
+    subprocess.run([sys.executable, "-S", "-c", code, str(lib), *sorted(deps)], check=True)

@@ -105,9 +105,9 @@ void fx_mpi_allreduce(const void* x, void* y, int64_t n, int type, int op, const
 
 _KERNEL = r"""
 void fx_mpi_allreduce(const void* x, void* y, int64_t n, int type, int op, const char* what);
-void {name}(const {ctype}* x, {ctype}* y) {{
-  fx_mpi_allreduce(x, y, {count}, {type}, {op}, {what});
-}}
+void ${name}(const ${ctype}* x, ${ctype}* y) {
+  fx_mpi_allreduce(x, y, ${count}, ${type}, ${op}, ${what});
+}
 """
 
 

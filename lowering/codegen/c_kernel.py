@@ -13,6 +13,7 @@ collectives) renders as nothing in other dialects: it exists only in C programs.
 from __future__ import annotations
 
 import dataclasses
+import string
 
 from fx.lowering.codegen import kernel_ir as ir
 from fx.lowering.render.render import C
@@ -24,7 +25,7 @@ class CKernel:
 
     name: str
     params: tuple[ir.Param, ...]
-    template: str
+    template: str  # string.Template text; ``${name}`` is the kernel's name, ``fields`` the rest
     fields: tuple[tuple[str, object], ...]
     fallback: ir.Kernel | None  # the loop-IR kernel, for targets without the instructions
     work: int = 0
@@ -38,9 +39,13 @@ class CKernel:
         """C: the microkernel with its fallback beside it; another dialect: the loop-IR form
         under this name."""
         if self.fallback is None:
-            return self.template.format(name=self.name, **dict(self.fields)) \
-                if renderer.d is C else ""
+            return self.source if renderer.d is C else ""
         if renderer.d is not C:
             return renderer.kernel(self.fallback.renamed(self.name))
         fallback = renderer.kernel(self.fallback.renamed(f"{self.name}_ir"))
-        return fallback + self.template.format(name=self.name, **dict(self.fields))
+        return fallback + self.source
+
+    @property
+    def source(self) -> str:
+        """The template filled: the C text of the kernel itself (without its fallback)."""
+        return string.Template(self.template).substitute(dict(self.fields), name=self.name)

@@ -30,7 +30,10 @@ codegen and called once per output with the corrected sum.
 
 from __future__ import annotations
 
+import string
+
 from fx.jaxpr import Var
+from fx.lowering import resources
 from fx.lowering.codegen import kernel_ir as ir
 from fx.lowering.codegen.c_kernel import CKernel
 from fx.lowering.fusion.fusion import FusionGroup
@@ -60,14 +63,15 @@ def gemm_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[
     P, CS = fields.pop("P"), fields.pop("CS")
     # B's panels and column sums: constants packed at compile time (``pack_int8_weights``),
     # or packed on every call.
-    prepared = (_PACKED.format(P=P, CS=CS) if P is not None else
-                _PACK.format(B=fields["B"], b_sk=b_sk, b_sn=b_sn))
+    prepared = (_section("packed").substitute(P=P, CS=CS) if P is not None else
+                _section("pack").substitute(B=fields["B"], b_sk=b_sk, b_sn=b_sn))
     rows = min(M, TILE_ROWS)
     fields.update(tile=_tile(rows), store=store(rows))
     fields.update(M=M, N=N, K=K, R=rows, a_sm=a_sm, prepare=prepared,
                   direct=int(K % 4 == 0 and a_sm % 4 == 0),
                   release="" if P is not None else "  free(Pm);\n  free(csm);")
-    return CKernel(name, params, _TEMPLATE, tuple(fields.items()), fallback, work=M * N * K)
+    kernel = resources.sections(__package__, "int8_vnni.c")["kernel"]
+    return CKernel(name, params, kernel, tuple(fields.items()), fallback, work=M * N * K)
 
 
 TILE_ROWS = 8  # rows of a tile (fewer for a product with fewer rows: a batch-1 layer has one)
@@ -91,13 +95,8 @@ def dot_steps(rows: int, word: str, indent: str) -> str:
 
 def _tile(rows: int) -> str:
     """The k loop of a tile of ``rows`` rows (row r's words at ``aw + r * rs``)."""
-    return (f"      {accumulators(rows)}\n"
-            "      for (int64_t k4 = 0; k4 < K4; k4++) {\n"
-            "        const __m512i b0 = _mm512_loadu_si512((const void*)(panel + k4 * 128));\n"
-            "        const __m512i b1 = _mm512_loadu_si512((const void*)(panel + k4 * 128 + 64));"
-            f"\n{dot_steps(rows, 'aw[{r} * rs + k4]', '        ')}\n      }}\n"
-            "      const __m512i c0 = _mm512_loadu_si512((const void*)cs);\n"
-            "      const __m512i c1 = _mm512_loadu_si512((const void*)(cs + 16));")
+    return _section("tile").substitute(accumulators=accumulators(rows),
+                                       steps=dot_steps(rows, "aw[{r} * rs + k4]", "        "))
 
 
 def store(rows: int) -> str:
@@ -107,104 +106,7 @@ def store(rows: int) -> str:
         f"      _mm512_storeu_si512((void*)&c[{r}][16], _mm512_sub_epi32(a{r}_1, c1));"
         for r in range(rows))
 
-_PACKED = """  const int8_t* P = (const int8_t*){P};
-  const int32_t* cs = (const int32_t*){CS};"""
 
-_PACK = r"""  /* B packed in panels of 32 columns, [NB][K4][32][4] bytes, zeros past K and N
-     (a panel, K * 32 bytes, stays in cache while every row block passes over it); cs:
-     128 * the column sums. */
-  const int8_t* B = (const int8_t*){B};
-  int8_t* Pm = (int8_t*)aligned_alloc(64, (size_t)NB * K4 * 128);
-  int32_t* csm = (int32_t*)aligned_alloc(64, (size_t)NB * 128);
-  memset(Pm, 0, (size_t)NB * K4 * 128);
-  memset(csm, 0, (size_t)NB * 128);
-  if ({b_sk} == 1) {{  /* (N, K) rows: whole words, each panel written in order */
-    for (int64_t nb = 0; nb < NB; nb++)
-      for (int64_t k4 = 0; k4 < K / 4; k4++)
-        for (int64_t j = 0; j < 32 && nb * 32 + j < N; j++)
-          memcpy(Pm + (nb * (int64_t)K4 + k4) * 128 + j * 4,
-                 B + (nb * 32 + j) * (int64_t){b_sn} + 4 * k4, 4);
-  }}
-  for (int64_t n = 0; n < N; n++) {{
-    const int8_t* col = B + n * (int64_t){b_sn};
-    int8_t* panel = Pm + (n / 32) * (int64_t)K4 * 128 + (n % 32) * 4;
-    int32_t s = 0;
-    for (int64_t k = 0; k < K; k++) s += col[k * (int64_t){b_sk}];
-    for (int64_t k = ({b_sk} == 1 ? K / 4 * 4 : 0); k < K; k++)
-      panel[(k / 4) * 128 + k % 4] = col[k * (int64_t){b_sk}];
-    csm[n] = 128 * s;
-  }}
-  const int8_t* P = Pm;
-  const int32_t* cs = csm;"""
-
-
-_TEMPLATE = r"""
-#include <stdlib.h>
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__x86_64__)
-#include <immintrin.h>
-#define FX_VNNI 1
-#endif
-static inline void {name}_epilogue(int64_t i0, int64_t i1, int32_t acc, {sig}) {{
-{epilogue}
-}}
-#ifdef FX_VNNI
-typedef uint32_t fx_word __attribute__((may_alias, aligned(1)));
-/* One tile: rows r of A at aw + r * rs (words), the panel's 32 columns, the corrected sums
-   into c. A function of its own, its 2R accumulators named variables: inside the tile loop
-   (an OpenMP region) GCC copied every accumulator between registers on each step. */
-static __attribute__((noinline)) void {name}_tile(const fx_word* aw, int64_t rs,
-    const int8_t* panel, const int32_t* cs, int32_t (*c)[32]) {{
-  enum {{ K4 = ({K} + 3) / 4 }};
-{tile}
-{store}
-}}
-#endif
-static void {name}({sig}) {{
-#ifndef FX_VNNI
-  {name}_ir({args});
-#else
-  enum {{ M = {M}, N = {N}, K = {K}, K4 = ({K} + 3) / 4, NB = ({N} + 31) / 32, R = {R},
-         MB = ({M} + {R} - 1) / {R} }};
-  const int8_t* A = (const int8_t*){A};
-{prepare}
-  /* Aw: rows of A as words of four bytes, zeros past K; the tile loop offsets them to
-     unsigned bytes (x ^ 0x80) as it broadcasts them. Where K and the row stride are whole
-     words ({direct}), the full tiles read A itself and Aw holds the last, partial tile's rows
-     (zero rows after M); otherwise Aw holds every row. */
-  const int64_t first = {direct} ? M / R * R : 0;  /* the first row Aw holds */
-  const int64_t held = (int64_t)MB * R - first;
-  uint32_t* Aw = (uint32_t*)aligned_alloc(64, ((size_t)(held > 0 ? held : 1) * K4 * 4 + 63)
-                                              / 64 * 64);
-  for (int64_t m = first; m < (int64_t)MB * R; m++)
-    for (int64_t k4 = 0; k4 < K4; k4++) {{
-      uint32_t w = 0;
-      if (m < M) {{
-        const int8_t* row = A + m * (int64_t){a_sm};
-        if (4 * k4 + 4 <= K) memcpy(&w, row + 4 * k4, 4);
-        else
-          for (int j = 0; j < 4 && 4 * k4 + j < K; j++)
-            w |= (uint32_t)(uint8_t)row[4 * k4 + j] << (8 * j);
-      }}
-      Aw[(m - first) * K4 + k4] = w;
-    }}
-  #pragma omp parallel for collapse(2) schedule(static) if ((int64_t)M * N * K > 4000000)
-  for (int64_t nb = 0; nb < NB; nb++)
-    for (int64_t mb = 0; mb < MB; mb++) {{
-      const int64_t m0 = mb * R, n0 = nb * 32;
-      const int8_t* panel = P + nb * (int64_t)K4 * 128;
-      /* row r of the tile: a word every K4 (Aw) or every row stride / 4 (A) */
-      const fx_word* aw = m0 >= first ? (const fx_word*)(Aw + (m0 - first) * K4)
-                                      : (const fx_word*)(A + m0 * (int64_t){a_sm});
-      const int64_t rs = m0 >= first ? K4 : (int64_t){a_sm} / 4;
-      int32_t c[R][32];
-      {name}_tile(aw, rs, panel, cs + n0, c);
-      const int rows = M - m0 < R ? (int)(M - m0) : R;
-      const int cols = N - n0 < 32 ? (int)(N - n0) : 32;
-      for (int r = 0; r < rows; r++)
-        for (int j = 0; j < cols; j++) {name}_epilogue(m0 + r, n0 + j, c[r][j], {args});
-    }}
-{release}
-  free(Aw);
-#endif
-}}
-"""
+def _section(name: str) -> string.Template:
+    """Section ``name`` of int8_vnni.c as a template."""
+    return resources.template(__package__, "int8_vnni.c", name)
