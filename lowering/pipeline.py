@@ -19,7 +19,7 @@ from fx.jaxpr import ClosedJaxpr, Jaxpr, Literal, Var, check_jaxpr, has_effects
 from fx.lax.parallel import collective_prims
 from fx.lowering.codegen import kernel_ir as ir
 from fx.lowering.codegen import window_maps as _window_maps  # noqa: F401  (pooling index maps)
-from fx.lowering.codegen.codegen import is_flat
+from fx.lowering.codegen.loop_kernels import is_flat
 from fx.lowering.fusion.fusion import FusionGroup, GroupKind, fuse
 from fx.lowering.kernels.cpu import conv as _conv  # noqa: F401  (registers the convolution impls)
 from fx.lowering.kernels.cpu import library_calls as _library_calls  # noqa: F401  (LAPACK, FFT)

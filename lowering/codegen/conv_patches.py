@@ -24,7 +24,7 @@ from fx.avals import ShapedArray
 from fx.core import Primitive
 from fx.lax.windowed import dilate_and_pad, dilate_dim, window_view, windows_out_size
 from fx.lowering.codegen import kernel_ir as ir
-from fx.lowering.codegen.codegen import KernelBuilder, index_maps
+from fx.lowering.codegen.kernel_builder import KernelBuilder, index_maps
 from fx.lowering.codegen.window_maps import _read
 from fx.lowering.fusion.primitive_rules import (
     Pattern,

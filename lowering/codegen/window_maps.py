@@ -20,7 +20,7 @@ from fx import dtypes
 from fx.jaxpr import JaxprEqn
 from fx.lax import windowed as win
 from fx.lowering.codegen import kernel_ir as ir
-from fx.lowering.codegen.codegen import KernelBuilder, index_maps
+from fx.lowering.codegen.kernel_builder import KernelBuilder, index_maps
 from fx.lowering.fusion.primitive_rules import (
     Pattern,
     compute_dtype,

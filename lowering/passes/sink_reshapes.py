@@ -6,7 +6,7 @@ keeps every element's position, and ``f`` works element by element), so every re
 its bits. Repeated, a chain of elementwise operations after a flatten (a CNN's requantization
 after its last pooling window, before the dense layers) runs on the window's own shape and the
 reshape ends the chain, where the kernel generator iterates in the reshape's input shape
-(``codegen._reshape_tail``): the window's loads stay affine instead of dividing a flat index
+(``loop_kernels._reshape_tail``): the window's loads stay affine instead of dividing a flat index
 back into the pooled shape for every element. Pure: every output variable and type is kept;
 the reshape the chain started from stays for its other consumers (dead-code elimination drops
 it otherwise).

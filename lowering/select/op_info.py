@@ -16,7 +16,7 @@ import numpy as np
 
 from fx import dtypes
 from fx.lax import linalg
-from fx.lowering.codegen.codegen import KERNEL_BUILDERS
+from fx.lowering.codegen.loop_kernels import KERNEL_BUILDERS
 from fx.lowering.fusion import primitive_rules
 from fx.lowering.fusion.fusion import FusionGroup, GroupKind
 from fx.lowering.kernels.cpu.library import gemm_step

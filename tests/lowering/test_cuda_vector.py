@@ -12,7 +12,7 @@ from cuda_emulation import build, run
 
 import fx
 import fx.numpy as fnp
-from fx.lowering.codegen.codegen import VECTOR_MIN_EXTENT
+from fx.lowering.codegen.loop_kernels import VECTOR_MIN_EXTENT
 from fx.lowering.pipeline import lower
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (C++20)")

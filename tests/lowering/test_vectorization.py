@@ -84,7 +84,7 @@ PROGRAMS = {  # name -> (function, example arguments)
         lambda x: fx.lax.convert_element_type(
             fnp.clip(fnp.round(_pool(fnp.maximum(x, 0.0)) * 63.2), -127.0, 127.0), np.int8),
         (np.ones((8, 28, 28, 16), _F32),)),
-    # A CNN's pool then flatten: iterated in the pooled shape (codegen._reshape_tail).
+    # A CNN's pool then flatten: iterated in the pooled shape (loop_kernels._reshape_tail).
     "max-pool then flatten": (lambda x: fnp.reshape(_pool(x), (8, -1)),
                               (np.ones((8, 28, 28, 16), _F32),)),
     "max-pool gradient (select_and_scatter_add)": (

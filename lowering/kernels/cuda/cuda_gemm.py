@@ -24,7 +24,7 @@ from fx import dtypes
 from fx.jaxpr import Var
 from fx.lowering import resources
 from fx.lowering.codegen import kernel_ir as ir
-from fx.lowering.codegen.codegen import KernelBuilder
+from fx.lowering.codegen.kernel_builder import KernelBuilder
 from fx.lowering.fusion.fusion import FusionGroup, GroupKind
 from fx.lowering.render.render import CUDA, Renderer, storage_type
 

@@ -43,7 +43,7 @@ from fx import dtypes
 from fx.jaxpr import Var
 from fx.lax import base, linalg
 from fx.lowering.codegen import kernel_ir as ir
-from fx.lowering.codegen.codegen import KernelBuilder
+from fx.lowering.codegen.kernel_builder import KernelBuilder
 from fx.lowering.fusion.fusion import FusionGroup, GroupKind
 from fx.lowering.kernels.int8 import int8_vnni
 from fx.lowering.kernels.int8.pack_int8_weights import int8_packed_dot_p
