@@ -84,7 +84,7 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 
 from fx.lowering import pipeline as _pipeline  # noqa: E402
-from fx.lowering.render.render import CUDA, Renderer, render_module  # noqa: E402
+from fx.lowering.render.renderer import CUDA, Renderer, render_module  # noqa: E402
 
 _cuda_kernels: dict[str, object] = {}
 

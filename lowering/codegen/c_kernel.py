@@ -16,7 +16,7 @@ import dataclasses
 import string
 
 from fx.lowering.codegen import kernel_ir as ir
-from fx.lowering.render.render import C
+from fx.lowering.render.renderer import C
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The kernel IR: loops, loads, stores, scalar operations and accumulations.
 
 One kernel is a :class:`Kernel` with typed buffer parameters and a body of statements. Every
-backend renders the same IR (``fx.lowering.render.render``); nothing here knows about C or CUDA.
+backend renders the same IR (``fx.lowering.render.renderer``); nothing here knows about C or CUDA.
 
 Expressions are immutable trees. Scalar arithmetic is typed by the *compute* dtype (half
 precision values are computed in float32 on targets without half arithmetic: codegen inserts
@@ -146,7 +146,7 @@ class Kernel:
     body: tuple[Stmt, ...]
     work: int = 0  # elements touched, for the launch/threading heuristics
     restrict: bool = True  # False when the memory plan made two parameters alias (in place)
-    wide_vectors: bool = False  # vectorize with the ISA's widest vectors (see render.C)
+    wide_vectors: bool = False  # vectorize with the ISA's widest vectors (see renderer.C)
 
     # The launch shape is the runtime's to choose (from the parallel loop), not the kernel's.
     launch = None
@@ -155,7 +155,7 @@ class Kernel:
         return dataclasses.replace(self, name=name)
 
     def render(self, renderer) -> str:
-        """Its source in ``renderer``'s dialect (``render.Renderer``)."""
+        """Its source in ``renderer``'s dialect (``renderer.Renderer``)."""
         return renderer.kernel(self)
 
 

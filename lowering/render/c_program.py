@@ -17,7 +17,7 @@ from fx.lax.control_flow.conditionals import cond_p
 from fx.lax.control_flow.loops import while_p
 from fx.lax.control_flow.scans import scan_p
 from fx.lowering.program.program import ControlFlow, Launch, Unit
-from fx.lowering.render.render import storage_type
+from fx.lowering.render.renderer import storage_type
 
 # Entry points only call kernels: compiled without optimization they cost gcc half the time (a
 # program alternating kernels and BLAS calls has hundreds), and they inline no kernel (a kernel

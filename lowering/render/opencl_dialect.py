@@ -12,7 +12,7 @@ must not depend on the compiler.
 
 from __future__ import annotations
 
-from fx.lowering.render.render import Dialect
+from fx.lowering.render.dialects import Dialect
 
 # C99 float32 names the prelude and the shared spelling table use -> OpenCL's overloads.
 _F32_NAMES = ("exp", "exp2", "log", "log1p", "expm1", "cbrt", "tanh", "sin", "cos", "tan",

@@ -7,7 +7,7 @@ of its arena, how a program's kernels become one compilable source, whether loop
 and its operator library (the implementations ``op_info`` registered for it). Code elsewhere
 asks the record; it never compares backend or platform names (a test reads the sources).
 
-Adding a target means a dialect (``render.Dialect``), an executor (``fx.runtime``) and one
+Adding a target means a dialect (``dialects.Dialect``), an executor (``fx.runtime``) and one
 record below.
 """
 
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 from fx.lowering.kernels.int8.int8_conv import pack_int8_convs
 from fx.lowering.kernels.int8.pack_int8_weights import pack_int8_weights
-from fx.lowering.render import c_program, render
+from fx.lowering.render import c_program, renderer
 from fx.lowering.render.opencl_dialect import OPENCL as OPENCL_DIALECT
-from fx.lowering.render.render import Dialect, render_module
+from fx.lowering.render.renderer import Dialect, render_module
 from fx.runtime import cc, platforms
 from fx.runtime.cpu import CpuExecutable
 from fx.runtime.cuda import CudaExecutable
@@ -84,10 +84,10 @@ class Backend:
 def _c_source(units: list, kernels: list) -> tuple[cc.Source, int]:
     """The C translation units (``program.Unit``: kernels, loop functions, entry points),
     sharing the prelude every one of them starts with."""
-    prelude = render_module([], render.C)[:-1]
+    prelude = render_module([], renderer.C)[:-1]
     bodies = []
     for unit in units:
-        text = render_module(list(unit.kernels), render.C, c_program.unit_code(unit))
+        text = render_module(list(unit.kernels), renderer.C, c_program.unit_code(unit))
         assert text.startswith(prelude)
         bodies.append(text[len(prelude):])
     return cc.Source(prelude, bodies), len(bodies)
@@ -95,7 +95,7 @@ def _c_source(units: list, kernels: list) -> tuple[cc.Source, int]:
 
 def _cuda_source(units: list, kernels: list) -> tuple[str, int]:
     """One CUDA module holding every kernel (NVRTC compiles it once per program)."""
-    return render_module(kernels, render.CUDA), 1
+    return render_module(kernels, renderer.CUDA), 1
 
 
 def _opencl_source(units: list, kernels: list) -> tuple[str, int]:
@@ -103,11 +103,11 @@ def _opencl_source(units: list, kernels: list) -> tuple[str, int]:
     return render_module(kernels, OPENCL_DIALECT), 1
 
 
-CPU = Backend("cpu", platforms.CPU, render.C, alignment=64, source=_c_source,
+CPU = Backend("cpu", platforms.CPU, renderer.C, alignment=64, source=_c_source,
               native_loops=True, executor=CpuExecutable,
               compiler_available=lambda: cc.compiler() is not None,
               constant_passes=(pack_int8_weights, pack_int8_convs))
-CUDA = Backend("cuda", platforms.CUDA, render.CUDA, alignment=256, source=_cuda_source,
+CUDA = Backend("cuda", platforms.CUDA, renderer.CUDA, alignment=256, source=_cuda_source,
                native_loops=False, executor=CudaExecutable, device_loops=True,
                concurrent_cost=20_000.0, apart="on side streams")
 

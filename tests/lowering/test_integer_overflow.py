@@ -44,7 +44,7 @@ def test_overflowing_arithmetic_wraps_under_jit(name, dtype):
 
 
 
-# --- narrow stores of short loops, staged through int32 (render.Renderer.staged_loop) --------
+# --- narrow stores of short loops, staged through int32 (renderer.Renderer.staged_loop) --------
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16])

@@ -16,7 +16,7 @@ import pytest
 import fx
 import fx.numpy as fnp
 from fx.lowering.render.prelude import PRELUDE
-from fx.lowering.render.render import C
+from fx.lowering.render.renderer import C
 from fx.runtime import cc
 
 

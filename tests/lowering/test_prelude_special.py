@@ -13,7 +13,7 @@ import pytest
 
 from fx.lowering.render.prelude import PRELUDE
 from fx.lowering.render.prelude_special import FUNCTIONS, needed_source
-from fx.lowering.render.render import CUDA, C, render_module
+from fx.lowering.render.renderer import CUDA, C, render_module
 from fx.runtime import cc
 
 

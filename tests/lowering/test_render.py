@@ -14,7 +14,7 @@ import fx
 import fx.lax as lax
 import fx.numpy as fnp
 from fx.lowering.pipeline import lower
-from fx.lowering.render.render import CUDA, C, Renderer
+from fx.lowering.render.renderer import CUDA, C, Renderer
 
 
 def _kernels(f, *args):

@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 
 from fx.lowering.codegen import kernel_ir as ir
 from fx.lowering.fusion.primitive_rules import wrapping
-from fx.lowering.render.render import C, literal, render_module
+from fx.lowering.render.literals import literal
+from fx.lowering.render.renderer import C, render_module
 from fx.runtime import cc
 
 N = 16  # elements per buffer

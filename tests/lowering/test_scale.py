@@ -128,7 +128,7 @@ _LOW_LIMIT_SCRIPT = textwrap.dedent("""
     import pickle, sys
     import numpy as np
     import fx, fx.numpy as fnp, fx.lax as lax
-    from fx.lowering.render.render import CUDA, Renderer
+    from fx.lowering.render.renderer import CUDA, Renderer
 
     n = int(sys.argv[1])
     def f(x):

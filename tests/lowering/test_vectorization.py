@@ -28,7 +28,7 @@ import pytest
 import fx
 import fx.numpy as fnp
 from fx.example_libraries import stax
-from fx.lowering.render.render import C
+from fx.lowering.render.renderer import C
 from fx.runtime import cc
 
 HOT_EXTENT = 8

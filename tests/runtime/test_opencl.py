@@ -27,7 +27,7 @@ import fx
 import fx.numpy as fnp
 from fx.lowering.pipeline import lower
 from fx.lowering.render.opencl_dialect import OPENCL
-from fx.lowering.render.render import CUDA, C, Renderer
+from fx.lowering.render.renderer import CUDA, C, Renderer
 from fx.lowering.select import backends
 from fx.runtime import platforms
 from fx.runtime.opencl import LOCAL_SIZE, global_size

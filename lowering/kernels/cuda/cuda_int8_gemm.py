@@ -22,7 +22,7 @@ from fx.lowering import resources
 from fx.lowering.fusion.fusion import FusionGroup
 from fx.lowering.kernels.cuda.cuda_gemm import RawKernel
 from fx.lowering.kernels.int8.int8_gemm import _layout, epilogue_function
-from fx.lowering.render.render import CUDA
+from fx.lowering.render.renderer import CUDA
 
 TILE = 64
 CHUNK = 64  # bytes of k per stage: 16 words

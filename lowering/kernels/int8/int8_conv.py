@@ -37,7 +37,7 @@ from fx.lowering.fusion.primitive_rules import Pattern, patterns
 from fx.lowering.kernels.int8 import int8_vnni
 from fx.lowering.kernels.int8.int8_gemm import epilogue_function
 from fx.lowering.kernels.int8.pack_int8_weights import int8_packed_dot_p
-from fx.lowering.render.render import C
+from fx.lowering.render.renderer import C
 from fx.lowering.select.cost import flops_rules
 
 WORD = 4  # bytes of A a vpdpbusd lane takes

@@ -47,7 +47,7 @@ from fx.lowering.codegen.kernel_builder import KernelBuilder
 from fx.lowering.fusion.fusion import FusionGroup, GroupKind
 from fx.lowering.kernels.int8 import int8_vnni
 from fx.lowering.kernels.int8.pack_int8_weights import int8_packed_dot_p
-from fx.lowering.render.render import Renderer, storage_type
+from fx.lowering.render.renderer import Renderer, storage_type
 
 MR, NR = 4, 4
 # The offset sums reach 255 * 128 * K, which int32 holds up to K = 2^16.

@@ -47,7 +47,7 @@ def kernel(name: str, params: tuple[ir.Param, ...], operands: tuple[str, ...], m
 
 
 def _ctype(dt) -> str:
-    from fx.lowering.render.render import storage_type
+    from fx.lowering.render.renderer import storage_type
 
     return storage_type(dt)
 
