@@ -20,7 +20,8 @@ from fx.lax.parallel import collective_prims
 from fx.lowering.codegen import kernel_ir as ir
 from fx.lowering.codegen import window_maps as _window_maps  # noqa: F401  (pooling index maps)
 from fx.lowering.codegen.loop_kernels import is_flat
-from fx.lowering.fusion.fusion import FusionGroup, GroupKind, fuse
+from fx.lowering.fusion.groups import FusionGroup, GroupKind
+from fx.lowering.fusion.partition import fuse
 from fx.lowering.kernels.cpu import conv as _conv  # noqa: F401  (registers the convolution impls)
 from fx.lowering.kernels.cpu import library_calls as _library_calls  # noqa: F401  (LAPACK, FFT)
 from fx.lowering.kernels.cpu.library import eqns_step, host_step
@@ -92,7 +93,7 @@ class CompileStats:
     groups: int = 0
     kernels: int = 0
     units: int = 0  # C translation units
-    fusion_graph_visits: int = 0  # groups fusion's cycle checks visited (see fusion_graph)
+    fusion_graph_visits: int = 0  # groups fusion's cycle checks visited (see fusion.group_graph)
 
 
 class _Clock:

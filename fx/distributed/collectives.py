@@ -29,7 +29,7 @@ from fx.distributed.transport import ReduceOp, Transport
 from fx.interpreters import batching
 from fx.jaxpr import Literal, effectful_primitives
 from fx.lax import parallel
-from fx.lowering.fusion.fusion import GroupKind
+from fx.lowering.fusion.groups import GroupKind
 from fx.lowering.select import op_info
 
 

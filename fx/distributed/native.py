@@ -39,7 +39,7 @@ from fx.jaxpr import Var
 from fx.lax import parallel
 from fx.lowering.codegen import kernel_ir as ir
 from fx.lowering.codegen.c_kernel import CKernel
-from fx.lowering.fusion.fusion import GroupKind
+from fx.lowering.fusion.groups import GroupKind
 from fx.lowering.render.renderer import storage_type
 from fx.lowering.select import op_info
 from fx.runtime import cc

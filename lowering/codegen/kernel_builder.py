@@ -28,7 +28,7 @@ from fx.jaxpr import JaxprEqn, Literal, Var
 from fx.lax import base
 from fx.lax import structural as st
 from fx.lowering.codegen import kernel_ir as ir
-from fx.lowering.fusion.fusion import FusionGroup
+from fx.lowering.fusion.groups import FusionGroup
 from fx.lowering.fusion.primitive_rules import compute_dtype, scalar_rules
 
 # Stored as 16 bits, computed in float32.

@@ -17,7 +17,7 @@ from fx.jaxpr import JaxprEqn, Var
 from fx.lax import base
 from fx.lowering.codegen import kernel_ir as ir
 from fx.lowering.codegen.kernel_builder import HALF, KernelBuilder
-from fx.lowering.fusion.fusion import FusionGroup, GroupKind, reduction_prims
+from fx.lowering.fusion.groups import FusionGroup, GroupKind, reduction_prims
 from fx.lowering.fusion.primitive_rules import compute_dtype, scalar_rules
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from fx.core import Primitive
 from fx.jaxpr import JaxprEqn
 from fx.lax import linalg
-from fx.lowering.fusion.fusion import FusionGroup
+from fx.lowering.fusion.groups import FusionGroup
 from fx.lowering.fusion.primitive_rules import Pattern, pattern_of
 
 # Per-primitive flop counts for primitives the generic rules below do not cover (convolutions

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from fx import dtypes
 from fx.lowering.fusion import primitive_rules
-from fx.lowering.fusion.fusion import FusionGroup, GroupKind
+from fx.lowering.fusion.groups import FusionGroup, GroupKind
 from fx.lowering.select import op_info
 from fx.lowering.select.op_info import Choice
 

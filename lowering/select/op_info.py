@@ -18,7 +18,7 @@ from fx import dtypes
 from fx.lax import linalg
 from fx.lowering.codegen.loop_kernels import KERNEL_BUILDERS
 from fx.lowering.fusion import primitive_rules
-from fx.lowering.fusion.fusion import FusionGroup, GroupKind
+from fx.lowering.fusion.groups import FusionGroup, GroupKind
 from fx.lowering.kernels.cpu.library import gemm_step
 from fx.lowering.kernels.cuda import cuda_gemm, cuda_int8_gemm
 from fx.lowering.kernels.int8 import int8_conv, int8_gemm, int8_vnni

@@ -60,7 +60,7 @@ def test_every_backend_names_a_platform_dialect_executor_and_library():
         assert b.alignment >= 64 and b.alignment & (b.alignment - 1) == 0
         assert callable(b.executor) and callable(b.source)
         kinds = {impl.kind for impl in b.operators}
-        assert len(kinds) == len(fx.lowering.fusion.fusion.GroupKind), (name, kinds)
+        assert len(kinds) == len(fx.lowering.fusion.groups.GroupKind), (name, kinds)
         assert all(impl.backend in (name, "any") for impl in b.operators)
     assert backends.CPU.platform.host_memory and not backends.CUDA.platform.host_memory
     assert backends.CPU.native_loops and not backends.CUDA.native_loops

@@ -14,7 +14,8 @@ from harness import assert_allclose, to_fx
 import fx
 import fx.lax as lax
 import fx.numpy as fnp
-from fx.lowering.fusion.fusion import GroupKind, fuse
+from fx.lowering.fusion.groups import GroupKind
+from fx.lowering.fusion.partition import fuse
 from fx.lowering.kernels.cpu import conv as lconv
 from fx.lowering.select import cost
 from fx.lowering.select.op_info import Choice, registry

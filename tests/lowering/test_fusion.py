@@ -7,7 +7,7 @@ import numpy as np
 import fx
 import fx.lax as lax
 import fx.numpy as fnp
-from fx.lowering.fusion.fusion import GroupKind
+from fx.lowering.fusion.groups import GroupKind
 from fx.lowering.pipeline import lower
 
 

@@ -20,7 +20,7 @@ import fx
 import fx.lax as lax
 import fx.numpy as fnp
 from fx.lowering import pipeline
-from fx.lowering.fusion.fusion_groups import MAX_GROUP_EQNS
+from fx.lowering.fusion.groups import MAX_GROUP_EQNS
 from fx.runtime import cc
 
 pytestmark = pytest.mark.skipif(cc.compiler() is None, reason="needs a C compiler")

@@ -32,7 +32,7 @@ from fx import dtypes
 from fx.jaxpr import JaxprEqn, Literal
 from fx.lax.convolution import computation_dtype, conv_general_dilated_p, conv_im2col
 from fx.lax.windowed import dilate_and_pad
-from fx.lowering.fusion.fusion import FusionGroup, GroupKind
+from fx.lowering.fusion.groups import FusionGroup, GroupKind
 from fx.lowering.fusion.primitive_rules import Pattern, patterns
 from fx.lowering.select import cost as _cost
 from fx.lowering.select.op_info import OpImpl, register

@@ -14,7 +14,7 @@ from fx.lax.linalg import householder as linalg_householder
 from fx.lax.linalg import schur_decomposition as linalg_schur
 from fx.lax.linalg import solvers as linalg_solvers
 from fx.lax.linalg import spectral as linalg_spectral
-from fx.lowering.fusion.fusion import FusionGroup, GroupKind
+from fx.lowering.fusion.groups import FusionGroup, GroupKind
 from fx.lowering.kernels.cuda import cuda_library as _cuda_library  # noqa: F401  (their GPU routines)
 from fx.lowering.select.op_info import OpImpl, host_only_prims, register
 

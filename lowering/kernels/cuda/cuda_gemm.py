@@ -25,7 +25,7 @@ from fx.jaxpr import Var
 from fx.lowering import resources
 from fx.lowering.codegen import kernel_ir as ir
 from fx.lowering.codegen.kernel_builder import KernelBuilder
-from fx.lowering.fusion.fusion import FusionGroup, GroupKind
+from fx.lowering.fusion.groups import FusionGroup, GroupKind
 from fx.lowering.render.renderer import CUDA, Renderer, storage_type
 
 TILE_M = TILE_N = 128

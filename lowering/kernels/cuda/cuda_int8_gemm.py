@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from fx.jaxpr import Var
 from fx.lowering import resources
-from fx.lowering.fusion.fusion import FusionGroup
+from fx.lowering.fusion.groups import FusionGroup
 from fx.lowering.kernels.cuda.cuda_gemm import RawKernel
 from fx.lowering.kernels.int8.int8_gemm import _layout, epilogue_function
 from fx.lowering.render.renderer import CUDA

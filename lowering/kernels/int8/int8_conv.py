@@ -32,7 +32,7 @@ from fx.lax import linalg
 from fx.lowering import resources
 from fx.lowering.codegen.c_kernel import CKernel
 from fx.lowering.codegen.conv_patches import conv_patches_p, patches_shape
-from fx.lowering.fusion.fusion import FusionGroup, GroupKind
+from fx.lowering.fusion.groups import FusionGroup, GroupKind
 from fx.lowering.fusion.primitive_rules import Pattern, patterns
 from fx.lowering.kernels.int8 import int8_vnni
 from fx.lowering.kernels.int8.int8_gemm import epilogue_function

@@ -44,7 +44,7 @@ from fx.jaxpr import Var
 from fx.lax import base, linalg
 from fx.lowering.codegen import kernel_ir as ir
 from fx.lowering.codegen.kernel_builder import KernelBuilder
-from fx.lowering.fusion.fusion import FusionGroup, GroupKind
+from fx.lowering.fusion.groups import FusionGroup, GroupKind
 from fx.lowering.kernels.int8 import int8_vnni
 from fx.lowering.kernels.int8.pack_int8_weights import int8_packed_dot_p
 from fx.lowering.render.renderer import Renderer, storage_type

@@ -36,7 +36,7 @@ from fx.jaxpr import Var
 from fx.lowering import resources
 from fx.lowering.codegen import kernel_ir as ir
 from fx.lowering.codegen.c_kernel import CKernel
-from fx.lowering.fusion.fusion import FusionGroup
+from fx.lowering.fusion.groups import FusionGroup
 from fx.lowering.render.renderer import C
 from fx.runtime import cc
 

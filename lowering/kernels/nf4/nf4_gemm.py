@@ -39,7 +39,7 @@ from fx.jaxpr import Var
 from fx.lax import base
 from fx.lowering.codegen import kernel_ir as ir
 from fx.lowering.fusion import primitive_rules
-from fx.lowering.fusion.fusion import FusionGroup, GroupKind
+from fx.lowering.fusion.groups import FusionGroup, GroupKind
 from fx.lowering.kernels.nf4 import nf4_avx512
 from fx.lowering.select.cost import flops_rules
 

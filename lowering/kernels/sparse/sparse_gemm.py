@@ -40,7 +40,7 @@ from fx.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from fx.lax import linalg
 from fx.lowering.codegen import kernel_ir as ir
 from fx.lowering.codegen.kernel_builder import KernelBuilder
-from fx.lowering.fusion.fusion import FusionGroup, GroupKind
+from fx.lowering.fusion.groups import FusionGroup, GroupKind
 from fx.lowering.fusion.primitive_rules import Pattern, patterns
 from fx.lowering.select.cost import flops_rules
 

@@ -10,46 +10,50 @@ Groups (each becomes one kernel, or one library call plus its epilogue):
 - GEMM: a matmul (or convolution) and the elementwise consumers of its output (bias, activation).
 - OPAQUE: one equation run on its own.
 
-A value is fused into its consumer when it has no other consumer; cheap broadcasts (of scalars
-and iota) are recomputed in every consumer instead of being materialized. Merges that would
-make the group graph cyclic are refused. Values read outside their group (or returned) are the
-group's outputs and get buffers.
+``fuse`` sweeps the equations once in program order, deciding each: a value is fused into its
+consumer when it has no other consumer; cheap broadcasts (of scalars and iota) and small cheap
+groups are recomputed in every consumer instead of being materialized (``recompute``). Merges
+that would make the group graph cyclic are refused. Then the merge passes (``merges``) join
+whole groups, and the groups are ordered. Values read outside their group (or returned) are
+the group's outputs and get buffers.
 
 Scale: a group weighs at most ``MAX_GROUP_EQNS`` operations (an index map a quarter, see
-``fusion_groups.size``: a long chain becomes several kernels); cycle checks use the
-topological keys of ``fusion_graph`` and stop after a bounded search; the merge passes after
-the first sweep work from worklists (a merge revisits only the groups it may have affected)
-instead of starting over, so fusion's work grows linearly with the program.
+``groups.size``: a long chain becomes several kernels); cycle checks use the topological keys
+of ``group_graph`` and stop after a bounded search; the merge passes after the first sweep
+work from worklists (a merge revisits only the groups it may have affected) instead of
+starting over, so fusion's work grows linearly with the program.
 """
 
 from __future__ import annotations
 
-import collections
 import itertools
 from collections import defaultdict
 
 from fx.jaxpr import Jaxpr, JaxprEqn, Var
-from fx.lowering.fusion.fusion_graph import GroupGraph
-from fx.lowering.fusion.fusion_groups import (  # noqa: F401  (FusionGroup and GroupKind re-exported)
+from fx.lowering.fusion.group_graph import GroupGraph
+from fx.lowering.fusion.groups import (
     MAX_GROUP_EQNS,
     VIEW_PRIMS,
     FusionGroup,
     GroupKind,
     can_store,
     effectful,
-    external_reads,
     gathers_from,
-    is_cheap,
     joinable,
     outputs_fit,
     reads_outside,
-    recomputable,
     reduction_prims,
-    same_rows,
     space_ok,
     tied_reads_ok,
 )
+from fx.lowering.fusion.merges import (
+    actual_deps,
+    merge_siblings,
+    merge_single_consumer_producers,
+    prune_unread,
+)
 from fx.lowering.fusion.primitive_rules import Pattern, pattern_of, rereads
+from fx.lowering.fusion.recompute import is_cheap, recomputable
 
 
 def fuse(jaxpr: Jaxpr, stats: dict | None = None) -> list[FusionGroup]:
@@ -243,17 +247,17 @@ def fuse(jaxpr: Jaxpr, stats: dict | None = None) -> list[FusionGroup]:
                         graph.merge(g, [p])
 
     visits = graph.checks
-    _prune_unread(alive, jaxpr)
-    graph = GroupGraph.build(list(alive), _actual_deps(alive, group_of))
+    prune_unread(alive, jaxpr)
+    graph = GroupGraph.build(list(alive), actual_deps(alive, group_of))
 
     def absorb(target: FusionGroup, src: FusionGroup) -> None:
         take_eqns(target, [src])
         graph.merge(target, [src])
         # Recomputed copies can make a read of the merged group local: read only what it reads.
-        graph.keep_deps(target, _actual_deps({target: None}, group_of)[target])
+        graph.keep_deps(target, actual_deps({target: None}, group_of)[target])
 
-    _merge_single_consumer_producers(alive, graph, group_of, jaxpr, absorb, position)
-    _merge_siblings(alive, graph, group_of, jaxpr, absorb)
+    merge_single_consumer_producers(alive, graph, group_of, jaxpr, absorb, position)
+    merge_siblings(alive, graph, group_of, jaxpr, absorb)
     for g in alive:  # merges prepend and recomputation copies: program order, each once
         g.eqns = sorted({id(e): e for e in g.eqns}.values(), key=lambda e: position[id(e)])
     groups = _order(graph)
@@ -261,222 +265,6 @@ def fuse(jaxpr: Jaxpr, stats: dict | None = None) -> list[FusionGroup]:
     if stats is not None:
         stats["graph_visits"] = visits + graph.checks
     return [g for g in groups if g.outputs or any(effectful(e) for e in g.eqns)]
-
-
-def _prune_unread(alive: dict, jaxpr) -> None:
-    """Drop groups none of whose values is read from them: everything they compute was
-    recomputed by its consumers. (A worklist: dropping a group may leave its producers
-    unread.)"""
-    readers: dict[Var, int] = defaultdict(int)  # groups reading the value, +1 if returned
-    producing: dict[Var, list[FusionGroup]] = defaultdict(list)  # groups computing it
-    reads = {}
-    for g in alive:
-        reads[g] = external_reads(g)
-        for v in reads[g]:
-            readers[v] += 1
-        for v in g.produced():
-            producing[v].append(g)
-    for v in jaxpr.outvars:
-        if isinstance(v, Var):
-            readers[v] += 1
-
-    def unread(g):
-        return not any(readers[v] for v in g.produced()) and not any(
-            effectful(e) for e in g.eqns)
-
-    work = [g for g in alive if unread(g)]
-    while work:
-        g = work.pop()
-        if g not in alive or not unread(g):
-            continue
-        del alive[g]
-        for v in reads[g]:
-            readers[v] -= 1
-            if readers[v] == 0:
-                work.extend(p for p in producing[v] if p in alive)
-
-
-def _actual_deps(groups, group_of) -> dict:
-    """Group dependencies from what each group actually reads: a value computed outside a
-    group comes from its producing group (``group_of``; recomputed copies are local)."""
-    return {g: {group_of[v] for v in external_reads(g) if v in group_of
-                and group_of[v] is not g} for g in groups}
-
-
-def _merge_single_consumer_producers(alive, graph, group_of, jaxpr, absorb, position) -> None:
-    """Fuse an elementwise group into its consumer when that consumer is the only group that
-    reads it (its values may be read several times there), if the merged group is acyclic
-    (a recomputed copy can make two groups read each other's inputs). A worklist: a merge
-    revisits the groups it may have made mergeable (the producers of both groups and the
-    merged group itself)."""
-    returned = {v for v in jaxpr.outvars if isinstance(v, Var)}
-    work = collections.deque(alive)
-    queued = set(work)
-    while work:
-        p = work.popleft()
-        queued.discard(p)
-        if p not in alive or len(graph.users[p]) != 1:
-            continue
-        (c,) = graph.users[p]
-        if c.size + p.size > MAX_GROUP_EQNS:
-            continue
-        if graph.would_cycle({c, p}, graph.deps[c] | graph.deps[p]):
-            continue
-        ok = False
-        if gathers_from(c, p):
-            pass  # each value of p would be recomputed at every read
-        elif p.kind is GroupKind.REDUCTION:
-            # Row kernels over the same rows chain into one (the consumer's stages follow).
-            ok = (c.kind is GroupKind.REDUCTION and (c.in_shape, c.axes) == (p.in_shape, p.axes)
-                  and tied_reads_ok(p, c.eqns, position))
-        elif p.kind is GroupKind.ELEMENTWISE:
-            pspace = p.root.outvars[0].aval.shape
-            needed = [v for v in p.produced() if v in returned]
-            if c.kind is GroupKind.ELEMENTWISE:
-                cspace = c.root.outvars[0].aval.shape
-                ok = all(v.aval.shape == cspace for v in needed)
-            elif c.kind is GroupKind.REDUCTION:
-                ok = not needed and all(space_ok(p, c.in_shape)) and pspace == c.in_shape
-            elif c.kind is GroupKind.GEMM:
-                gemm_out = c.anchor.outvars[0].aval.shape
-                local = c.produced()
-                reading = [e for e in c.eqns if any(
-                    isinstance(v, Var) and v not in local and group_of.get(v) is p
-                    for v in e.invars)]
-                epilogue = {id(e) for e in c.epilogue}
-                ok = (not needed and all(space_ok(p, gemm_out))
-                      and all(id(e) in epilogue for e in reading))
-        if ok:
-            # The merged group may read less than its parts (recomputed copies become
-            # local): the producers of both may now have a single consumer.
-            revisit = [*graph.deps[p], *graph.deps[c], c]
-            absorb(c, p)
-            for g in revisit:
-                if g not in queued:
-                    work.append(g)
-                    queued.add(g)
-
-
-_SIBLING_SWEEPS = 3  # a merge can enable one refused earlier; a few sweeps catch most
-
-
-def _merge_siblings(alive, graph, group_of, jaxpr, absorb) -> None:
-    """Multi-output fusion of elementwise groups over one iteration space. A group whose
-    every needed value is only returned and also recomputed by another group is dropped:
-    that group stores the values. Groups that read a common input, or one of which reads a
-    value the other stores, become one pass that reads it once and stores both groups'
-    outputs, if the merged group stays acyclic.
-
-    The values read from outside each group are counted (not recomputed after every merge),
-    and each value's readers are tried in a few sweeps instead of restarting after a merge."""
-    returned = {v for v in jaxpr.outvars if isinstance(v, Var)}
-
-    def elementwise(g):
-        return g.kind is GroupKind.ELEMENTWISE and not any(effectful(e) for e in g.eqns)
-
-    ext = {g: external_reads(g) for g in alive}
-    read_count: dict[Var, int] = defaultdict(int)  # alive groups reading the value
-    for g in alive:
-        for v in ext[g]:
-            read_count[v] += 1
-
-    def stores(g, v) -> bool:
-        return group_of.get(v) is g and (v in returned or read_count[v] > 0)
-
-    def needed(g) -> set[Var]:
-        return {v for v in g.produced() if stores(g, v)}
-
-    def space(g):
-        return g.root.outvars[0].aval.shape
-
-    def drop(g):
-        for v in ext.pop(g):
-            read_count[v] -= 1
-        del alive[g]
-        graph.remove(g)
-
-    producing: dict[Var, list[FusionGroup]] = defaultdict(list)
-    for g in alive:
-        if elementwise(g):
-            for v in g.produced():
-                producing[v].append(g)
-    for p in [g for g in alive if elementwise(g)]:
-        values = needed(p)
-        if not values or any(read_count[v] for v in values):
-            continue
-        first = next(iter(values))
-        c = next((c for c in producing[first] if c is not p and c in alive
-                  and values <= c.produced() and all(can_store(c, v) for v in values)), None)
-        if c is not None:
-            for v in values:
-                group_of[v] = c
-            drop(p)
-
-    merged_into: dict[FusionGroup, FusionGroup] = {}
-
-    def find(g):
-        while g in merged_into:
-            g = merged_into[g]
-        return g
-
-    # Whether every value a group stores lives in its own space, per group: forgotten when
-    # the group changes or a count of a value it stores does.
-    fits: dict[FusionGroup, bool] = {}
-
-    def stores_in_space(g) -> bool:
-        if g not in fits:
-            shape = space(g)
-            fits[g] = all(v.aval.shape == shape for v in needed(g))
-        return fits[g]
-
-    def merge(a, b) -> None:
-        changed = ext.pop(a) | ext.pop(b)
-        for v in changed:
-            read_count[v] -= 1
-        absorb(a, b)
-        merged_into[b] = a
-        ext[a] = external_reads(a)
-        for v in ext[a]:
-            read_count[v] += 1
-        for v in changed | ext[a]:
-            fits.pop(group_of.get(v), None)
-        fits.pop(a, None)
-
-    def mergeable(a, b) -> bool:
-        if space(b) != space(a) or a.size + b.size > MAX_GROUP_EQNS:
-            return False
-        if not (stores_in_space(a) and stores_in_space(b)):
-            return False
-        if gathers_from(a, b) or gathers_from(b, a):
-            return False
-        return not graph.would_cycle({a, b}, graph.deps[a] | graph.deps[b])
-
-    readers: dict[Var, list[FusionGroup]] = defaultdict(list)
-    for g in sorted((g for g in alive if elementwise(g)), key=lambda g: g.id):
-        # A producer pairs with the readers of its stored values too: the merged pass
-        # stores the value and uses it without reading it back.
-        for v in sorted(ext[g] | needed(g), key=lambda v: v.id):
-            if v.aval.size > 1:  # sharing a scalar saves nothing
-                readers[v].append(g)
-    for _ in range(_SIBLING_SWEEPS):
-        changed = False
-        for v, groups in readers.items():
-            live = []
-            for g in map(find, groups):
-                if g not in live and (v in ext[g] or stores(g, v)):
-                    live.append(g)
-            i = 0
-            while i < len(live):
-                a, j = live[i], i + 1
-                while j < len(live):
-                    if mergeable(a, live[j]):
-                        merge(a, live.pop(j))
-                        changed = True
-                    else:
-                        j += 1
-                i += 1
-        if not changed:
-            return
 
 
 def _order(graph: GroupGraph) -> list[FusionGroup]:

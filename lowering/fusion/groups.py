@@ -1,4 +1,4 @@
-"""Fusion groups and the rules for what may join one (see ``fusion`` for the partition).
+"""Fusion groups and the rules for what may join one (see ``partition``).
 
 A :class:`FusionGroup` is a set of equations that becomes one kernel (or one library call and
 its epilogue). The predicates here answer local questions for ``fuse``: may this equation join
@@ -13,11 +13,10 @@ import enum
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from fx.jaxpr import JaxprEqn, Literal, Var, has_effects
+from fx.jaxpr import JaxprEqn, Var, has_effects
 from fx.lax import base, structural
 from fx.lowering.fusion.primitive_rules import (
     Pattern,
-    cheap_prims,
     pattern_of,
     reduction_combine,
     rereads,
@@ -89,8 +88,6 @@ class FusionGroup:
 
 reduction_prims = reduction_combine  # the primitives that anchor a REDUCTION group
 
-
-_MAX_RECOMPUTE = 8
 # The largest group (its ``size``): a long chain becomes several kernels (each stores its last
 # value; the next one loads it, once per 64 operations). gcc -O3 is superlinear in a kernel's
 # length on integer chains (3,000 chained x*3+c: 0.4 s of compile in kernels of 64, 2.3 s in
@@ -211,24 +208,6 @@ def external_reads(g: FusionGroup) -> set[Var]:
     local = g.produced()
     return {v for e in g.eqns for v in e.invars if isinstance(v, Var) and v not in local}
 
-
-
-def is_cheap(eqn: JaxprEqn) -> bool:
-    """Broadcasts of scalars and iotas: recomputing them beats reading them from memory."""
-    if pattern_of(eqn.primitive) is not Pattern.BROADCAST:
-        return False
-    return all(isinstance(v, Literal) or not v.aval.shape for v in eqn.invars)
-
-
-
-def recomputable(g: FusionGroup) -> bool:
-    """A small elementwise group of cheap operations: each consumer recomputes it."""
-    return g.kind is GroupKind.ELEMENTWISE and len(g.eqns) <= _MAX_RECOMPUTE and all(
-        e.primitive in cheap_prims or (pattern_of(e.primitive) in (Pattern.BROADCAST,
-                                                                     Pattern.INJECTIVE)
-                                       and not rereads(e))
-        for e in g.eqns
-    )
 
 
 def gathers_from(c: FusionGroup, p: FusionGroup) -> bool:
