@@ -34,9 +34,9 @@ from fx.lowering.passes.lower_convolutions import lower_convolutions
 from fx.lowering.passes.merge_reduced_axes import merge_reduced_axes
 from fx.lowering.passes.simplify_algebra import simplify_algebra
 from fx.lowering.passes.sink_reshapes import sink_reshapes
-from fx.lowering.program import control_flow, program
+from fx.lowering.program import control_flow, operations
 from fx.lowering.program.memory import BufferSpec, MemoryPlan, plan_memory
-from fx.lowering.program.program import Buffer
+from fx.lowering.program.operations import Buffer
 from fx.lowering.program.text import lowered_as_text
 from fx.lowering.select import backends, fallbacks
 from fx.lowering.select.cost import group_bytes, group_flops
@@ -123,8 +123,8 @@ class Program:
     source: str = ""
     kernels: list[ir.Kernel] = field(default_factory=list)
     have_compiler: bool = True
-    ops: list[program.Op] = field(default_factory=list)  # one per step: the program IR
-    schedule: program.Schedule = program.Schedule(())  # what the runtime calls, in order
+    ops: list[operations.Op] = field(default_factory=list)  # one per step: the program IR
+    schedule: operations.Schedule = operations.Schedule(())  # what the runtime calls, in order
     stats: CompileStats = field(default_factory=CompileStats)
     # Checks the executable runs once before its first call (``OpImpl.first_run``), in
     # program order, those of native loop bodies included.
@@ -188,11 +188,11 @@ def lower(closed: ClosedJaxpr, backend: str | backends.Backend = "cpu", name: st
     low = Program(name, backend, jaxpr, consts, steps, buffers, plan, out_sources,
                   have_compiler=have_compiler)
     low.ops = [_op(t, s, buffers, backend) for t, s in enumerate(steps)]
-    low.schedule = program.schedule(low.ops, concurrent=not effects,
+    low.schedule = operations.schedule(low.ops, concurrent=not effects,
                                     concurrent_cost=backend.concurrent_cost)
     low.first_run = tuple(_first_run(steps, low.ops))
     low.kernels = [s.kernel for s in steps if s.kernel is not None]
-    low.kernels += [k for op in low.ops if isinstance(op, program.ControlFlow)
+    low.kernels += [k for op in low.ops if isinstance(op, operations.ControlFlow)
                     and (op.native or op.device) for k in op.kernels]
     if low.kernels:
         low.source, stats.units = backend.source(list(low.schedule.units), low.kernels)
@@ -205,36 +205,36 @@ def lower(closed: ClosedJaxpr, backend: str | backends.Backend = "cpu", name: st
     return low
 
 
-def _first_run(steps: list[Step], ops: list[program.Op]):
+def _first_run(steps: list[Step], ops: list[operations.Op]):
     """The program's once-before-the-first-call checks, in step order: a native loop's
     bodies never run as executables of their own, so theirs are the parent's."""
     for st, op in zip(steps, ops):
         if st.choice.impl.first_run is not None:
             yield st.choice.impl.first_run(st.group)
-        if isinstance(op, program.ControlFlow) and op.native:
+        if isinstance(op, operations.ControlFlow) and op.native:
             for body in op.bodies:
                 yield from body.first_run
 
 
-def _op(t: int, st: Step, buffers, backend: backends.Backend) -> program.Op:
+def _op(t: int, st: Step, buffers, backend: backends.Backend) -> operations.Op:
     """Step ``t`` as an operation of the program IR. On a backend whose arrays NumPy cannot
     read, a NumPy step copies its operands to the host and its results back."""
     op = _ir_op(t, st, buffers)
     if op.native or op.device or op.copies or not backend.numpy_steps_copy or isinstance(
-            op, program.Collective):  # a transport takes device or host arrays itself
+            op, operations.Collective):  # a transport takes device or host arrays itself
         return op
     return dataclasses.replace(op, copies=True, run=host_step(op.run, st.inputs, st.outputs))
 
 
-def _ir_op(t: int, st: Step, buffers) -> program.Op:
+def _ir_op(t: int, st: Step, buffers) -> operations.Op:
     reads = tuple(buffers[v] for v in st.inputs)
     writes = tuple(buffers[v] for v in st.outputs)
     cost = st.cost
     if st.kernel is not None:
-        return program.Launch(t, reads, writes, cost, kernel=st.kernel, callee=st.kernel.name)
+        return operations.Launch(t, reads, writes, cost, kernel=st.kernel, callee=st.kernel.name)
     if st.loop is not None:
         loop, eqn = st.loop, st.group.eqns[0]
-        kind = program.Conditional if eqn.primitive is control_flow.cond_p else program.Loop
+        kind = operations.Conditional if eqn.primitive is control_flow.cond_p else operations.Loop
         return kind(t, reads, writes, cost, eqn=eqn,
                     operands=tuple(buffers[v] if isinstance(v, Var) else None
                                    for v in eqn.invars),
@@ -247,16 +247,16 @@ def _ir_op(t: int, st: Step, buffers) -> program.Op:
     impl = st.choice.impl
     if st.placement == "host":
         run = host_step(eqns_step(st.group.eqns, st.outputs), st.inputs, st.outputs)
-        return program.HostCall(t, reads, writes, cost, run=run, copies=True)
+        return operations.HostCall(t, reads, writes, cost, run=run, copies=True)
     run = impl.library(st) if impl.library is not None else eqns_step(st.group.eqns,
                                                                        st.outputs)
     if impl.library is not None or impl.describe is not None:
         routine = impl.describe(st.group) if impl.describe is not None else impl.name
-        kind = program.Collective if any(e.primitive in collective_prims
-                                         for e in st.group.eqns) else program.LibraryCall
+        kind = operations.Collective if any(e.primitive in collective_prims
+                                         for e in st.group.eqns) else operations.LibraryCall
         return kind(t, reads, writes, cost, routine=routine, run=run)
-    kind = program.HostCallback if any(e.primitive in CALLBACKS for e in st.group.eqns) \
-        else program.HostCall
+    kind = operations.HostCallback if any(e.primitive in CALLBACKS for e in st.group.eqns) \
+        else operations.HostCall
     return kind(t, reads, writes, cost, run=run)
 
 

@@ -7,8 +7,8 @@ whole loop (the body's arena and two ping-pong copies of the carry, all in the l
 area of the parent arena), and copies the scanned outputs' slices out — device-to-device
 copies and launches queued in order. A ``while`` reads its predicate back once per iteration
 (one byte); a ``cond`` reads its index once. The layout is planned by
-``fx.lowering.program.control_flow`` (``_device_plan``); the operation is a ``program.ControlFlow``
-with ``device`` set.
+``fx.lowering.program.control_flow`` (``_device_plan``); the operation is an
+``operations.ControlFlow`` with ``device`` set.
 
 What differs between targets is a small memory interface, ``mem``, that the executor makes for
 one call:
@@ -71,7 +71,7 @@ def _nbytes(view) -> int:
 
 
 def run(cf, mem, views: dict) -> None:
-    """Run device control flow ``cf`` (a ``program.ControlFlow``) over the parent's ``views``
+    """Run device control flow ``cf`` (a ``operations.ControlFlow``) over the parent's ``views``
     (value -> device array) with the executor's memory interface ``mem``."""
     eqn = cf.eqn
     operands = [views[v] if b is not None else mem.constant(v.value, (v.aval.shape,

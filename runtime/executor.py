@@ -72,7 +72,7 @@ class Executable:
         self._first_run = tuple(getattr(low, "first_run", ()))
         self._first_done = not self._first_run
         self._first_lock = threading.Lock()
-        # The dependency schedule (``program.Schedule.waves``): per wave, the calls this
+        # The dependency schedule (``operations.Schedule.waves``): per wave, the calls this
         # thread runs and those handed to the worker threads. Empty: calls run in order.
         self.waves = ()
         if self.concurrent and pool.concurrency_enabled(self.threaded_libraries):

@@ -135,7 +135,7 @@ class _Launch:
 
 
 def _operations(low) -> list:
-    """The program's schedule (``lowering.program.program``) in order: ``(kernel, the values
+    """The program's schedule (``lowering.program.operations``) in order: ``(kernel, the values
     bound to its parameters)`` per launch of a segment, the ``run(views)`` of every other operation
     (library and host calls, loops over compiled bodies: none is native on this backend;
     the pipeline wraps each in its copies to the host and back, as the program IR shows)."""
@@ -153,7 +153,7 @@ def _operations(low) -> list:
 
 @dataclass(frozen=True)
 class _Loop:
-    op: object  # a program.ControlFlow the executor runs on the device (device_loops)
+    op: object  # a operations.ControlFlow the executor runs on the device (device_loops)
 
 
 class _OpenCLMemory:

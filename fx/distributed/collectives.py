@@ -7,7 +7,7 @@ The primitives are the ones ``vmap`` batches (``fx.lax.parallel``); under ``pmap
 owns the axis, so they reach the jaxpr, and operator selection picks the ``collective``
 implementation registered here for their group. It resolves the axis to its transport
 *when the program is lowered* (the transport is part of the step, not looked up per call),
-and the pipeline makes the step a ``program.Collective`` — one call of the compiled schedule,
+and the pipeline makes the step a ``operations.Collective`` — one call of the compiled schedule,
 so a jitted training step runs kernels and all-reduces with no Python tracing in between.
 Collectives are effectful: a program holding one runs its steps serially, in order, which is
 what keeps every process issuing its collectives in the same order.

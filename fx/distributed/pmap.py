@@ -5,7 +5,7 @@ Each process holds one device here (one CPU device, or the GPU it was given), so
 function takes, per process, arguments whose mapped axis has the local device count (1) and
 runs ``fun`` on the slice, compiled: the body is traced and lowered once per argument
 signature by ``fx.jit`` inside the process axis (``collectives.ProcessAxis``), where the
-collectives of ``fx.lax`` become ``program.Collective`` steps of that program. Across
+collectives of ``fx.lax`` become ``operations.Collective`` steps of that program. Across
 ``mpiexec -n N`` the named axis has size N and lane ``fx.process_index()``.
 
 Transformations go inside: ``grad``, ``vmap`` and ``jit`` within the pmapped function compose

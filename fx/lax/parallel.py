@@ -124,7 +124,7 @@ def _axis_index_batch(axis, vals, dims, *, axis_name):
 batching.batch_rules[axis_index_p] = _axis_index_batch
 
 
-# The collectives fx.distributed runs across processes (and lowers to program.Collective).
+# The collectives fx.distributed runs across processes (and lowers to operations.Collective).
 collective_prims = frozenset([psum_p, pmax_p, pmin_p, all_gather_p, axis_index_p])
 
 

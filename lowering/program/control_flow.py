@@ -22,13 +22,13 @@ from fx.jaxpr import ClosedJaxpr, Var
 from fx.lax.control_flow.conditionals import cond_p
 from fx.lax.control_flow.loops import while_p
 from fx.lax.control_flow.scans import scan_p
-from fx.lowering.program.program import Launch
+from fx.lowering.program.operations import Launch
 
 control_flow_prims = (scan_p, while_p, cond_p)
 @dataclass(eq=False)
 class LoopPlan:
     """How a control-flow step runs: natively (a function of the generated code, rendered
-    from this layout by the dialect; see ``program.ControlFlow``) or by a Python fn."""
+    from this layout by the dialect; see ``operations.ControlFlow``) or by a Python fn."""
 
     function: str = ""  # the generated function ``fn(operands, outputs, scratch)``
     kernels: list = field(default_factory=list)  # the bodies' kernels, nested ones included

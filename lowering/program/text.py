@@ -4,7 +4,7 @@ Shows the optimized jaxpr, then the schedule: one line per step with its fusion 
 ``fx.named_scope`` names its equations were traced under (jax carries these as locations in
 its lowered text), the implementation operator selection chose (and why), and where each
 buffer lives (argument, output, constant, or an arena offset; in-place reuse marked), then the
-program the runtime calls (``lowering.program.program``: segments of launches, library and host
+program the runtime calls (``lowering.program.operations``: segments of launches, library and host
 calls, loops; with the concurrent waves of the dependency schedule, where there are any), then the
 memory summary.
 
@@ -18,7 +18,7 @@ the memory summary) and ``"source"`` (the kernels in the backend's dialect).
 from __future__ import annotations
 
 from fx.jaxpr import _Namer, pp_jaxpr
-from fx.lowering.program.program import Segment
+from fx.lowering.program.operations import Segment
 
 
 def _mib(n: int) -> str:

@@ -1,5 +1,5 @@
 """The C dialect's program-level code: entry points and native control flow, rendered from
-the program IR (``lowering.program.program``).
+the program IR (``lowering.program.operations``).
 
 A segment becomes an entry point ``void fx_segN(void** p)`` calling its kernels over the
 pointer table ``p`` (one slot per buffer). A native ``scan``/``while``/``cond`` becomes one
@@ -16,7 +16,7 @@ from fx.jaxpr import Literal
 from fx.lax.control_flow.conditionals import cond_p
 from fx.lax.control_flow.loops import while_p
 from fx.lax.control_flow.scans import scan_p
-from fx.lowering.program.program import ControlFlow, Launch, Unit
+from fx.lowering.program.operations import ControlFlow, Launch, Unit
 from fx.lowering.render.renderer import storage_type
 
 # Entry points only call kernels: compiled without optimization they cost gcc half the time (a

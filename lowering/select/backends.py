@@ -34,7 +34,7 @@ class Backend:
     platform: Platform
     dialect: Dialect
     alignment: int  # of every buffer in the arena, in bytes
-    # (translation units of the program IR (``program.Unit``), every kernel) -> (what the
+    # (translation units of the program IR (``operations.Unit``), every kernel) -> (what the
     # executor loads, how many translation units it holds).
     source: Callable[[list, list], tuple[object, int]]
     # Control-flow bodies whose steps are all kernels compile into loops in the generated
@@ -82,7 +82,7 @@ class Backend:
 
 
 def _c_source(units: list, kernels: list) -> tuple[cc.Source, int]:
-    """The C translation units (``program.Unit``: kernels, loop functions, entry points),
+    """The C translation units (``operations.Unit``: kernels, loop functions, entry points),
     sharing the prelude every one of them starts with."""
     prelude = render_module([], renderer.C)[:-1]
     bodies = []

@@ -12,8 +12,8 @@ import fx
 import fx.numpy as jnp
 from fx.avals import ShapedArray
 from fx.jaxpr import Var
-from fx.lowering.program import program
-from fx.lowering.program.program import Buffer, HostCall, waves
+from fx.lowering.program import operations
+from fx.lowering.program.operations import Buffer, HostCall, waves
 from fx.runtime.executor import Executable
 
 
@@ -33,7 +33,7 @@ def test_independent_gemms_share_a_wave_and_show_in_as_text():
     assert len(concurrent) == 2  # the first GEMMs of both towers, then the second ones
     for here, there in concurrent:
         kinds = {type(sched.calls[i]) for i in here + there}
-        assert kinds == {program.LibraryCall}
+        assert kinds == {operations.LibraryCall}
     text = low.as_text()
     assert "# concurrency:" in text and text.count(" || ") == 2
 
@@ -83,7 +83,7 @@ def test_small_programs_and_programs_with_effects_stay_serial():
 
     low = fx.jit(printing).lower(*_args()).program
     assert low.schedule.waves == ()
-    assert [type(op) for op in low.ops].count(program.HostCallback) == 1
+    assert [type(op) for op in low.ops].count(operations.HostCallback) == 1
     assert "host_callback (step" in low.as_text()
 
 
