@@ -6,7 +6,7 @@ measurement runs in a fresh process with a cold compile cache (``$FX_CACHE_DIR``
 folder), so nothing is reused between rows. fx's first call is split into its stages, measured
 in another fresh process over the same program: tracing, the graph passes
 (``optimize``), fusion + operator selection + memory planning, kernel generation + rendering
-to C, and the C compile (``Program.compile``: gcc over the program's translation units, in
+to C, and the C compile (``Compilation.compile``: gcc over the program's translation units, in
 parallel, and loading them). The stages add up to about the first call, which also runs the
 program once.
 

@@ -29,7 +29,7 @@ from fx.devices import default_backend
 from fx.interpreters.call import eval_call_impl, jit_p
 from fx.interpreters.physical import physicalize
 from fx.jaxpr import ClosedJaxpr, Jaxpr
-from fx.lowering.pipeline import Program
+from fx.lowering.pipeline import Compilation
 from fx.lowering.pipeline import lower as lower_program
 from fx.lowering.select import backends
 from fx.stages import (  # noqa: F401  (Compiled: re-exported)
@@ -295,7 +295,7 @@ class JitFunction:
         name, backend = _fun_name(self._fun), key[3]
         donated = self._donated_leaves(args, statics, entry)
 
-        def lower() -> Program:
+        def lower() -> Compilation:
             return lower_program(physicalize(entry.jaxpr), backend, name, donated=donated,
                                  const_values=tuple(entry.consts),
                                  have_compiler=backends.get(backend).compiler_available())

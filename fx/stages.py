@@ -32,7 +32,7 @@ from fx.array import Array
 from fx.avals import ShapedArray
 from fx.devices import to_host
 from fx.jaxpr import ClosedJaxpr, Jaxpr
-from fx.lowering.pipeline import Program
+from fx.lowering.pipeline import Compilation
 from fx.tracing import abstractify
 
 
@@ -181,7 +181,7 @@ class Traced(_Stage):
         ShapeDtypeStruct(shape=(3,), dtype=float32)
     """
 
-    def __init__(self, sig: _Signature, lower: Callable[[], Program]):
+    def __init__(self, sig: _Signature, lower: Callable[[], Compilation]):
         self._sig = sig
         self._lower = lower
 
@@ -207,7 +207,7 @@ class Lowered(_Stage):
         48.0
     """
 
-    def __init__(self, program: Program, sig: _Signature):
+    def __init__(self, program: Compilation, sig: _Signature):
         self._program = program
         self._sig = sig
 
@@ -230,7 +230,7 @@ class Lowered(_Stage):
         return self._program.cost_analysis()
 
     @property
-    def program(self) -> Program:
+    def program(self) -> Compilation:
         return self._program
 
 
@@ -248,7 +248,7 @@ class Compiled(_Stage):
         12
     """
 
-    def __init__(self, program: Program, executable, sig: _Signature):
+    def __init__(self, program: Compilation, executable, sig: _Signature):
         self._program = program
         self._exe = executable
         self._sig = sig

@@ -1,6 +1,7 @@
 """The compiler pipeline, as data: jaxpr → optimized jaxpr → fusion groups → chosen
-implementations → memory plan → kernels. Each stage is a pure function and ``Program`` keeps
-every intermediate result for ``as_text()``.
+implementations → memory plan → kernels. Each stage is a pure function and the
+:class:`Compilation` ``lower`` returns keeps every intermediate result for ``as_text()``; its
+``compile()`` hands it to the backend's executor, which builds the callable executable.
 """
 
 from __future__ import annotations
@@ -48,8 +49,8 @@ CALLBACKS = frozenset([pure_callback_p, debug_print_p])
 PASSES = (lower_convolutions, merge_reduced_axes, simplify_algebra, sink_reshapes,
           fold_constants, eliminate_common_subexpressions, eliminate_dead_code)
 
-# Called with every lowered Program (tests use this to compile every generated kernel for CUDA;
-# debugging tools can dump programs).
+# Called with every Compilation ``lower`` makes (tests use this to compile every generated
+# kernel for CUDA; debugging tools can dump programs).
 observers: list = []
 
 
@@ -107,10 +108,11 @@ class _Clock:
 
 
 @dataclass(eq=False)
-class Program:
-    """A lowered program: the optimized jaxpr, its steps (each a fused group with the chosen
-    implementation and, where generated, its kernel), where every value lives (buffers and
-    the arena plan), and the source its backend's executor loads. ``as_text()`` shows it."""
+class Compilation:
+    """One function compiled for one backend: the optimized jaxpr, its steps (each a fused
+    group with the chosen implementation and, where generated, its kernel), where every value
+    lives (buffers and the arena plan), the program IR (``ops``, ``schedule``) and the source
+    its backend's executor loads. ``as_text()`` shows it; ``compile()`` is the executable."""
 
     name: str
     backend: backends.Backend
@@ -149,7 +151,7 @@ class Program:
 
 def lower(closed: ClosedJaxpr, backend: str | backends.Backend = "cpu", name: str = "f",
           donated: tuple[bool, ...] = (), have_compiler: bool = True,
-          check: bool | None = None, const_values: tuple = ()) -> Program:
+          check: bool | None = None, const_values: tuple = ()) -> Compilation:
     """``const_values``: the values of the leading inputs that are trace-time constants (a
     jit's hoisted closed-over arrays); passes may specialize on them (``sparse_gemm``)."""
     backend = backends.get(backend)
@@ -185,8 +187,8 @@ def lower(closed: ClosedJaxpr, backend: str | backends.Backend = "cpu", name: st
             out_sources.append(("literal", v.value))
         else:
             out_sources.append(("buffer", buffers[v]))
-    low = Program(name, backend, jaxpr, consts, steps, buffers, plan, out_sources,
-                  have_compiler=have_compiler)
+    low = Compilation(name, backend, jaxpr, consts, steps, buffers, plan, out_sources,
+                      have_compiler=have_compiler)
     low.ops = [_op(t, s, buffers, backend) for t, s in enumerate(steps)]
     low.schedule = operations.schedule(low.ops, concurrent=not effects,
                                     concurrent_cost=backend.concurrent_cost)

@@ -66,7 +66,7 @@ class Executable:
         ]
         self.load(low)
         self.states: StatePool = StatePool(self.new_state)
-        # Checks run once, before the first call's steps (see ``Program.first_run``); a call
+        # Checks run once, before the first call's steps (see ``Compilation.first_run``); a call
         # that finds them not yet passed runs them under the lock (a check that raises is
         # run again by the next call).
         self._first_run = tuple(getattr(low, "first_run", ()))

@@ -52,7 +52,7 @@ class Buffer:
 class Op:
     """One operation of the program: the step it runs and the buffers it reads and writes."""
 
-    step: int  # index into ``Program.steps``
+    step: int  # index into ``Compilation.steps``
     reads: tuple[Buffer, ...]
     writes: tuple[Buffer, ...]
     cost: float = 0.0  # operator selection's estimate, in about nanoseconds of one core

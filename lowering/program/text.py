@@ -1,4 +1,4 @@
-"""``Program.as_text()``: the optimized program as a compiler engineer wants to read it.
+"""``Compilation.as_text()``: the optimized program as a compiler engineer wants to read it.
 
 Shows the optimized jaxpr, then the schedule: one line per step with its fusion group and the
 ``fx.named_scope`` names its equations were traced under (jax carries these as locations in

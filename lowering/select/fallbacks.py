@@ -2,7 +2,7 @@
 
 Operator selection (``op_info.select``) can always run a group op by op with NumPy (the
 ``numpy.*`` implementations). :func:`mark` takes a group's choice and, where that choice is a
-fallback, returns it with a :class:`Fallback` saying why; ``Program.as_text()`` (and its
+fallback, returns it with a :class:`Fallback` saying why; ``Compilation.as_text()`` (and its
 ``"selection"`` stage) prints it under the step. A fallback is:
 
 - the op-by-op NumPy implementation chosen because it was the only one that applied (where it

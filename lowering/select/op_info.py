@@ -3,7 +3,7 @@
 Each :class:`OpImpl` says which group kind it implements, on which backend, for which dtypes
 (and which dtypes it handles by computing in a wider type with explicit casts), whether it
 needs a C compiler, and a cost estimate. :func:`select` picks the cheapest applicable one and
-says why; the choice is shown by ``Program.as_text()``.
+says why; the choice is shown by ``Compilation.as_text()``.
 """
 
 from __future__ import annotations

@@ -296,7 +296,7 @@ def test_concurrent_calls_use_separate_states_and_reuse_them():
 
 
 def test_first_run_checks_run_once_before_any_step_even_from_threads():
-    # Program.first_run (a native collective's cross-process agreement): run once, under a
+    # Compilation.first_run (a native collective's cross-process agreement): run once, under a
     # lock, before the first call's steps; a check that raises fails that call and runs again
     # in the next one.
     x = np.arange(8, dtype=np.float32)
