@@ -62,16 +62,16 @@ def gemm():
         closed = fx.make_jaxpr(lambda a, b: a @ b)(fnp.asarray(a), fnp.asarray(b))
         low = lower(closed, "cuda")
         # Force the generated kernel for the comparison, whatever selection prefers.
-        from fx.lowering.select import op_info
-        tiled = next(i for i in op_info.registry if i.name == "cuda.tiled_gemm")
+        from fx.lowering.select import op_impl
+        tiled = next(i for i in op_impl.registry if i.name == "cuda.tiled_gemm")
         step = low.steps[0]
         if step.choice.impl is not tiled:
-            saved = list(op_info.registry)
-            op_info.registry[:] = [i for i in saved if i.name != "cuda.cublas_gemm"]
+            saved = list(op_impl.registry)
+            op_impl.registry[:] = [i for i in saved if i.name != "cuda.cublas_gemm"]
             try:
                 low = lower(closed, "cuda")
             finally:
-                op_info.registry[:] = saved
+                op_impl.registry[:] = saved
         exe = CudaExecutable(low)
         da, db = cp.asarray(a), cp.asarray(b)
         t_cublas = gpu_time(lambda da=da, db=db: cp.matmul(da, db))

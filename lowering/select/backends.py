@@ -21,6 +21,7 @@ from fx.lowering.kernels.int8.pack_int8_weights import pack_int8_weights
 from fx.lowering.render import c_program, renderer
 from fx.lowering.render.opencl_dialect import OPENCL as OPENCL_DIALECT
 from fx.lowering.render.renderer import Dialect, render_module
+from fx.lowering.select import op_impl
 from fx.runtime import cc, platforms
 from fx.runtime.cpu import CpuExecutable
 from fx.runtime.cuda import CudaExecutable
@@ -45,9 +46,7 @@ class Backend:
     @property
     def operators(self) -> list:
         """The implementations operator selection chooses from (see ``op_info``)."""
-        from fx.lowering.select import op_info
-
-        return [i for i in op_info.registry if i.backend in (self.name, "any")]
+        return [i for i in op_impl.registry if i.backend in (self.name, "any")]
 
     # Control flow whose bodies are all kernels runs as launch sequences the executor makes
     # on the device (``fx.runtime.device_loops``) instead of host loops over body programs.

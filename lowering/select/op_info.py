@@ -1,15 +1,15 @@
 """The operator-info library: which implementations exist for each group, and the choice.
 
-Each :class:`OpImpl` says which group kind it implements, on which backend, for which dtypes
-(and which dtypes it handles by computing in a wider type with explicit casts), whether it
-needs a C compiler, and a cost estimate. :func:`select` picks the cheapest applicable one and
+Each :class:`~fx.lowering.select.op_impl.OpImpl` (registered in ``op_impl.registry``) says
+which group kind it implements, on which backend, for which dtypes (and which dtypes it
+handles by computing in a wider type with explicit casts), whether it needs a C compiler, and
+a cost estimate. :func:`select` picks the cheapest applicable one and
 says why; the choice is shown by ``Compilation.as_text()``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,57 +27,11 @@ from fx.lowering.kernels.sparse import sparse_gemm
 from fx.lowering.program.control_flow import control_flow_prims
 from fx.lowering.select import backends
 from fx.lowering.select.cost import group_flops
-
-ANY = None
-
-
-@dataclass(frozen=True)
-class OpImpl:
-    name: str
-    backend: str  # the backend whose library holds it, or "any" (see ``backends``)
-    kind: GroupKind
-    dtypes: frozenset | None  # dtypes computed natively (None: any)
-    widen: dict  # dtype -> dtype it is computed in, with casts around the call
-    needs_compiler: bool
-    cost: Callable[[FusionGroup], float]
-    note: str = ""
-    # Restricts the impl to some groups of its kind (e.g. GEMM groups anchored by a conv).
-    applies: Callable[[FusionGroup], bool] | None = None
-    # For library impls: builds the step's ``fn(views)`` from the Step (see pipeline).
-    library: Callable | None = None
-    # For generated impls: ``kernel(group, name, inputs, outputs)`` builds the step's kernel.
-    kernel: Callable | None = None
-    # A GEMM impl that computes the group's elementwise epilogue itself; the others write
-    # the product and the pipeline splits the epilogue into a kernel of its own.
-    fuses_epilogue: bool = False
-    # Its kernel reads each element before writing the same element, so an output may share
-    # a dying input's storage (when the group's index maps are flat, see pipeline).
-    in_place_safe: bool = False
-    # Runs the primitives' NumPy impls op by op: on a device backend a group holding a
-    # host-only primitive then runs on the host, with copies around it.
-    op_by_op: bool = False
-    # Lowers a control-flow equation: its bodies become programs of their own.
-    control_flow: bool = False
-    # What it runs for a group, shown in as_text() before the cost (e.g. the LAPACK routine).
-    describe: Callable[[FusionGroup], str] | None = None
-    # ``first_run(group)`` -> a check the executable runs once, before its first call runs
-    # any step (a native collective's agreement with the other processes: it may raise).
-    first_run: Callable[[FusionGroup], Callable[[], None]] | None = None
-
-    def supports(self, dt) -> bool:
-        return self.dtypes is None or dt in self.dtypes or dt in self.widen
-
-
-registry: list[OpImpl] = []
+from fx.lowering.select.op_impl import ANY, OpImpl, register
 
 # Primitives whose impl runs only on NumPy (no CuPy/GPU implementation). On the CUDA backend a
 # group containing one runs on the host, with explicit copies around it.
 host_only_prims: set = set()
-
-
-def register(impl: OpImpl) -> OpImpl:
-    registry.append(impl)
-    return impl
 
 
 def _elements(g: FusionGroup) -> int:

@@ -18,7 +18,8 @@ from fx.lowering.fusion.groups import GroupKind
 from fx.lowering.fusion.partition import fuse
 from fx.lowering.kernels.cpu import conv as lconv
 from fx.lowering.select import cost
-from fx.lowering.select.op_info import Choice, registry
+from fx.lowering.select.op_impl import registry
+from fx.lowering.select.op_info import Choice
 
 IMPLS = {i.name: i for i in registry if i.name.startswith("cpu.conv_")}
 
