@@ -35,8 +35,8 @@ from fx.lowering.codegen.conv_patches import conv_patches_p, patches_shape
 from fx.lowering.fusion.groups import FusionGroup, GroupKind
 from fx.lowering.fusion.primitive_rules import Pattern, patterns
 from fx.lowering.kernels.int8 import int8_vnni
-from fx.lowering.kernels.int8.int8_gemm import epilogue_function
-from fx.lowering.kernels.int8.pack_int8_weights import int8_packed_dot_p
+from fx.lowering.kernels.int8.int8_epilogue import epilogue_function
+from fx.lowering.kernels.int8.int8_products import int8_packed_dot_p
 from fx.lowering.render.renderer import C
 from fx.lowering.select.cost import flops_rules
 

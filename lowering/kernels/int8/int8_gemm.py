@@ -37,80 +37,26 @@ ordinary codegen after each tile, reading the corrected sums in place of the pro
 from __future__ import annotations
 
 import itertools
-import math
 
 from fx import dtypes
 from fx.jaxpr import Var
-from fx.lax import base, linalg
+from fx.lax import base
 from fx.lowering.codegen import kernel_ir as ir
 from fx.lowering.codegen.kernel_builder import KernelBuilder
 from fx.lowering.fusion.groups import FusionGroup, GroupKind
 from fx.lowering.kernels.int8 import int8_vnni
-from fx.lowering.kernels.int8.pack_int8_weights import int8_packed_dot_p
-from fx.lowering.render.renderer import Renderer, storage_type
+from fx.lowering.kernels.int8.int8_epilogue import index_of
+from fx.lowering.kernels.int8.int8_products import (
+    canonical_int8_dot,
+    int8_packed_dot_p,
+    layout,
+    operand_source,
+)
 
 MR, NR = 4, 4
-# The offset sums reach 255 * 128 * K, which int32 holds up to K = 2^16.
-MAX_K = 1 << 16
-
-
-def _layout(dot):
-    """``(M, N, K, a_strides, b_strides, lhs_free, rhs_free)`` of a product the kernel runs as
-    ``C[m, n] = sum_k A[m, k] B[k, n]`` over flattened dimensions, or None. The operands'
-    contracting dimensions must be consecutive and in order: trailing in the lhs (or its
-    first of two), leading or trailing in the rhs; the output is then ``(*lhs_free,
-    *rhs_free)`` read as ``(M, N)``."""
-    (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
-    lhs, rhs = dot.invars[:2]
-    nl, nr, nc = lhs.aval.ndim, rhs.aval.ndim, len(lc)
-    if lb or not nc or nl == nc or nr == nc:
-        return None
-    lc, rc = tuple(lc), tuple(rc)
-    K = math.prod(lhs.aval.shape[d] for d in lc)
-    lhs_free = tuple(lhs.aval.shape[d] for d in range(nl) if d not in lc)
-    rhs_free = tuple(rhs.aval.shape[d] for d in range(nr) if d not in rc)
-    M, N = math.prod(lhs_free), math.prod(rhs_free)
-    if lc == tuple(range(nl - nc, nl)):
-        a = (K, 1)
-    elif nl == 2 and lc == (0,):
-        a = (1, M)
-    else:
-        return None
-    if rc == tuple(range(nr - nc, nr)):
-        b = (1, K)  # (N..., K...): each column of B one contiguous row
-    elif rc == tuple(range(nc)):
-        b = (N, 1)
-    else:
-        return None
-    return M, N, K, a, b, lhs_free, rhs_free
-
-
-def canonical_int8_dot(eqn) -> bool:
-    """An int8 × int8 product into int32 without batch dimensions whose operands are
-    matrices over flattened dimensions (see ``_layout``)."""
-    if eqn.primitive not in (linalg.dot_general_p, int8_packed_dot_p):
-        return False
-    lhs, rhs = eqn.invars[:2]
-    if not (isinstance(lhs, Var) and isinstance(rhs, Var) and lhs.aval.dtype == dtypes.int8
-            and rhs.aval.dtype == dtypes.int8 and eqn.outvars[0].aval.dtype == dtypes.int32):
-        return False
-    layout = _layout(eqn)
-    return layout is not None and layout[2] <= MAX_K
-
-
 def applies(g: FusionGroup) -> bool:
     return (g.kind is GroupKind.GEMM and canonical_int8_dot(g.anchor)
             and all(e.primitive is base.reshape_p for e in g.prologue))
-
-
-def _source(g: FusionGroup, v: Var) -> Var:
-    """``v`` read through the group's reshapes: a row-major reshape keeps every element's
-    flat position, so the kernel reads the reshaped operand from the source buffer with the
-    2-D strides (a convolution's kernel as a matrix, say)."""
-    made = {e.outvars[0]: e for e in g.prologue}
-    while v in made:
-        v = made[v].invars[0]
-    return v
 
 
 def describe(g: FusionGroup) -> str:
@@ -121,42 +67,7 @@ def describe(g: FusionGroup) -> str:
 
 
 def _sizes(dot) -> tuple[int, int, int]:
-    return _layout(dot)[:3]
-
-
-def epilogue_function(group: FusionGroup, name: str, inputs: list[Var], outputs: list[Var],
-                      dialect, free: tuple | None = None) -> dict:
-    """For kernels whose source is written whole (``int8_vnni``, ``cuda_int8_gemm``): the
-    group's epilogue as the body of a function ``(i0, i1, acc, params...)`` storing every
-    output at row ``i0``, column ``i1`` of the product, in ``dialect``. Returns the kernel's
-    ``params`` and the template fields ``sig``, ``epilogue``, ``args``, ``A`` and ``B`` (the
-    parameters holding the operands, read through the group's reshapes)."""
-    dot = group.anchor
-    lhs_free, rhs_free = _layout(dot)[5:] if free is None else free  # (the product's rows, columns)
-    b = KernelBuilder(FusionGroup(GroupKind.ELEMENTWISE, group.epilogue, group.id), name,
-                      inputs, outputs)
-    i0, i1 = ir.Sym("i0", ir.INDEX), ir.Sym("i1", ir.INDEX)
-    at = (*_index(i0, lhs_free), *_index(i1, rhs_free))
-    b.externals[(dot.outvars[0], at)] = ir.Sym("acc", dtypes.int32)  # the int32 sum
-    b.push()
-    b.store_all(outputs, at)
-    body = b.pop()
-    params = b.params()
-    lhs, rhs = dot.invars[:2]
-    names = {v: p.name for v, p in zip(inputs, params, strict=False)}
-    packed = dot.invars[2:4] if len(dot.invars) >= 4 else (None, None)  # panels, column sums
-    return dict(
-        params=params,
-        sig=", ".join(f"{'' if p.is_output else 'const '}{storage_type(p.dtype)}* {p.name}"
-                      for p in params),
-        epilogue="\n".join(Renderer(dialect).stmts(tuple(body), 1)),
-        args=", ".join(p.name for p in params),
-        A=names[_source(group, lhs)], B=names[_source(group, rhs)],
-        P=names.get(packed[0]), CS=names.get(packed[1]))
-
-
-def _index(flat: ir.Expr, shape: tuple[int, ...]) -> tuple[ir.Expr, ...]:
-    return (flat,) if len(shape) == 1 else tuple(ir.delinearize(flat, shape))
+    return layout(dot)[:3]
 
 
 def _int(e: ir.Expr) -> ir.Expr:
@@ -171,12 +82,12 @@ def gemm_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[
     dot = group.anchor
     lhs, rhs = dot.invars[:2]
     # Element strides of A[m, k] and B[k, n] in their buffers.
-    M, N, K, (a_sm, a_sk), (b_sk, b_sn), lhs_free, rhs_free = _layout(dot)
+    M, N, K, (a_sm, a_sk), (b_sk, b_sn), lhs_free, rhs_free = layout(dot)
     nr = next(d for d in range(NR, 0, -1) if N % d == 0)  # the column blocks tile N exactly
 
     epi = FusionGroup(GroupKind.ELEMENTWISE, group.epilogue, group.id)
     b = KernelBuilder(epi, name, inputs, outputs)
-    a_buf, b_buf = b.param_of[_source(group, lhs)], b.param_of[_source(group, rhs)]
+    a_buf, b_buf = b.param_of[operand_source(group, lhs)], b.param_of[operand_source(group, rhs)]
     n0 = ir.imul(ir.Sym("nb", ir.INDEX), ir.const_index(nr))
     k = ir.Sym("k", ir.INDEX)
 
@@ -224,8 +135,8 @@ def gemm_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[
         stmts.append(ir.Loop("k", K, tuple(inner)))
         b.push()
         for (i, j), a in acc.items():
-            at = (*_index(ir.iadd(m0, ir.const_index(i)), lhs_free),
-                  *_index(ir.iadd(n0, ir.const_index(j)), rhs_free))
+            at = (*index_of(ir.iadd(m0, ir.const_index(i)), lhs_free),
+                  *index_of(ir.iadd(n0, ir.const_index(j)), rhs_free))
             sums = ir.Sym(f"rs{i}" if offset_b else f"cs{j}", dtypes.int32)
             correction = ir.Op("mul", (_i32(128), sums), dtypes.int32)
             b.externals[(dot.outvars[0], at)] = ir.Op(

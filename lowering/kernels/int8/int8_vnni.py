@@ -37,6 +37,8 @@ from fx.lowering import resources
 from fx.lowering.codegen import kernel_ir as ir
 from fx.lowering.codegen.c_kernel import CKernel
 from fx.lowering.fusion.groups import FusionGroup
+from fx.lowering.kernels.int8.int8_epilogue import epilogue_function
+from fx.lowering.kernels.int8.int8_products import layout
 from fx.lowering.render.renderer import C
 from fx.runtime import cc
 
@@ -55,9 +57,7 @@ MAX_K = 8192  # the longest K the microkernel takes (beyond it the loop-IR kerne
 
 def gemm_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[Var],
                 fallback: ir.Kernel) -> CKernel:
-    from fx.lowering.kernels.int8.int8_gemm import _layout, epilogue_function
-
-    M, N, K, (a_sm, _), (b_sk, b_sn), _, _ = _layout(group.anchor)
+    M, N, K, (a_sm, _), (b_sk, b_sn), _, _ = layout(group.anchor)
     fields = epilogue_function(group, name, inputs, outputs, C)
     params = fields.pop("params")
     P, CS = fields.pop("P"), fields.pop("CS")

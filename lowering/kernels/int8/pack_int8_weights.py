@@ -20,43 +20,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from fx import dtypes
 from fx.avals import ShapedArray
-from fx.core import Primitive, Tracer
+from fx.core import Tracer
 from fx.jaxpr import Jaxpr, JaxprEqn, Var
 from fx.lax import base, linalg
-from fx.lowering.fusion.primitive_rules import Pattern, patterns
-from fx.lowering.select.cost import flops_rules
+from fx.lowering.kernels.int8 import int8_vnni
+from fx.lowering.kernels.int8.int8_products import canonical_int8_dot, int8_packed_dot_p, layout
 
 PANEL = 32  # columns of a panel: two 16-lane int32 accumulators per row of a tile
 ALIGN = 64  # bytes: a panel's rows start on a cache line (one zmm load each)
-
-# int8_packed_dot(a, b, panels, colsums): dot_general(a, b) with its params, for an int8 ``b``
-# that ``panels`` (int8, the [N'/32][K'/4][32][4] bytes) and ``colsums`` (int32, 128 * each
-# column's sum, N' entries) also hold; N' and K' are N and K rounded up to 32 and 4. It exists
-# only inside lowered programs (made after every transformation ran), so it has no jvp,
-# transpose or batching rules.
-int8_packed_dot_p = Primitive("int8_packed_dot")
-
-
-@int8_packed_dot_p.def_abstract_eval
-def _abstract_eval(a, b, panels, colsums, **params):
-    out = linalg.dot_general_p.abstract_eval(a, b, **params)
-    if panels.dtype != dtypes.int8 or colsums.dtype != dtypes.int32 or panels.ndim != 1 \
-            or colsums.ndim != 1:
-        raise TypeError(f"int8_packed_dot: needs int8 panels and int32 column sums, 1-D; got "
-                        f"{panels.str_short()} and {colsums.str_short()}")
-    return out
-
-
-@int8_packed_dot_p.def_impl
-def _impl(a, b, panels, colsums, **params):
-    return linalg.dot_general_p.impl(a, b, **params)
-
-
-patterns[int8_packed_dot_p] = Pattern.OUT_ELEMENTWISE_FUSABLE
-flops_rules[int8_packed_dot_p] = flops_rules[linalg.dot_general_p]
-
 
 def pack(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(panels, colsums)`` of a ``(K, N)`` int8 matrix (see ``int8_packed_dot``); the panels'
@@ -77,11 +49,9 @@ def pack(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _layout(eqn: JaxprEqn) -> tuple[int, int, bool] | None:
     """``(N, K, columns_contiguous)`` of the product's rhs read as ``int8_gemm`` reads it,
     where the microkernel applies (A K-contiguous, K within its bound)."""
-    from fx.lowering.kernels.int8 import int8_gemm, int8_vnni
-
-    if not int8_gemm.canonical_int8_dot(eqn):
+    if not canonical_int8_dot(eqn):
         return None
-    _, n, k, (_, a_sk), (b_sk, _), _, _ = int8_gemm._layout(eqn)
+    _, n, k, (_, a_sk), (b_sk, _), _, _ = layout(eqn)
     if a_sk != 1 or k > int8_vnni.MAX_K:
         return None
     return n, k, b_sk == 1
