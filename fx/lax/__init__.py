@@ -234,3 +234,10 @@ from fx.lax.primitives import *  # noqa: E402, F403  (the *_p objects, jax's nam
 from fx.lax.permutes import all_to_all, ppermute, pshuffle, psum_scatter
 from fx.lax.implicit import custom_root
 from fx.lax.random_gamma import random_gamma_grad
+from fx.lax.elementwise_record import records as _records  # noqa: E402
+
+# Each elementwise record's function (fx.lax.elementwise_record), where no module above
+# defines one under its name: a new record needs no line here.
+for _record in _records():
+    globals().setdefault(_record.function_name, _record.function)
+del _record

@@ -1,5 +1,7 @@
-"""Elementwise primitives: declarations, type rules, impls, and their jvp, transpose and
-batching rules, each family set up by one helper.
+"""Elementwise primitives: one record each (``fx.lax.elementwise_record``: NumPy impl, accepted
+dtypes, derivative, kernel spelling, ONNX operator, fx.numpy name), declared by
+``elementwise(...)``, plus the primitives a record cannot hold (``round``, ``integer_pow`` and
+``select_n`` take parameters or a selector) and the transposes of the linear ones.
 
 Operands of an n-ary elementwise primitive have one dtype and either equal shapes or rank 0
 (a scalar operand broadcasts, so ``x * 2.0`` stays ``mul x 2.0:f32[]`` in a jaxpr). The
@@ -8,7 +10,6 @@ user-facing numpy layer does broadcasting and promotion before reaching here.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -29,159 +30,50 @@ from fx.lax.convert import (  # noqa: F401  (re-exported: part of the elementwis
     convert_element_type,
     convert_element_type_p,
 )
+from fx.lax.elementwise_record import (  # noqa: F401  (re-exported: the family helpers)
+    _KIND_NAMES,
+    ANY,
+    BOOL,
+    COMPLEX,
+    FLOAT,
+    INEXACT,
+    INT,
+    INT_OR_BOOL,
+    NUMERIC,
+    ORDERED,
+    REAL,
+    ZERO,
+    Kernel,
+    _check_kind,
+    _coerce,
+    _function,
+    _is_python_scalar,
+    _nary_shape,
+    _via_f32,
+    _via_f64,
+    _zero_jvp,
+    call,
+    compare,
+    complex_call,
+    elementwise,
+    infix,
+    libm,
+    naryop,
+    on,
+    record_of,
+    unop,
+)
 
-# Which dtypes each primitive accepts.
-FLOAT = frozenset(dtypes.FLOATING)
-COMPLEX = frozenset(dtypes.COMPLEX)
-INEXACT = FLOAT | COMPLEX
-INT = frozenset(dtypes.INTEGER)
-BOOL = frozenset([dtypes.bool_])
-REAL = FLOAT | INT
-NUMERIC = REAL | COMPLEX
-INT_OR_BOOL = INT | BOOL
-ORDERED = REAL | BOOL  # comparisons lt/le/gt/ge: no complex, as jax
-ANY = NUMERIC | BOOL
-_KIND_NAMES = {
-    FLOAT: "real floating", INEXACT: "floating or complex", INT: "integer",
-    REAL: "real numeric", NUMERIC: "numeric", INT_OR_BOOL: "integer or bool",
-    ORDERED: "real numeric or bool",
-}
-
-
-def _check_kind(name: str, kinds, *avals: ShapedArray) -> None:
-    for a in avals:
-        if a.dtype not in kinds:
-            what = _KIND_NAMES.get(kinds, "supported")
-            raise TypeError(f"{name} requires {what} operands, got {a.dtype} ({a.str_short()})")
-
-
-def _nary_shape(name: str, *avals: ShapedArray) -> tuple[int, ...]:
-    shapes = {a.shape for a in avals if a.shape}
-    if len(shapes) > 1:
-        raise shape_error(
-            name, "operands must have equal shapes (or be rank 0); use fx.numpy for broadcasting",
-            *avals,
-        )
-    dts = {a.dtype for a in avals}
-    if len(dts) > 1:
-        raise shape_error(
-            name, "operands must have the same dtype; use fx.lax.convert_element_type or "
-            "fx.numpy (which promotes)", *avals,
-        )
-    return shapes.pop() if shapes else ()
+# --- unary -------------------------------------------------------------------------------------
+# One record each (see fx.lax.elementwise_record): the kernel spellings, ONNX operators and
+# fx.numpy names here are the only place they are written.
 
 
-# --- impl helpers -------------------------------------------------------------------------------
-
-
-def _via_f32(fn: Callable) -> Callable:
-    """Half-precision operands compute in float32 and round back (as XLA does); floating
-    exceptions are silenced so NaN and Inf propagate as values."""
-
-    @functools.wraps(fn)
-    def impl(*args, **params):
-        dt = args[0].dtype if hasattr(args[0], "dtype") else None
-        with np.errstate(all="ignore"):
-            if dt in (dtypes.float16, dtypes.bfloat16):
-                out = fn(*(np.asarray(a).astype(np.float32) for a in args), **params)
-                return np.asarray(out).astype(dt)
-            return fn(*args, **params)
-
-    return impl
-
-
-def _via_f64(fn: Callable) -> Callable:
-    """For the special functions computed in float64 here."""
-
-    def impl(x):
-        return np.asarray(fn(np.asarray(x, dtype=np.float64))).astype(x.dtype)
-
-    return impl
-
-
-# --- declaring families -------------------------------------------------------------------------
-
-
-def unop(name: str, impl: Callable, kinds=FLOAT, out_dtype=None) -> Primitive:
-    prim = Primitive(name)
-
-    def abstract_eval(x, **params):
-        _check_kind(name, kinds, x)
-        return x.update(dtype=out_dtype) if out_dtype is not None else x
-
-    prim.def_abstract_eval(abstract_eval)
-    prim.def_impl(_via_f32(impl))
-    batching.vectorized_batcher(prim)
-    return prim
-
-
-def naryop(name: str, impl: Callable, kinds=NUMERIC, out_dtype=None, nargs=2) -> Primitive:
-    prim = Primitive(name)
-
-    def abstract_eval(*avals):
-        if len(avals) != nargs:
-            raise TypeError(f"{name} takes {nargs} operands, got {len(avals)}")
-        _check_kind(name, kinds, *avals)
-        shape = _nary_shape(name, *avals)
-        weak = all(a.weak_type for a in avals)
-        return ShapedArray(shape, out_dtype or avals[0].dtype, weak and out_dtype is None)
-
-    prim.def_abstract_eval(abstract_eval)
-    prim.def_impl(_via_f32(impl))
-    batching.broadcasting_batcher(prim)
-    return prim
-
-
-def _zero_jvp(prim: Primitive) -> None:
-    """Piecewise-constant float functions (floor, sign, ...): zero tangent everywhere."""
-
-    def rule(primals, tangents, **params):
-        ans = prim.bind(*primals, **params)
-        return ans, Zero.like(ans)
-
-    jvp.jvp_rules[prim] = rule
-
-
-# --- unary floating functions -------------------------------------------------------------------
-
-neg_p = unop("neg", np.negative, NUMERIC)
 def _sign(x):
     # As jax (and C's copysign-based kernels): the sign of a zero is that zero, -0.0 included
     # (NumPy's sign gives +0.0 for -0.0).
     s = np.sign(x)
     return np.where(x == 0, x, s) if s.dtype.kind == "f" else s
-
-
-sign_p = unop("sign", _sign, NUMERIC)
-floor_p = unop("floor", np.floor)
-ceil_p = unop("ceil", np.ceil)
-round_p = Primitive("round")  # params: rounding_method
-abs_p = unop("abs", np.abs, NUMERIC)  # complex: the real modulus (rule below)
-exp_p = unop("exp", np.exp, INEXACT)
-exp2_p = unop("exp2", np.exp2, INEXACT)
-log_p = unop("log", np.log, INEXACT)
-log1p_p = unop("log1p", np.log1p, INEXACT)
-expm1_p = unop("expm1", np.expm1, INEXACT)
-sqrt_p = unop("sqrt", np.sqrt, INEXACT)
-rsqrt_p = unop("rsqrt", lambda x: 1 / np.sqrt(x), INEXACT)
-cbrt_p = unop("cbrt", np.cbrt)
-tanh_p = unop("tanh", np.tanh, INEXACT)
-logistic_p = unop("logistic", lambda x: _logistic(x), INEXACT)
-sin_p = unop("sin", np.sin, INEXACT)
-cos_p = unop("cos", np.cos, INEXACT)
-tan_p = unop("tan", np.tan, INEXACT)
-asin_p = unop("asin", np.arcsin, INEXACT)
-acos_p = unop("acos", np.arccos, INEXACT)
-atan_p = unop("atan", np.arctan, INEXACT)
-sinh_p = unop("sinh", np.sinh, INEXACT)
-cosh_p = unop("cosh", np.cosh, INEXACT)
-asinh_p = unop("asinh", np.arcsinh, INEXACT)
-acosh_p = unop("acosh", np.arccosh, INEXACT)
-atanh_p = unop("atanh", np.arctanh, INEXACT)
-is_finite_p = unop("is_finite", np.isfinite, FLOAT, out_dtype=dtypes.bool_)
-not_p = unop("not", np.invert, INT_OR_BOOL)
-stop_gradient_p = unop("stop_gradient", lambda x: x, ANY)
-physical_rules[stop_gradient_p] = lambda in_avals, out_avals, x: x  # (a PRNG key's data)
 
 
 def _logistic(x):
@@ -190,6 +82,96 @@ def _logistic(x):
     # Stable on both tails: exp of a non-positive number only.
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
+
+
+def _const(x, value):
+    """A weakly typed scalar with ``x``'s dtype (for constants inside rules)."""
+    return Array(np.asarray(value, dtype=get_aval(x).dtype), weak_type=True)
+
+
+# The C dialect computes float32 exp, log, log1p, expm1 and tanh with the prelude's
+# vectorizable polynomials; the others call libm.
+neg_p = elementwise("neg", np.negative, NUMERIC, jvp=lambda t, ans, x: neg(t), cheap=True,
+                    kernel=Kernel({"*": "(-{0})"}) | complex_call("neg", 1), onnx="Neg",
+                    numpy="negative")
+sign_p = elementwise("sign", _sign, NUMERIC, jvp=ZERO, cheap=True, onnx="Sign", numpy="sign",
+                     kernel=Kernel({"f32": "fx_signf({0})", "f64": "fx_sign({0})",
+                                    "*": "(({0} > 0) - ({0} < 0))"}))
+floor_p = elementwise("floor", np.floor, jvp=ZERO, kernel=libm("floor"), onnx="Floor",
+                      numpy="floor", cheap=True)
+ceil_p = elementwise("ceil", np.ceil, jvp=ZERO, kernel=libm("ceil"), onnx="Ceil", numpy="ceil",
+                     cheap=True)
+round_p = Primitive("round")  # params: rounding_method
+# complex: the real modulus (type rule and jvp in fx.lax.complex_parts)
+abs_p = elementwise("abs", np.abs, NUMERIC, onnx="Abs", numpy="absolute", cheap=True,
+                    kernel=Kernel({"f32": "fabsf({0})", "f64": "fabs({0})", "uint": "{0}",
+                                   "*": "({0} < 0 ? -{0} : {0})"}, libm=("fabs",))
+                    | complex_call("abs", 1))
+exp_p = elementwise("exp", np.exp, INEXACT, jvp=lambda t, ans, x: mul(t, ans), onnx="Exp",
+                    kernel=libm("exp") | on("c", f32="fx_expf({0})"), numpy="exp")
+exp2_p = elementwise("exp2", np.exp2, INEXACT, kernel=libm("exp2"), numpy="exp2",
+                     jvp=lambda t, ans, x: mul(t, mul(ans, _const(x, np.log(2)))))
+log_p = elementwise("log", np.log, INEXACT, jvp=lambda t, ans, x: div(t, x), onnx="Log",
+                    kernel=libm("log") | on("c", f32="fx_logf({0})"), numpy="log")
+log1p_p = elementwise("log1p", np.log1p, INEXACT, numpy="log1p",
+                      jvp=lambda t, ans, x: div(t, add(x, _const(x, 1))),
+                      kernel=libm("log1p") | on("c", f32="fx_log1pf({0})"))
+expm1_p = elementwise("expm1", np.expm1, INEXACT, numpy="expm1",
+                      jvp=lambda t, ans, x: mul(t, add(ans, _const(x, 1))),
+                      kernel=libm("expm1") | on("c", f32="fx_expm1f({0})"))
+sqrt_p = elementwise("sqrt", np.sqrt, INEXACT, kernel=libm("sqrt"), onnx="Sqrt", numpy="sqrt",
+                     jvp=lambda t, ans, x: div(t, mul(ans, _const(x, 2))))
+rsqrt_p = elementwise("rsqrt", lambda x: 1 / np.sqrt(x), INEXACT,
+                      jvp=lambda t, ans, x: mul(t, mul(div(ans, x), _const(x, -0.5))),
+                      kernel=Kernel({"f32": "(1.0f / sqrtf({0}))", "f64": "(1.0 / sqrt({0}))"},
+                                    libm=("sqrt",)))
+cbrt_p = elementwise("cbrt", np.cbrt, kernel=libm("cbrt"), numpy="cbrt",
+                     jvp=lambda t, ans, x: mul(t, div(ans, mul(x, _const(x, 3)))))
+tanh_p = elementwise("tanh", np.tanh, INEXACT, onnx="Tanh", numpy="tanh",
+                     jvp=lambda t, ans, x: mul(t, sub(_const(x, 1), mul(ans, ans))),
+                     kernel=libm("tanh") | on("c", f32="fx_tanhf({0})"))
+logistic_p = elementwise("logistic", _logistic, INEXACT, onnx="Sigmoid",
+                         jvp=lambda t, ans, x: mul(t, mul(ans, sub(_const(x, 1), ans))),
+                         kernel=Kernel({"f32": "fx_logisticf({0})", "f64": "fx_logistic({0})"}))
+sin_p = elementwise("sin", np.sin, INEXACT, jvp=lambda t, ans, x: mul(t, cos(x)),
+                    kernel=libm("sin"), onnx="Sin", numpy="sin")
+cos_p = elementwise("cos", np.cos, INEXACT, jvp=lambda t, ans, x: neg(mul(t, sin(x))),
+                    kernel=libm("cos"), onnx="Cos", numpy="cos")
+tan_p = elementwise("tan", np.tan, INEXACT, kernel=libm("tan"), onnx="Tan", numpy="tan",
+                    jvp=lambda t, ans, x: mul(t, add(_const(x, 1), mul(ans, ans))))
+asin_p = elementwise("asin", np.arcsin, INEXACT, kernel=libm("asin"), onnx="Asin",
+                     numpy="arcsin",
+                     jvp=lambda t, ans, x: mul(t, rsqrt(sub(_const(x, 1), mul(x, x)))))
+acos_p = elementwise("acos", np.arccos, INEXACT, kernel=libm("acos"), onnx="Acos",
+                     numpy="arccos",
+                     jvp=lambda t, ans, x: neg(mul(t, rsqrt(sub(_const(x, 1), mul(x, x))))))
+atan_p = elementwise("atan", np.arctan, INEXACT, kernel=libm("atan"), onnx="Atan",
+                     numpy="arctan", jvp=lambda t, ans, x: div(t, add(_const(x, 1), mul(x, x))))
+sinh_p = elementwise("sinh", np.sinh, INEXACT, jvp=lambda t, ans, x: mul(t, cosh(x)),
+                     kernel=libm("sinh"), onnx="Sinh", numpy="sinh")
+cosh_p = elementwise("cosh", np.cosh, INEXACT, jvp=lambda t, ans, x: mul(t, sinh(x)),
+                     kernel=libm("cosh"), onnx="Cosh", numpy="cosh")
+asinh_p = elementwise("asinh", np.arcsinh, INEXACT, kernel=libm("asinh"), onnx="Asinh",
+                      numpy="arcsinh",
+                      jvp=lambda t, ans, x: mul(t, rsqrt(add(mul(x, x), _const(x, 1)))))
+# Two square roots, not one of the product: the same for real x > 1, and the principal branch
+# for complex x.
+acosh_p = elementwise(
+    "acosh", np.arccosh, INEXACT, kernel=libm("acosh"), onnx="Acosh", numpy="arccosh",
+    jvp=lambda t, ans, x: mul(t, mul(rsqrt(sub(x, _const(x, 1))), rsqrt(add(x, _const(x, 1))))),
+)
+atanh_p = elementwise("atanh", np.arctanh, INEXACT, kernel=libm("atanh"), onnx="Atanh",
+                      numpy="arctanh",
+                      jvp=lambda t, ans, x: div(t, sub(_const(x, 1), mul(x, x))))
+is_finite_p = elementwise("is_finite", np.isfinite, FLOAT, out_dtype=dtypes.bool_,
+                          numpy="isfinite",
+                          kernel=Kernel({"f32": "((uint8_t)isfinite({0}))",
+                                         "f64": "((uint8_t)isfinite({0}))"}))
+not_p = elementwise("not", np.invert, INT_OR_BOOL, lax_name="bitwise_not", numpy="bitwise_not",
+                    kernel=Kernel({"bool": "((uint8_t)!{0})", "*": "(~{0})"}), cheap=True)
+stop_gradient_p = elementwise("stop_gradient", lambda x: x, ANY, jvp=ZERO, kernel=Kernel(formula=0),
+                              onnx="Identity", cheap=True)
+physical_rules[stop_gradient_p] = lambda in_avals, out_avals, x: x  # (a PRNG key's data)
 
 
 @round_p.def_abstract_eval
@@ -281,32 +263,117 @@ def _shift_right_logical(x, y):
     return out.view(x.dtype) if x.dtype.kind == "i" else out
 
 
-add_p = naryop("add", np.add)
-sub_p = naryop("sub", np.subtract)
-mul_p = naryop("mul", np.multiply)
-div_p = naryop("div", _int_div)
-rem_p = naryop("rem", _int_rem, REAL)
-pow_p = naryop("pow", _pow, INEXACT)
+def _pow_jvp_x(t, ans, x, y):
+    # d/dx x^y = y x^(y-1), defined as 0 where y == 0 (so 0^0 has derivative 0, like jax).
+    safe = mul(y, pow(x, sub(y, _const(y, 1))))
+    return mul(t, select_n(eq(y, _const(y, 0)), safe, full_like(safe, 0)))
+
+
+def _pow_jvp_y(t, ans, x, y):
+    # d/dy x^y = log(x) x^y, taken as 0 where x == 0 (jax's convention).
+    zero_x = eq(x, _const(x, 0))
+    logx = log(select_n(zero_x, x, full_like(x, 1)))
+    return mul(t, mul(select_n(zero_x, logx, full_like(logx, 0)), ans))
+
+
+def _balanced_eq(x, z, y):
+    """1 where x == z != y, 0.5 where x == z == y, 0 elsewhere (splits gradient at ties)."""
+    ones_or_halves = select_n(eq(y, z), full_like(z, 1), full_like(z, 0.5))
+    return select_n(eq(x, z), full_like(z, 0), ones_or_halves)
+
+
+def _clamp_mask(cond, like):
+    return select_n(cond, full_like(like, 0), full_like(like, 1))
+
+
+# Integer division and remainder go through the prelude's helpers (defined results for a zero
+# divisor and MIN / -1); 8- and 16-bit integers through the 32-bit ones.
+_INT_HELPERS = {"i8": "i32", "i16": "i32", "i32": "i32", "i64": "i64", "u8": "u32", "u16": "u32",
+                "u32": "u32", "u64": "u64"}
+
+
+def _int_helper(op: str) -> Kernel:
+    return Kernel({k: f"fx_{op}_{h}({{0}}, {{1}})" for k, h in _INT_HELPERS.items()})
+
+
+def _max_min(name: str, c_op: str) -> Kernel:
+    # C calls the prelude's integer max/min (a nested ?: reads to GCC as control flow).
+    ints = {k: f"fx_{name}_{k}({{0}}, {{1}})" for k in ("i64", "i32", "u32")}
+    return Kernel({"f32": f"fx_{name}f({{0}}, {{1}})", "f64": f"fx_{name}({{0}}, {{1}})",
+                   "*": f"({{0}} {c_op} {{1}} ? {{0}} : {{1}})"}) | on("c", **ints)
+
+
+def _complex_eq(negate: str) -> Kernel:
+    return Kernel({c: f"((uint8_t){negate}fx_eq_{c}({{0}}, {{1}}))" for c in ("c64", "c128")})
+
+
+add_p = elementwise("add", np.add, NUMERIC, 2, jvp=(lambda t, ans, x, y: t,
+                                                    lambda t, ans, x, y: t),
+                    kernel=infix("+") | complex_call("add", 2), onnx="Add", numpy="add",
+                    cheap=True)
+sub_p = elementwise("sub", np.subtract, NUMERIC, 2, jvp=(lambda t, ans, x, y: t,
+                                                         lambda t, ans, x, y: neg(t)),
+                    kernel=infix("-") | complex_call("sub", 2), onnx="Sub", numpy="subtract",
+                    cheap=True)
+# A uint16 product is taken in uint32: C would multiply in int, and 65535 * 65535 overflows it.
+mul_p = elementwise("mul", np.multiply, NUMERIC, 2, jvp=(lambda t, ans, x, y: mul(t, y),
+                                                         lambda t, ans, x, y: mul(x, t)),
+                    kernel=infix("*") | Kernel({"u16": "((uint32_t){0} * (uint32_t){1})"})
+                    | complex_call("mul", 2), onnx="Mul", numpy="multiply", cheap=True)
+# ONNX's integer Div truncates toward zero, as fx's (C's) does.
+div_p = elementwise("div", _int_div, NUMERIC, 2, onnx="Div", numpy="true_divide",
+                    jvp=(lambda t, ans, x, y: div(t, y),
+                         lambda t, ans, x, y: neg(mul(t, div(ans, y)))),
+                    kernel=Kernel({"f32": "({0} / {1})", "f64": "({0} / {1})"})
+                    | _int_helper("div") | complex_call("div", 2))
+rem_p = elementwise("rem", _int_rem, REAL, 2, numpy="remainder",
+                    jvp=(lambda t, ans, x, y: t,
+                         lambda t, ans, x, y: neg(mul(t, round(div(sub(x, ans), y), 0)))),
+                    kernel=libm("fmod", 2) | _int_helper("rem"))
+pow_p = elementwise("pow", _pow, INEXACT, 2, jvp=(_pow_jvp_x, _pow_jvp_y),
+                    kernel=libm("pow", 2), onnx="Pow", numpy="power")
 # NaN propagates and -0.0 < +0.0, as in jax (NumPy's maximum returns its second operand on ties).
-max_p = naryop("max", extrema.maximum, ANY)  # complex: lexicographic, as jax
-min_p = naryop("min", extrema.minimum, ANY)
-atan2_p = naryop("atan2", np.arctan2, FLOAT)
-nextafter_p = naryop("nextafter", np.nextafter, FLOAT)
+max_p = elementwise("max", extrema.maximum, ANY, 2,  # complex: lexicographic, as jax
+                    jvp=(lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
+                         lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x))),
+                    kernel=_max_min("max", ">"), onnx="Max", numpy="maximum", cheap=True)
+min_p = elementwise("min", extrema.minimum, ANY, 2,
+                    jvp=(lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
+                         lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x))),
+                    kernel=_max_min("min", "<"), onnx="Min", numpy="minimum", cheap=True)
+atan2_p = elementwise("atan2", np.arctan2, FLOAT, 2, kernel=libm("atan2", 2), numpy="arctan2",
+                      jvp=(lambda t, ans, x, y: mul(t, div(y, add(mul(x, x), mul(y, y)))),
+                           lambda t, ans, x, y: mul(t, neg(div(x, add(mul(x, x), mul(y, y)))))))
 # NumPy (and ml_dtypes) step half-precision values natively: computing in float32 would not.
-nextafter_p.def_impl(lambda x, y: np.nextafter(x, y))
-and_p = naryop("and", np.bitwise_and, INT_OR_BOOL)
-or_p = naryop("or", np.bitwise_or, INT_OR_BOOL)
-xor_p = naryop("xor", np.bitwise_xor, INT_OR_BOOL)
-shift_left_p = naryop("shift_left", _shift_left, INT)
-shift_right_logical_p = naryop("shift_right_logical", _shift_right_logical, INT)
-eq_p = naryop("eq", np.equal, ANY, out_dtype=dtypes.bool_)
-ne_p = naryop("ne", np.not_equal, ANY, out_dtype=dtypes.bool_)
-lt_p = naryop("lt", np.less, ORDERED, out_dtype=dtypes.bool_)
-le_p = naryop("le", np.less_equal, ORDERED, out_dtype=dtypes.bool_)
-gt_p = naryop("gt", np.greater, ORDERED, out_dtype=dtypes.bool_)
-ge_p = naryop("ge", np.greater_equal, ORDERED, out_dtype=dtypes.bool_)
-clamp_p = naryop("clamp", lambda lo, x, hi: extrema.minimum(extrema.maximum(x, lo), hi), REAL,
-                 nargs=3)
+nextafter_p = elementwise("nextafter", np.nextafter, FLOAT, 2, jvp=ZERO, half_via_f32=False,
+                          kernel=libm("nextafter", 2), numpy="nextafter")
+and_p = elementwise("and", np.bitwise_and, INT_OR_BOOL, 2, kernel=infix("&"), lax_name="and_",
+                    numpy="bitwise_and", cheap=True)
+or_p = elementwise("or", np.bitwise_or, INT_OR_BOOL, 2, kernel=infix("|"), lax_name="or_",
+                   numpy="bitwise_or", cheap=True)
+xor_p = elementwise("xor", np.bitwise_xor, INT_OR_BOOL, 2, kernel=infix("^"),
+                    numpy="bitwise_xor")
+# Shifts by an amount outside [0, bits) give 0: the kernel rule (primitive_rules) needs the width.
+shift_left_p = elementwise("shift_left", _shift_left, INT, 2, numpy="left_shift")
+shift_right_logical_p = elementwise("shift_right_logical", _shift_right_logical, INT, 2)
+eq_p = elementwise("eq", np.equal, ANY, 2, out_dtype=dtypes.bool_, onnx="Equal", numpy="equal",
+                   kernel=compare("==") | _complex_eq(""), cheap=True)
+ne_p = elementwise("ne", np.not_equal, ANY, 2, out_dtype=dtypes.bool_, numpy="not_equal",
+                   kernel=compare("!=") | _complex_eq("!"), cheap=True)
+lt_p = elementwise("lt", np.less, ORDERED, 2, out_dtype=dtypes.bool_, kernel=compare("<"),
+                   numpy="less", cheap=True)
+le_p = elementwise("le", np.less_equal, ORDERED, 2, out_dtype=dtypes.bool_, kernel=compare("<="),
+                   numpy="less_equal", cheap=True)
+gt_p = elementwise("gt", np.greater, ORDERED, 2, out_dtype=dtypes.bool_, kernel=compare(">"),
+                   numpy="greater", cheap=True)
+ge_p = elementwise("ge", np.greater_equal, ORDERED, 2, out_dtype=dtypes.bool_,
+                   kernel=compare(">="), numpy="greater_equal", cheap=True)
+clamp_p = elementwise(
+    "clamp", lambda lo, x, hi: extrema.minimum(extrema.maximum(x, lo), hi), REAL, 3,
+    jvp=(lambda t, ans, lo, x, hi: mul(t, _clamp_mask(gt(lo, x), ans)),
+         lambda t, ans, lo, x, hi: mul(t, _clamp_mask(and_(gt(x, lo), lt(x, hi)), ans)),
+         lambda t, ans, lo, x, hi: mul(t, _clamp_mask(lt(hi, x), ans))),
+    kernel=Kernel(formula=("min", ("max", 1, 0), 2)), numpy="clip", cheap=True)
 
 select_n_p = Primitive("select_n")
 
@@ -352,46 +419,13 @@ def _select_n_physical(in_avals, out_avals, which, *cases):
 
 physical_rules[select_n_p] = _select_n_physical
 
-# === differentiation rules ======================================================================
-# Written with the fx.lax wrappers below, so that they are themselves differentiable.
+# === differentiation rules of the primitives without a record =================================
+# Written with the fx.lax wrappers below, so that they are themselves differentiable (the
+# records' are in their declarations above).
+
+jvp.jvp_rules[round_p] = _zero_jvp(round_p)
 
 
-def _const(x, value):
-    """A weakly typed scalar with ``x``'s dtype (for constants inside rules)."""
-    return Array(np.asarray(value, dtype=get_aval(x).dtype), weak_type=True)
-
-
-for _p in (sign_p, floor_p, ceil_p, round_p, nextafter_p, stop_gradient_p):
-    _zero_jvp(_p)
-
-jvp.defjvp(neg_p, lambda t, ans, x: neg(t))
-# abs's type rule and jvp (complex operands included) are in fx.lax.complex_parts.
-jvp.defjvp(exp_p, lambda t, ans, x: mul(t, ans))
-jvp.defjvp(exp2_p, lambda t, ans, x: mul(t, mul(ans, _const(x, np.log(2)))))
-jvp.defjvp(log_p, lambda t, ans, x: div(t, x))
-jvp.defjvp(log1p_p, lambda t, ans, x: div(t, add(x, _const(x, 1))))
-jvp.defjvp(expm1_p, lambda t, ans, x: mul(t, add(ans, _const(x, 1))))
-jvp.defjvp(sqrt_p, lambda t, ans, x: div(t, mul(ans, _const(x, 2))))
-jvp.defjvp(rsqrt_p, lambda t, ans, x: mul(t, mul(div(ans, x), _const(x, -0.5))))
-jvp.defjvp(cbrt_p, lambda t, ans, x: mul(t, div(ans, mul(x, _const(x, 3)))))
-jvp.defjvp(tanh_p, lambda t, ans, x: mul(t, sub(_const(x, 1), mul(ans, ans))))
-jvp.defjvp(logistic_p, lambda t, ans, x: mul(t, mul(ans, sub(_const(x, 1), ans))))
-jvp.defjvp(sin_p, lambda t, ans, x: mul(t, cos(x)))
-jvp.defjvp(cos_p, lambda t, ans, x: neg(mul(t, sin(x))))
-jvp.defjvp(tan_p, lambda t, ans, x: mul(t, add(_const(x, 1), mul(ans, ans))))
-jvp.defjvp(asin_p, lambda t, ans, x: mul(t, rsqrt(sub(_const(x, 1), mul(x, x)))))
-jvp.defjvp(acos_p, lambda t, ans, x: neg(mul(t, rsqrt(sub(_const(x, 1), mul(x, x))))))
-jvp.defjvp(atan_p, lambda t, ans, x: div(t, add(_const(x, 1), mul(x, x))))
-jvp.defjvp(sinh_p, lambda t, ans, x: mul(t, cosh(x)))
-jvp.defjvp(cosh_p, lambda t, ans, x: mul(t, sinh(x)))
-jvp.defjvp(asinh_p, lambda t, ans, x: mul(t, rsqrt(add(mul(x, x), _const(x, 1)))))
-# Two square roots, not one of the product: the same for real x > 1, and the principal branch
-# for complex x.
-jvp.defjvp(
-    acosh_p,
-    lambda t, ans, x: mul(t, mul(rsqrt(sub(x, _const(x, 1))), rsqrt(add(x, _const(x, 1))))),
-)
-jvp.defjvp(atanh_p, lambda t, ans, x: div(t, sub(_const(x, 1), mul(x, x))))
 def _integer_pow_jvp(t, ans, x, *, y):
     if y == 0:
         return mul(t, _const(x, 0))
@@ -402,71 +436,6 @@ def _integer_pow_jvp(t, ans, x, *, y):
 
 
 jvp.defjvp(integer_pow_p, _integer_pow_jvp)
-
-jvp.defjvp(add_p, lambda t, ans, x, y: t, lambda t, ans, x, y: t)
-jvp.defjvp(sub_p, lambda t, ans, x, y: t, lambda t, ans, x, y: neg(t))
-jvp.defjvp(mul_p, lambda t, ans, x, y: mul(t, y), lambda t, ans, x, y: mul(x, t))
-jvp.defjvp(
-    div_p,
-    lambda t, ans, x, y: div(t, y),
-    lambda t, ans, x, y: neg(mul(t, div(ans, y))),
-)
-jvp.defjvp(
-    rem_p,
-    lambda t, ans, x, y: t,
-    lambda t, ans, x, y: neg(mul(t, round(div(sub(x, ans), y), 0))),
-)
-
-
-def _pow_jvp_x(t, ans, x, y):
-    # d/dx x^y = y x^(y-1), defined as 0 where y == 0 (so 0^0 has derivative 0, like jax).
-    safe = mul(y, pow(x, sub(y, _const(y, 1))))
-    return mul(t, select_n(eq(y, _const(y, 0)), safe, full_like(safe, 0)))
-
-
-def _pow_jvp_y(t, ans, x, y):
-    # d/dy x^y = log(x) x^y, taken as 0 where x == 0 (jax's convention).
-    zero_x = eq(x, _const(x, 0))
-    logx = log(select_n(zero_x, x, full_like(x, 1)))
-    return mul(t, mul(select_n(zero_x, logx, full_like(logx, 0)), ans))
-
-
-jvp.defjvp(pow_p, _pow_jvp_x, _pow_jvp_y)
-
-
-def _balanced_eq(x, z, y):
-    """1 where x == z != y, 0.5 where x == z == y, 0 elsewhere (splits gradient at ties)."""
-    ones_or_halves = select_n(eq(y, z), full_like(z, 1), full_like(z, 0.5))
-    return select_n(eq(x, z), full_like(z, 0), ones_or_halves)
-
-
-jvp.defjvp(
-    max_p,
-    lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
-    lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)),
-)
-jvp.defjvp(
-    min_p,
-    lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
-    lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x)),
-)
-jvp.defjvp(
-    atan2_p,
-    lambda t, ans, x, y: mul(t, div(y, add(mul(x, x), mul(y, y)))),
-    lambda t, ans, x, y: mul(t, neg(div(x, add(mul(x, x), mul(y, y))))),
-)
-
-
-def _clamp_mask(cond, like):
-    return select_n(cond, full_like(like, 0), full_like(like, 1))
-
-
-jvp.defjvp(
-    clamp_p,
-    lambda t, ans, lo, x, hi: mul(t, _clamp_mask(gt(lo, x), ans)),
-    lambda t, ans, lo, x, hi: mul(t, _clamp_mask(and_(gt(x, lo), lt(x, hi)), ans)),
-    lambda t, ans, lo, x, hi: mul(t, _clamp_mask(lt(hi, x), ans)),
-)
 
 
 def _select_n_jvp(primals, tangents):
@@ -529,38 +498,15 @@ transpose.deftranspose(select_n_p, _select_n_transpose)
 # === the fx.lax functions =======================================================================
 
 
-def _coerce(*args):
-    """Python scalars take the dtype of the array operands (weakly typed)."""
-    ref = next((a for a in args if not _is_python_scalar(a)), None)
-    if ref is None:
-        return args
-    dt = get_aval(ref).dtype
-    return tuple(
-        Array(np.asarray(a, dtype=dt), weak_type=True) if _is_python_scalar(a) else a
-        for a in args
-    )
-
-
-def _is_python_scalar(x) -> bool:
-    return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
-
-
 def _unary(prim: Primitive) -> Callable:
-    def f(x):
-        return prim.bind(x)
-
-    f.__name__ = prim.name
-    f.__doc__ = f"Elementwise ``{prim.name}`` (the ``{prim.name}`` primitive)."
-    return f
+    """The fx.lax function of a unary primitive (a record's is the one its record made)."""
+    record = record_of(prim)
+    return record.function if record is not None else _function(prim, 1)
 
 
 def _binary(prim: Primitive) -> Callable:
-    def f(x, y):
-        return prim.bind(*_coerce(x, y))
-
-    f.__name__ = prim.name
-    f.__doc__ = f"Elementwise ``{prim.name}`` (the ``{prim.name}`` primitive)."
-    return f
+    record = record_of(prim)
+    return record.function if record is not None else _function(prim, 2)
 
 
 neg, sign, floor, ceil, abs, exp, exp2, log, log1p, expm1 = map(

@@ -10,13 +10,37 @@ import numpy as np
 from fx.core import Primitive
 from fx.interpreters import batching, jvp
 from fx.lax import special_numerics as special
-from fx.lax.elementwise import FLOAT, _check_kind, _const, _unary, _via_f64, exp, mul, neg, unop
+from fx.lax.elementwise import (
+    FLOAT,
+    Kernel,
+    _check_kind,
+    _const,
+    _unary,
+    _via_f64,
+    call,
+    elementwise,
+    exp,
+    libm,
+    mul,
+    neg,
+)
 
-erf_p = unop("erf", _via_f64(special.erf))
-erfc_p = unop("erfc", _via_f64(special.erfc))
-erf_inv_p = unop("erf_inv", _via_f64(special.erf_inv))
-lgamma_p = unop("lgamma", _via_f64(special.lgamma))
-digamma_p = unop("digamma", _via_f64(special.digamma))
+erf_p = elementwise(
+    "erf", _via_f64(special.erf), kernel=libm("erf"), onnx="Erf",
+    jvp=lambda t, ans, x: mul(t, mul(_const(x, 2 / np.sqrt(np.pi)), exp(neg(mul(x, x))))))
+erfc_p = elementwise(
+    "erfc", _via_f64(special.erfc), kernel=libm("erfc"),
+    jvp=lambda t, ans, x: mul(t, mul(_const(x, -2 / np.sqrt(np.pi)), exp(neg(mul(x, x))))))
+# erf_inv and digamma compute in double whatever the operand type, as their impls do (the
+# prelude's fx_erf_inv and fx_digamma).
+erf_inv_p = elementwise(
+    "erf_inv", _via_f64(special.erf_inv), kernel=call("fx_erf_inv") | Kernel(via_f64=True),
+    jvp=lambda t, ans, x: mul(t, mul(_const(x, np.sqrt(np.pi) / 2), exp(mul(ans, ans)))))
+lgamma_p = elementwise("lgamma", _via_f64(special.lgamma), kernel=libm("lgamma"),
+                       jvp=lambda t, ans, x: mul(t, digamma(x)))
+digamma_p = elementwise("digamma", _via_f64(special.digamma),
+                        kernel=call("fx_digamma") | Kernel(via_f64=True),
+                        jvp=lambda t, ans, x: mul(t, polygamma(x, 1)))
 
 polygamma_p = Primitive("polygamma")  # params: m (the derivative order of digamma)
 
@@ -34,17 +58,6 @@ batching.vectorized_batcher(polygamma_p)
 
 # --- derivatives ------------------------------------------------------------------------------
 
-jvp.defjvp(
-    erf_p, lambda t, ans, x: mul(t, mul(_const(x, 2 / np.sqrt(np.pi)), exp(neg(mul(x, x)))))
-)
-jvp.defjvp(
-    erfc_p, lambda t, ans, x: mul(t, mul(_const(x, -2 / np.sqrt(np.pi)), exp(neg(mul(x, x)))))
-)
-jvp.defjvp(
-    erf_inv_p, lambda t, ans, x: mul(t, mul(_const(x, np.sqrt(np.pi) / 2), exp(mul(ans, ans))))
-)
-jvp.defjvp(lgamma_p, lambda t, ans, x: mul(t, digamma(x)))
-jvp.defjvp(digamma_p, lambda t, ans, x: mul(t, polygamma(x, 1)))
 jvp.defjvp(polygamma_p, lambda t, ans, x, *, m: mul(t, polygamma(x, m + 1)))
 
 

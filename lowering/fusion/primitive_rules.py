@@ -11,8 +11,11 @@ The op-pattern lattice (from least to most restrictive for fusion):
 - OPAQUE: anything else (run on its own, through a library or NumPy kernel).
 
 ``scalar_rules[prim](args, params, out_dtype)`` builds the kernel-IR expression for one output
-element from the operands' expressions (already in compute dtype). ``index_rules[prim]``
-maps an output index to the operand's index (or a guarded one) for the index-map patterns.
+element from the operands' expressions (already in compute dtype). The rules, patterns and the
+cheap and complex sets of the elementwise primitives declared by a record
+(``fx.lax.elementwise_record``) are derived from their records; the rest are written here.
+``index_rules[prim]`` maps an output index to the operand's index (or a guarded one) for the
+index-map patterns.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from fx.lax import scipy_special as scipy_prims
 from fx.lax import special as sp
 from fx.lax import special_functions as spf
 from fx.lax import structural as st
+from fx.lax.elementwise_record import records
 from fx.lowering.codegen import kernel_ir as ir
 
 
@@ -78,23 +82,13 @@ def _named(prim: Primitive, op: str) -> None:
                                                                 dt)
 
 
-for _prim, _op in [
-    (ew.neg_p, "neg"), (ew.sign_p, "sign"), (ew.floor_p, "floor"), (ew.ceil_p, "ceil"),
-    (ew.abs_p, "abs"), (ew.exp_p, "exp"), (ew.exp2_p, "exp2"), (ew.log_p, "log"),
-    (ew.log1p_p, "log1p"), (ew.expm1_p, "expm1"), (ew.sqrt_p, "sqrt"), (ew.rsqrt_p, "rsqrt"),
-    (ew.cbrt_p, "cbrt"), (ew.tanh_p, "tanh"), (ew.logistic_p, "logistic"), (ew.sin_p, "sin"),
-    (ew.cos_p, "cos"), (ew.tan_p, "tan"), (ew.asin_p, "asin"), (ew.acos_p, "acos"),
-    (ew.atan_p, "atan"), (ew.sinh_p, "sinh"), (ew.cosh_p, "cosh"), (ew.asinh_p, "asinh"),
-    (ew.acosh_p, "acosh"), (ew.atanh_p, "atanh"), (sp.erf_p, "erf"), (sp.erfc_p, "erfc"),
-    (sp.erf_inv_p, "erf_inv"), (sp.lgamma_p, "lgamma"), (sp.digamma_p, "digamma"),
-    (ew.is_finite_p, "is_finite"), (ew.not_p, "not"),
-    (ew.add_p, "add"), (ew.sub_p, "sub"), (ew.mul_p, "mul"), (ew.div_p, "div"),
-    (ew.rem_p, "rem"), (ew.pow_p, "pow"), (ew.max_p, "max"), (ew.min_p, "min"),
-    (ew.atan2_p, "atan2"), (ew.nextafter_p, "nextafter"), (ew.and_p, "and"), (ew.or_p, "or"),
-    (ew.xor_p, "xor"), (ew.eq_p, "eq"), (ew.ne_p, "ne"), (ew.lt_p, "lt"), (ew.le_p, "le"),
-    (ew.gt_p, "gt"), (ew.ge_p, "ge"), (base.add_any_p, "add"),
-]:
-    _named(_prim, _op)
+def _formula(expr, args, dt):
+    """A record's ``Kernel.formula`` (nested ``(op, operand, ...)``, operands by position) as
+    kernel IR."""
+    if isinstance(expr, int):
+        return args[expr]
+    op, *operands = expr
+    return ir.Op(wrapping(op, dt), tuple(_formula(o, args, dt) for o in operands), dt)
 
 
 # digamma & co. (the special functions of lowering/render/prelude_special.py) compute in double
@@ -106,8 +100,23 @@ def _via_double(op: str, args, dt, extra=()):
     return ir.Op("cast", (ir.Op(op, tuple(wide) + tuple(extra), dtypes.float64),), dt)
 
 
-for _prim, _op in [(sp.digamma_p, "digamma"), (sp.erf_inv_p, "erf_inv")]:
-    scalar_rules[_prim] = lambda args, params, dt, op=_op: _via_double(op, args, dt)
+# The elementwise records (fx.lax.elementwise_record): each computes one element as the op of
+# its name (spelled by the dialects from the record), as its formula, or in double. Records
+# without a kernel have their rule written below.
+for _record in records():
+    _k = _record.kernel
+    if _k is None:
+        continue
+    if _k.formula is not None:
+        _rule = lambda args, params, dt, f=_k.formula: _formula(f, args, dt)  # noqa: E731
+    elif _k.via_f64:
+        _rule = lambda args, params, dt, op=_record.name: _via_double(op, args, dt)  # noqa: E731
+    else:
+        _named(_record.primitive, _record.name)
+        continue
+    patterns[_record.primitive] = Pattern.ELEMENTWISE
+    scalar_rules[_record.primitive] = _rule
+_named(base.add_any_p, "add")
 
 for _prim in [spf.igamma_p, spf.igammac_p, spf.igamma_grad_a_p, spf.zeta_p,
               spf.bessel_i0e_p, spf.bessel_i1e_p, scipy_prims.erfcx_p, scipy_prims.dawsn_p,
@@ -152,11 +161,6 @@ def _select_n(args, params, dt):
     return out
 
 
-def _clamp(args, params, dt):
-    lo, x, hi = args
-    return ir.Op("min", (ir.Op("max", (x, lo), dt), hi), dt)
-
-
 def _convert(args, params, dt):
     return ir.Op("cast", (args[0],), dt)
 
@@ -180,9 +184,8 @@ def _round(args, params, dt):
 
 
 for _prim, _rule in [
-    (ew.select_n_p, _select_n), (ew.clamp_p, _clamp), (ew.convert_element_type_p, _convert),
+    (ew.select_n_p, _select_n), (ew.convert_element_type_p, _convert),
     (ew.integer_pow_p, _integer_pow), (ew.round_p, _round),
-    (ew.stop_gradient_p, lambda args, params, dt: args[0]),
 ]:
     patterns[_prim] = Pattern.ELEMENTWISE
     scalar_rules[_prim] = _rule
@@ -211,9 +214,9 @@ patterns[cx.conj_p] = Pattern.ELEMENTWISE
 scalar_rules[cx.conj_p] = lambda args, params, dt: ir.Op("conj", (
     args[0] if dtypes.is_complex(args[0].dtype) else ir.Op("cast", tuple(args), dt),), dt)
 complex_prims: frozenset[Primitive] = frozenset([
-    cx.real_p, cx.imag_p, cx.complex_p, cx.conj_p, ew.add_p, ew.sub_p, ew.mul_p, ew.div_p,
-    ew.neg_p, ew.abs_p, ew.eq_p, ew.ne_p, ew.select_n_p, ew.convert_element_type_p,
-    ew.integer_pow_p, ew.stop_gradient_p, base.add_any_p,
+    cx.real_p, cx.imag_p, cx.complex_p, cx.conj_p, ew.select_n_p, ew.convert_element_type_p,
+    ew.integer_pow_p, base.add_any_p,
+    *(r.primitive for r in records() if r.computes_complex),
 ])
 
 
@@ -262,8 +265,6 @@ def windows_overlap(window, strides, dilation) -> bool:
 
 # Operations cheaper to recompute in every consumer than to write out and read back.
 cheap_prims: set[Primitive] = {
-    ew.neg_p, ew.add_p, ew.sub_p, ew.mul_p, ew.abs_p, ew.sign_p, ew.max_p, ew.min_p,
-    ew.select_n_p, ew.convert_element_type_p, ew.eq_p, ew.ne_p, ew.lt_p, ew.le_p, ew.gt_p,
-    ew.ge_p, ew.and_p, ew.or_p, ew.not_p, ew.floor_p, ew.ceil_p, base.add_any_p,
-    ew.stop_gradient_p, ew.integer_pow_p, ew.clamp_p,
+    ew.select_n_p, ew.convert_element_type_p, base.add_any_p, ew.integer_pow_p,
+    *(r.primitive for r in records() if r.cheap),
 }

@@ -12,13 +12,12 @@ must not depend on the compiler.
 
 from __future__ import annotations
 
-from fx.lowering.render.dialects import Dialect
+from fx.lowering.render.dialect_base import RECORD_HELPERS, Dialect, record_libm
 
-# C99 float32 names the prelude and the shared spelling table use -> OpenCL's overloads.
-_F32_NAMES = ("exp", "exp2", "log", "log1p", "expm1", "cbrt", "tanh", "sin", "cos", "tan",
-              "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc",
-              "lgamma", "fmod", "floor", "ceil", "rint", "trunc", "sqrt", "pow", "atan2",
-              "nextafter", "fabs", "copysign", "hypot", "fma")
+# C99 float32 names -> OpenCL's overloads: those the records' spellings call, and those the
+# prelude and the shared spelling table call themselves (round_even's rint, round_away's trunc
+# and copysign, complex abs's hypot, fx_fmaf's fma).
+_F32_NAMES = tuple(sorted(record_libm() | {"rint", "trunc", "copysign", "hypot", "fma"}))
 
 # PoCL (3.1 on LLVM 15) evaluates these built-ins on a NaN known at compile time (a NaN
 # literal, or x - NAN, which LLVM folds to one) as garbage, not NaN (rint's crashed the
@@ -52,7 +51,7 @@ _PRELUDE = "\n".join([
     "FX_FN uint32_t fx_f32_to_bits(float f) { return as_uint(f); }",
     "FX_FN double fx_bits_to_f64(uint64_t b) { return as_double(b); }",
     "FX_FN uint64_t fx_f64_to_bits(double f) { return as_ulong(f); }",
-]) + "\n"
+]) + "\n" + RECORD_HELPERS
 
 OPENCL = Dialect(
     name="opencl",

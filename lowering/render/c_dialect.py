@@ -1,0 +1,56 @@
+"""The C dialect of the kernel renderer: C99 with OpenMP, compiled by the system's C compiler
+for the CPU.
+
+Kernels are ``static`` functions of one translation unit; the parallel loop is an OpenMP
+``for`` (with ``simd`` where iterations are straight-line code), taken only above
+``parallel_min_work`` elements; float32 exp, log, log1p, expm1 and tanh call the prelude's
+vectorizable polynomials (their records' C templates), everything else the shared spellings.
+"""
+
+from __future__ import annotations
+
+from fx.lowering.render.dialect_base import RECORD_HELPERS, Dialect, record_math
+
+C = Dialect(
+    name="c",
+    file_prelude="#include <stdint.h>\n#include <string.h>\n#include <math.h>\n"
+                 "#define FX_FN static inline\n"
+                 "#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)\n"
+                 "#define FX_WIDE_VECTORS __attribute__((target(\"prefer-vector-width=512\")))\n"
+                 "#else\n#define FX_WIDE_VECTORS\n#endif\n"
+                 "typedef struct { float re, im; } fx_c64;\n"
+                 "typedef struct { double re, im; } fx_c128;\n"
+                 "FX_FN float fx_bits_to_f32(uint32_t b) "
+                 "{ float f; memcpy(&f, &b, 4); return f; }\n"
+                 "FX_FN uint32_t fx_f32_to_bits(float f) "
+                 "{ uint32_t b; memcpy(&b, &f, 4); return b; }\n"
+                 "FX_FN double fx_bits_to_f64(uint64_t b) "
+                 "{ double f; memcpy(&f, &b, 8); return f; }\n"
+                 "FX_FN uint64_t fx_f64_to_bits(double f) "
+                 "{ uint64_t b; memcpy(&b, &f, 8); return b; }\n" + RECORD_HELPERS,
+    kernel_prefix="static void",
+    # GCC on x86 vectorizes with 256-bit vectors by default even where AVX-512 exists (for
+    # CPUs that clock down on 512-bit ones); a kernel dominated by dot-product instructions
+    # (the int8 GEMM) asks for the full width. Elsewhere the attribute is empty.
+    wide_vectors="FX_WIDE_VECTORS ",
+    restrict="restrict",
+    # Threads only pay off with enough total work (elements touched by the whole kernel); a
+    # small kernel gets no pragma at all, since even a parallel region its if() clause turns
+    # off costs a call into the OpenMP runtime (a loop of tiny kernels paid it every step).
+    parallel_for="#pragma omp parallel for schedule(static)\n"
+                 "for ({it} {v} = {start}; {v} < {stop}; {v}++)",
+    parallel_min_work=32768,
+    parallel_for_simd="#pragma omp parallel for simd schedule(static)\n"
+                      "for ({it} {v} = {start}; {v} < {stop}; {v}++)",
+    simd_loop="#pragma omp simd",
+    stage_narrow_stores=True,
+    # OpenMP may reassociate a sum or product within a row (the same way every run); max/min
+    # reduce per lane with the prelude's NaN-propagating reductions fx_max/fx_min.
+    simd_reduction="reduction({op}:{acc})",
+    # (A uint16 product is taken in uint32, see _COMMON: OpenMP's own '*' would multiply in int.)
+    simd_reduction_ops={("add", "*"): "+", ("mul", "*"): "*", ("mul", "u16"): "fx_mul_u16",
+                        ("max", "*"): "fx_max", ("min", "*"): "fx_min"},
+    # The records' C templates (the prelude's float32 exp family, integer max/min), and the
+    # select of a float accumulator by the bits.
+    math={("blend", "f32"): "fx_blendf({0}, {1}, {2})", **record_math("c")},
+)
