@@ -1,12 +1,14 @@
 """ONNX rules of the elementwise primitives: arithmetic, comparisons, logic, selection, casts
 and the floating-point functions.
 
-Most are one ONNX operator (``Add``, ``Exp``, ``Equal`` ...), registered through the family
-helpers :func:`_direct` and :func:`_composed`. The rest are spelled in a few operators with
-fx's semantics: ``rem`` is C's truncated remainder (``Mod`` with ``fmod=1``), ``round`` away
-from zero, ``integer_pow`` by repeated squaring (exact for integers), ``select_n`` on an int32
-selector as nested ``Where`` (clamped as fx's impl clamps), ordering comparisons of bools
-through int32 (ONNX orders only numbers), shifts through the unsigned type of the same width,
+Most are one ONNX operator (``Add``, ``Exp``, ``Equal`` ...): the operator their record names
+(``fx.lax.elementwise_record``, its ``onnx`` field), registered by :func:`_direct` for every
+record, so a new record with an operator needs no line here. The rest are written below (some
+through the family helper :func:`_composed`), in a few operators with fx's semantics: ``rem``
+is C's truncated remainder (``Mod`` with ``fmod=1``), ``round`` away from zero,
+``integer_pow`` by repeated squaring (exact for integers), ``select_n`` on an int32 selector as
+nested ``Where`` (clamped as fx's impl clamps), ordering comparisons of bools through int32
+(ONNX orders only numbers), shifts through the unsigned type of the same width,
 ``log1p``/``expm1`` with Goldberg's and Kahan's corrections (relative precision near 0).
 ``erfc`` is ``1 - erf``: exact to rounding in absolute terms, not in its far tail.
 """
@@ -19,6 +21,7 @@ import numpy as np
 
 from fx.export.onnx_graph import Ctx, Value, register
 from fx.lax import primitives as P
+from fx.lax.elementwise_record import records
 
 
 def _is_float(v: Value) -> bool:
@@ -37,23 +40,12 @@ def _direct(prim, op_type: str) -> None:
     register(prim)(partial(_one_op, op_type))
 
 
-for _prim, _op in [
-    (P.add_p, "Add"), (P.add_any_p, "Add"), (P.sub_p, "Sub"), (P.mul_p, "Mul"),
-    (P.pow_p, "Pow"), (P.max_p, "Max"), (P.min_p, "Min"),
-    (P.neg_p, "Neg"), (P.sign_p, "Sign"), (P.floor_p, "Floor"), (P.ceil_p, "Ceil"),
-    (P.abs_p, "Abs"), (P.exp_p, "Exp"), (P.log_p, "Log"), (P.sqrt_p, "Sqrt"),
-    (P.tanh_p, "Tanh"), (P.logistic_p, "Sigmoid"), (P.sin_p, "Sin"), (P.cos_p, "Cos"),
-    (P.tan_p, "Tan"), (P.asin_p, "Asin"), (P.acos_p, "Acos"), (P.atan_p, "Atan"),
-    (P.sinh_p, "Sinh"), (P.cosh_p, "Cosh"), (P.asinh_p, "Asinh"), (P.acosh_p, "Acosh"),
-    (P.atanh_p, "Atanh"), (P.stop_gradient_p, "Identity"), (P.eq_p, "Equal"),
-]:
-    _direct(_prim, _op)
-
-
-@register(P.div_p)
-def _div(ctx: Ctx, x: Value, y: Value) -> str:
-    # ONNX's integer Div truncates toward zero, as fx's (C's) does.
-    return ctx.op("Div", x, y)
+# Every elementwise record with an ONNX operator of its own (fx.lax.elementwise_record), and
+# add_any, the interpreters' sum of tangents.
+for _record in records():
+    if _record.onnx is not None:
+        _direct(_record.primitive, _record.onnx)
+_direct(P.add_any_p, "Add")
 
 
 @register(P.rem_p)
@@ -207,11 +199,6 @@ def _atan2(ctx: Ctx, y: Value, x: Value) -> str:
                       ctx.op("Where", ctx.op("Greater", y, c(0)), c(np.pi / 2), c(0)))
     out = ctx.op("Where", ctx.op("Less", x, c(0)), left, base_)
     return ctx.op("Where", ctx.op("Equal", x, c(0)), vertical, out)
-
-
-@register(P.erf_p)
-def _erf(ctx: Ctx, x: Value) -> str:
-    return ctx.op("Erf", x)
 
 
 @register(P.erfc_p)

@@ -8,6 +8,7 @@ import numpy as np
 from fx import dtypes, lax
 from fx.core import get_aval
 from fx.custom_derivatives import custom_jvp
+from fx.lax.elementwise_record import INEXACT, records
 from fx.numpy._promote import (
     broadcast_shapes,
     broadcast_to_shape,
@@ -17,17 +18,15 @@ from fx.numpy._promote import (
 )
 from fx.numpy.compaction import nonzero
 
-__all__ = [
-    "abs", "absolute", "add", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2",
-    "arctanh", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "cbrt", "ceil", "clip",
-    "copysign", "cos", "cosh", "deg2rad", "degrees", "divide", "equal", "exp", "exp2", "expm1",
-    "fix", "float_power", "floor", "floor_divide", "fmax", "fmin", "fmod", "greater",
-    "greater_equal", "heaviside", "hypot", "invert", "isfinite", "isinf", "isnan", "left_shift",
-    "less", "less_equal", "log", "log10", "log1p", "log2", "logaddexp", "logical_and",
-    "logical_not", "logical_or", "logical_xor", "maximum", "minimum", "mod", "multiply",
-    "negative", "nextafter", "not_equal", "positive", "power", "rad2deg", "radians",
-    "reciprocal", "remainder", "right_shift", "rint", "round", "sign", "signbit", "sin", "sinc",
-    "sinh", "sqrt", "square", "subtract", "tan", "tanh", "true_divide", "trunc", "where",
+__all__ = [  # and the functions derived from records, below
+    "abs", "absolute", "add", "arctan2", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
+    "cbrt", "ceil", "clip", "copysign", "deg2rad", "degrees", "divide", "equal", "fix",
+    "float_power", "floor", "floor_divide", "fmax", "fmin", "fmod", "greater", "greater_equal",
+    "heaviside", "hypot", "invert", "isfinite", "isinf", "isnan", "left_shift", "less",
+    "less_equal", "log10", "log2", "logaddexp", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "maximum", "minimum", "mod", "multiply", "negative", "nextafter", "not_equal",
+    "positive", "power", "rad2deg", "radians", "reciprocal", "remainder", "right_shift", "rint",
+    "round", "sign", "signbit", "sinc", "square", "subtract", "true_divide", "trunc", "where",
     "around",
 ]
 
@@ -127,17 +126,14 @@ def _binary(lax_fn, name, inexact=False, bool_fn=None, kinds=None):
     return f
 
 
-sin, cos, tan = (_unary_float(getattr(lax, n), n) for n in ("sin", "cos", "tan"))
-arcsin = _unary_float(lax.asin, "arcsin")
-arccos = _unary_float(lax.acos, "arccos")
-arctan = _unary_float(lax.atan, "arctan")
-sinh, cosh, tanh = (_unary_float(getattr(lax, n), n) for n in ("sinh", "cosh", "tanh"))
-arcsinh = _unary_float(lax.asinh, "arcsinh")
-arccosh = _unary_float(lax.acosh, "arccosh")
-arctanh = _unary_float(lax.atanh, "arctanh")
-exp, exp2, expm1 = (_unary_float(getattr(lax, n), n) for n in ("exp", "exp2", "expm1"))
-log, log1p = _unary_float(lax.log, "log"), _unary_float(lax.log1p, "log1p")
-sqrt, cbrt = _unary_float(lax.sqrt, "sqrt"), _real_only_unary(lax.cbrt, "cbrt")
+# The unary records over floating and complex operands (fx.lax.elementwise_record) under their
+# NumPy names: integers promote to float, then the primitive applies. A new such record needs
+# no line here; other records' functions are written below.
+_FROM_RECORDS = [r for r in records() if r.numpy and r.nargs == 1 and r.kinds == INEXACT]
+for _record in _FROM_RECORDS:
+    globals()[_record.numpy] = _unary_float(_record.function, _record.numpy)
+__all__ += [r.numpy for r in _FROM_RECORDS]
+cbrt = _real_only_unary(lax.cbrt, "cbrt")
 negative = _unary_same(lax.neg, "negative", kinds=_NUMERIC)
 sign = _unary_same(lax.sign, "sign", kinds=_NUMERIC)
 
