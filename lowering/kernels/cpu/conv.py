@@ -35,7 +35,7 @@ from fx.lax.windowed import dilate_and_pad
 from fx.lowering.fusion.groups import FusionGroup, GroupKind
 from fx.lowering.fusion.primitive_rules import Pattern, patterns
 from fx.lowering.select import cost as _cost
-from fx.lowering.select.op_info import OpImpl, register
+from fx.lowering.select.op_impl import OpImpl, register
 
 __all__ = ["conv_direct", "conv_flops", "conv_winograd", "winograd_eligible"]
 

@@ -39,7 +39,7 @@ from fx.lax.linalg import householder as linalg_householder
 from fx.lax.linalg import solvers as linalg_solvers
 from fx.lax.linalg import spectral as linalg_spectral
 from fx.lowering.fusion.groups import FusionGroup, GroupKind
-from fx.lowering.select.op_info import OpImpl, register
+from fx.lowering.select.op_impl import OpImpl, register
 
 # Batches above this many matrices stay on the host where CuPy calls the routine once per
 # matrix (getrf through cupyx.scipy.linalg.lu_factor, which also reads its info back each
