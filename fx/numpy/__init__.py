@@ -33,6 +33,7 @@ from fx.numpy.mathematical import *  # noqa: F403
 from fx.numpy.nan_reductions import *  # noqa: F403
 from fx.numpy.padding import *  # noqa: F403
 from fx.numpy.polynomial import *  # noqa: F403
+from fx.numpy.quantiles import *  # noqa: F403
 from fx.numpy.reductions import *  # noqa: F403
 from fx.numpy.selection import *  # noqa: F403
 from fx.numpy.setops import *  # noqa: F403

@@ -158,10 +158,10 @@ def _mirror(x, widths, mode: str, reflect_type: str):
 
 
 def _stat_function(mode: str) -> Callable:
-    from fx.numpy import reductions, sorting
+    from fx.numpy import quantiles, reductions
 
     return {"maximum": reductions.max, "minimum": reductions.min, "mean": reductions.mean,
-            "median": sorting.median}[mode]
+            "median": quantiles.median}[mode]
 
 
 def _stats(x, widths, stat_length, mode: str):

@@ -1,4 +1,5 @@
-"""Sorting, searching, cumulative and order-statistic ``fx.numpy`` functions.
+"""Sorting, searching and cumulative ``fx.numpy`` functions (the order statistics built on
+sorting are in :mod:`fx.numpy.quantiles`).
 
 All are traceable and differentiable: they are built on ``fx.lax.sort`` and the cumulative
 primitives (``fx.lax.cumsum`` ...), with numpy's signatures and JAX's semantics (NaNs sort to
@@ -9,26 +10,21 @@ the end, sorts are stable, ``axis=None`` flattens). Index results (``argsort``, 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from fx import dtypes, lax
 from fx.core import get_aval
 from fx.lax.sorting import descending_keys
 from fx.numpy._promote import (
-    asarray,
     broadcast_to_shape,
-    canonical_axes,
     canonical_axis,
     promote_dtypes,
-    promote_to_inexact,
     to_array,
 )
 
 __all__ = [
     "argsort", "cumprod", "cumsum", "cumulative_prod", "cumulative_sum", "diff", "lexsort",
-    "median", "percentile", "quantile", "searchsorted", "sort",
+    "searchsorted", "sort",
 ]
 
 
@@ -319,161 +315,3 @@ def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None):
         lo = lax.slice_in_dim(a, 0, size - 1, 1, axis)
         a = lax.ne(hi, lo) if get_aval(a).dtype == dtypes.bool_ else lax.sub(hi, lo)
     return a
-
-
-# --- order statistics ---------------------------------------------------------------------------
-
-_METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf")
-
-
-def _reduce_axes_last(a, axis, name: str):
-    """``a`` with the reduced axes merged into one last axis, and the result shape that
-    ``keepdims`` asks for."""
-    aval = get_aval(a)
-    axes = canonical_axes(axis, aval.ndim, name)
-    kept = [i for i in range(aval.ndim) if i not in axes]
-    moved = lax.transpose(a, kept + list(axes))
-    kept_shape = tuple(aval.shape[i] for i in kept)
-    size = int(np.prod([aval.shape[i] for i in axes], dtype=np.int64))
-    keep_shape = tuple(1 if i in axes else d for i, d in enumerate(aval.shape))
-    return lax.reshape(moved, kept_shape + (size,)), keep_shape
-
-
-def _take_last(x, index):
-    """``x[..., index]`` along the last axis for an integer array ``index`` of any shape
-    ``Q``: result ``Q + x.shape[:-1]``. A one-hot select and sum keeps it gather-free and
-    exact (a single entry survives each sum)."""
-    x_aval, i_aval = get_aval(x), get_aval(index)
-    q = i_aval.ndim
-    grid = i_aval.shape + x_aval.shape
-    xb = lax.broadcast_in_dim(x, grid, tuple(range(q, len(grid))))
-    ib = lax.broadcast_in_dim(index, grid, tuple(range(q)))
-    hit = lax.eq(lax.broadcasted_iota(i_aval.dtype, grid, len(grid) - 1), ib)
-    picked = lax.select(hit, xb, lax.full(grid, 0, x_aval.dtype))
-    return lax.reduce_sum(picked, (len(grid) - 1,))
-
-
-def quantile(a, q, axis: int | Sequence[int] | None = None, out=None,
-             overwrite_input: bool = False, method: str = "linear", keepdims: bool = False,
-             *, weights=None):
-    """The ``q``-th quantiles (``0 <= q <= 1``) of ``a`` over ``axis``, interpolating by
-    ``method`` (``linear``, ``lower``, ``higher``, ``midpoint`` or ``nearest``), or with
-    ``method="inverted_cdf"`` the first sorted value whose cumulative weight reaches ``q``
-    times the total; that method alone takes ``weights`` (as jax 0.10's).
-
-    The result has shape ``q.shape + `` the remaining axes; it is NaN where the reduced data
-    holds a NaN. Integers compute in the default float.
-
-    Example::
-
-        >>> fnp.quantile(fnp.array([1.0, 2.0, 3.0, 4.0]), 0.5)   # 2.5
-    """
-    return _quantile(a, q, axis, out, overwrite_input, method, keepdims, "fx.numpy.quantile",
-                     weights)
-
-
-def _refuse_complex_quantile(a, name: str) -> None:
-    # As jax: an order statistic of complex numbers is poorly defined.
-    if dtypes.is_complex(get_aval(to_array(a, name)).dtype):
-        raise ValueError(f"{name} does not support complex input (an order statistic of "
-                         "complex numbers is poorly defined), got "
-                         f"{get_aval(to_array(a, name)).str_short()}")
-
-
-def _quantile(a, q, axis, out, overwrite_input, method, keepdims, name, weights=None):
-    _refuse_complex_quantile(a, name)
-    if out is not None or overwrite_input:
-        raise NotImplementedError(f"{name}: 'out' and 'overwrite_input' are not supported")
-    if method not in _METHODS:
-        raise ValueError(f"{name}: method must be one of {_METHODS}, got {method!r}")
-    if method == "inverted_cdf" or weights is not None:
-        return _inverted_cdf_quantile(a, q, axis, out, overwrite_input, method, keepdims,
-                                      weights, name)
-    (a,) = promote_to_inexact(a, name=name)
-    dt = get_aval(a).dtype
-    q = asarray(q, dt)  # Python scalars convert exactly, not through float32
-    flat, keep_shape = _reduce_axes_last(a, axis, name)
-    n = get_aval(flat).shape[-1]
-    if n == 0:
-        raise ValueError(f"{name}: cannot take a quantile over zero elements "
-                         f"(shape {get_aval(a).shape}, axis {axis})")
-    data = lax.sort(flat, -1)
-    pos = lax.mul(q, float(n - 1))
-    low = lax.floor(pos)
-    high = lax.ceil(pos)
-    high_w = lax.sub(pos, low)
-    low_w = lax.sub(lax.full_like(high_w, 1), high_w)
-    idx = [lax.convert_element_type(lax.clamp(0.0, i, float(n - 1)), dtypes.int32)
-           for i in (low, high)]
-    low_v, high_v = (_take_last(data, i) for i in idx)
-    q_nd, rest = get_aval(q).ndim, get_aval(low_v).shape
-    if method == "linear":
-        def spread(w):
-            return lax.broadcast_in_dim(w, rest, tuple(range(q_nd)))
-
-        result = lax.add(lax.mul(low_v, spread(low_w)), lax.mul(high_v, spread(high_w)))
-    elif method == "lower":
-        result = low_v
-    elif method == "higher":
-        result = high_v
-    elif method == "nearest":
-        pick_low = lax.broadcast_in_dim(lax.le(high_w, 0.5), rest, tuple(range(q_nd)))
-        result = lax.select(pick_low, low_v, high_v)
-    else:
-        result = lax.mul(lax.add(low_v, high_v), 0.5)
-    # NaNs sort last: a NaN in the last sorted slot means the slice held one.
-    last = lax.slice_in_dim(data, n - 1, n, 1, get_aval(data).ndim - 1)
-    has_nan = lax.reshape(lax.ne(last, last), get_aval(last).shape[:-1])
-    has_nan = lax.broadcast_in_dim(has_nan, rest, tuple(range(q_nd, len(rest))))
-    result = lax.select(has_nan, lax.full(rest, np.nan, dt), result)
-    if keepdims:
-        result = lax.reshape(result, get_aval(q).shape + keep_shape)
-    return result
-
-
-def percentile(a, q, axis: int | Sequence[int] | None = None, out=None,
-               overwrite_input: bool = False, method: str = "linear", keepdims: bool = False,
-               *, weights=None):
-    """The ``q``-th percentiles (``0 <= q <= 100``) of ``a``; see :func:`quantile`
-    (``weights`` with ``method="inverted_cdf"``).
-
-    Example::
-
-        >>> fnp.percentile(x, [25, 50, 75], axis=0)
-    """
-    name = "fx.numpy.percentile"
-    (a,) = promote_to_inexact(a, name=name)
-    q = asarray(q, get_aval(a).dtype)
-    return _quantile(a, lax.div(q, 100.0), axis, out, overwrite_input, method, keepdims, name,
-                     weights)
-
-
-def _inverted_cdf_quantile(a, q, axis, out, overwrite_input, method, keepdims, weights, name):
-    """``inverted_cdf`` (weighted or not) is the NaN-ignoring one of ``nanquantile`` with
-    NaN wherever the reduced slice holds a NaN, as jax's ``quantile``."""
-    from fx.numpy.nan_reductions import _nanquantile  # noqa: PLC0415  (it imports this module)
-
-    result = _nanquantile(a, q, axis, out, overwrite_input, method, keepdims, weights, name)
-    (a,) = promote_to_inexact(a, name=name)
-    nan = lax.ne(a, a)
-    flat, keep_shape = _reduce_axes_last(nan, axis, name)
-    any_nan = lax.reduce_or(flat, (get_aval(flat).ndim - 1,))
-    if keepdims:
-        any_nan = lax.reshape(any_nan, keep_shape)
-    shape = get_aval(result).shape
-    any_nan = lax.broadcast_in_dim(any_nan, shape, tuple(range(len(shape) - get_aval(any_nan).ndim,
-                                                               len(shape))))
-    return lax.select(any_nan, lax.full(shape, np.nan, get_aval(result).dtype), result)
-
-
-def median(a, axis: int | Sequence[int] | None = None, out=None,
-           overwrite_input: bool = False, keepdims: bool = False):
-    """The median of ``a`` over ``axis`` (the mean of the two middle values for even sizes);
-    NaN where the data holds a NaN.
-
-    Example::
-
-        >>> fnp.median(fnp.array([[1.0, 5.0, 2.0]]), axis=1)      # [2.]
-    """
-    return _quantile(a, 0.5, axis, out, overwrite_input, "midpoint", keepdims,
-                     "fx.numpy.median")
