@@ -3,6 +3,7 @@ promotion (JAX's lattice, weak Python scalars) and numpy-style broadcasting."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 import numpy as np
@@ -155,3 +156,17 @@ def canonical_axes(axis, ndim: int, name: str) -> tuple[int, ...]:
     if len(set(out)) != len(out):
         raise ValueError(f"{name}: repeated axis in {axis}")
     return out
+
+
+def axis_list(axes, ndim: int, name: str) -> tuple[int, ...]:
+    """``axes`` (an int or a sequence) as non-negative axes in the given order; ValueError
+    naming ``fx.numpy.<name>`` for one out of bounds."""
+    if isinstance(axes, (int, np.integer)):
+        axes = (axes,)
+    out = []
+    for ax in axes:
+        ax = operator.index(ax)
+        if not -ndim <= ax < ndim:
+            raise ValueError(f"fx.numpy.{name}: axis {ax} is out of bounds for rank {ndim}")
+        out.append(ax % ndim)
+    return tuple(out)

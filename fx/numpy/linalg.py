@@ -1,5 +1,7 @@
 """Products of ``fx.numpy``: ``dot``, ``matmul`` (the ``@`` operator), ``vdot``, ``inner``,
-``outer``, ``tensordot``, ``kron`` and ``einsum``, plus ``norm`` (as ``fx.numpy.linalg.norm``).
+``outer``, ``tensordot``, ``kron`` and ``einsum``; and the ``fx.numpy.linalg`` namespace, which
+gathers the rest of jax.numpy.linalg from the ``linalg_*`` modules at the bottom (they do not
+import this module).
 
 Each takes arrays or array-likes, promotes them to one dtype (JAX's rules), and lowers to
 ``fx.lax.dot_general`` with reshapes, transposes and reductions around it, so every function
@@ -18,7 +20,7 @@ import numpy as np
 
 from fx import dtypes, lax
 from fx.core import get_aval
-from fx.numpy._promote import broadcast_shapes, promote_dtypes, promote_to_inexact
+from fx.numpy._promote import axis_list, broadcast_shapes, promote_dtypes
 
 __all__ = ["dot", "einsum", "inner", "kron", "matmul", "outer", "tensordot", "vdot"]
 
@@ -172,18 +174,6 @@ def outer(a, b):
     return lax.mul(lax.broadcast_in_dim(a, shape, (0,)), lax.broadcast_in_dim(b, shape, (1,)))
 
 
-def _axis_list(axes, ndim: int, name: str) -> tuple[int, ...]:
-    if isinstance(axes, (int, np.integer)):
-        axes = (axes,)
-    out = []
-    for ax in axes:
-        ax = operator.index(ax)
-        if not -ndim <= ax < ndim:
-            raise ValueError(f"fx.numpy.{name}: axis {ax} is out of bounds for rank {ndim}")
-        out.append(ax % ndim)
-    return tuple(out)
-
-
 def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     """Contract ``a``'s last ``axes`` dimensions with ``b``'s first ones, or the dimensions
     listed by a pair ``(a_axes, b_axes)``. Result: ``a``'s free dims then ``b``'s."""
@@ -207,8 +197,8 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
         if not (all(ints) or all(seqs)):
             raise TypeError("fx.numpy.tensordot: the axes pair must be two ints or two "
                             f"sequences of ints, got {axes_a!r} and {axes_b!r}")
-        ca = _axis_list(axes_a, aa.ndim, "tensordot")
-        cb = _axis_list(axes_b, ba.ndim, "tensordot")
+        ca = axis_list(axes_a, aa.ndim, "tensordot")
+        cb = axis_list(axes_b, ba.ndim, "tensordot")
         if len(ca) != len(cb):
             raise TypeError(f"fx.numpy.tensordot: {len(ca)} axes of a paired with {len(cb)} "
                             f"axes of b ({axes_a!r} and {axes_b!r}); give as many of each")
@@ -417,91 +407,9 @@ def einsum(subscripts, *operands, optimize="greedy", precision=None,
     return res
 
 
-# --- norm (fx.numpy.linalg.norm) ------------------------------------------------------------------
-
-
-def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002
-    """Vector or matrix norm, as ``numpy.linalg.norm``.
-
-    Vectors: ``ord`` None/2 (Euclidean), 1, inf, -inf, 0 (count of nonzeros) or any other
-    number p (``sum(|x|**p)**(1/p)``). Matrices (``axis`` a pair, or a 2-D ``x``): None/'fro',
-    1, -1, inf, -inf, and from singular values 2, -2 (largest/smallest) and 'nuc' (their sum).
-    Example: ``norm(fnp.array([3., 4.]))`` is ``5.``.
-    """
-    from fx.numpy import reductions as red
-
-    (x,) = promote_to_inexact(x, name="fx.numpy.linalg.norm")
-    nd = get_aval(x).ndim
-    if axis is None:
-        if ord is None:
-            r = lax.sqrt(red.sum(_abs2(x)))
-            return lax.reshape(r, (1,) * nd) if keepdims else r
-        if nd not in (1, 2):
-            raise ValueError(f"fx.numpy.linalg.norm: ord={ord!r} needs a 1-D or 2-D input or an "
-                             f"axis, got rank {nd}")
-        axes = tuple(range(nd))
-    else:
-        axes = _axis_list(axis, nd, "linalg.norm")
-        if len(set(axes)) != len(axes):
-            raise ValueError(f"fx.numpy.linalg.norm: repeated axis in {axis}")
-    if len(axes) == 1:
-        return _vector_norm(red, x, ord, axes[0], keepdims)
-    if len(axes) == 2:
-        return _matrix_norm(red, x, ord, axes, keepdims)
-    raise ValueError(f"fx.numpy.linalg.norm: axis must name 1 or 2 dimensions, got {axis}")
-
-
-def _abs2(x):
-    """``|x|**2``: ``x * x``, or ``real(x * conj(x))`` for complex ``x`` (as jax's)."""
-    if dtypes.is_complex(get_aval(x).dtype):
-        return lax.real(lax.mul(x, lax.conj(x)))
-    return lax.mul(x, x)
-
-
-def _vector_norm(red, x, ord, axis, keepdims):  # noqa: A002
-    ax = lax.abs(x)
-    if ord is None or ord == 2:
-        return lax.sqrt(red.sum(_abs2(x), axis, keepdims=keepdims))
-    if isinstance(ord, str):
-        raise ValueError(f"fx.numpy.linalg.norm: invalid norm order {ord!r} for vectors")
-    if ord == np.inf:
-        return red.max(ax, axis, keepdims=keepdims)
-    if ord == -np.inf:
-        return red.min(ax, axis, keepdims=keepdims)
-    if ord == 0:
-        nz = lax.convert_element_type(lax.ne(x, 0), get_aval(ax).dtype)
-        return red.sum(nz, axis, keepdims=keepdims)
-    if ord == 1:
-        return red.sum(ax, axis, keepdims=keepdims)
-    p = float(ord)
-    return lax.pow(red.sum(lax.pow(ax, p), axis, keepdims=keepdims), 1.0 / p)
-
-
-def _matrix_norm(red, x, ord, axes, keepdims):  # noqa: A002
-    row, col = axes
-    if ord is None or ord == "fro":
-        return lax.sqrt(red.sum(_abs2(x), axes, keepdims=keepdims))
-    if ord in (2, -2, "nuc"):
-        from fx.numpy.linalg_decompositions import _svd_norm
-
-        return _svd_norm(x, ord, axes, keepdims)
-    if ord in (1, -1):
-        sums = red.sum(lax.abs(x), row, keepdims=True)
-        pick = red.max if ord == 1 else red.min
-    elif ord in (np.inf, -np.inf):
-        sums = red.sum(lax.abs(x), col, keepdims=True)
-        pick = red.max if ord == np.inf else red.min
-        row, col = col, row
-    else:
-        raise ValueError(f"fx.numpy.linalg.norm: invalid norm order {ord!r} for matrices")
-    r = pick(sums, col, keepdims=True)
-    if keepdims:
-        return r
-    return lax.reshape(r, tuple(d for i, d in enumerate(get_aval(r).shape) if i not in axes))
-
-
 # The rest of jax.numpy.linalg (decompositions, solves, the array-API names) lives in its own
 # modules; these names are fx.numpy.linalg's only (not in __all__, so not in fx.numpy).
 from fx.numpy.linalg_array_api import *  # noqa: E402, F403
 from fx.numpy.linalg_decompositions import *  # noqa: E402, F403
 from fx.numpy.linalg_determinants import *  # noqa: E402, F403
+from fx.numpy.linalg_norms import *  # noqa: E402, F403

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from fx.numpy._promote import ensure_arraylike, promote_to_inexact
+from fx.numpy.linalg_norms import norm
 
 __all__ = ["cross", "diagonal", "matrix_norm", "matrix_transpose", "multi_dot", "trace",
            "vecdot", "vector_norm"]
@@ -61,8 +62,6 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):  # noqa: A002
     >>> fx.numpy.linalg.matrix_norm(fx.numpy.array([[3., 0.], [0., 4.]]), ord=2)
     Array(4., dtype=float32)
     """
-    from fx.numpy.linalg import norm
-
     ensure_arraylike("fx.numpy.linalg.matrix_norm", x)
     return norm(x, ord=ord, keepdims=keepdims, axis=(-2, -1))
 

@@ -1,6 +1,6 @@
 """``fx.numpy.linalg``'s decompositions and the functions built on them: cholesky, qr, svd,
 svdvals, eig, eigvals, eigh, eigvalsh, solve, inv, lstsq, pinv, matrix_rank,
-matrix_power, cond, tensorinv, tensorsolve — jax.numpy.linalg's signatures and semantics.
+matrix_power, tensorinv, tensorsolve — jax.numpy.linalg's signatures and semantics.
 
 Each takes array-likes, promotes integers and bools to the default float (complex stays
 complex), and works on batches of matrices in the trailing two dimensions. They are written
@@ -25,7 +25,7 @@ from fx.lax.linalg.solvers import solve_square
 from fx.numpy._promote import ensure_arraylike, promote_to_inexact
 
 __all__ = ["EigResult", "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky",
-           "cond", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq", "matrix_power",
+           "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq", "matrix_power",
            "matrix_rank", "pinv", "qr", "solve", "svd", "svdvals", "tensorinv",
            "tensorsolve"]
 
@@ -405,38 +405,6 @@ def matrix_power(a, n: int):
     return result
 
 
-def cond(x, p=None):
-    """Condition number in the norm ``p`` (None/2/-2 from singular values; others as
-    ``norm(x, p) * norm(inv(x), p)``), inf for singular matrices as jax.
-
-    >>> fx.numpy.linalg.cond(fx.numpy.array([[2., 0.], [0., 1.]]))
-    Array(2., dtype=float32)
-    """
-    from fx.numpy.linalg import norm
-
-    fnp = _fnp()
-    ensure_arraylike("fx.numpy.linalg.cond", x)
-    arr = fnp.asarray(x)
-    if arr.ndim < 2:
-        raise ValueError(f"jnp.linalg.cond: input array must be at least 2D; got "
-                         f"arr.shape={arr.shape}")
-    if arr.shape[-1] == 0 or arr.shape[-2] == 0:
-        raise ValueError(f"jnp.linalg.cond: input array must not be empty; got "
-                         f"arr.shape={arr.shape}")
-    if p is None or p == 2:
-        s = svdvals(arr)
-        return s[..., 0] / s[..., -1]
-    if p == -2:
-        s = svdvals(arr)
-        r = s[..., -1] / s[..., 0]
-    else:
-        if arr.shape[-2] != arr.shape[-1]:
-            raise ValueError(f"jnp.linalg.cond: for p={p}, array must be square; got "
-                             f"arr.shape={arr.shape}")
-        r = norm(arr, ord=p, axis=(-2, -1)) * norm(inv(arr), ord=p, axis=(-2, -1))
-    return fnp.where(fnp.isnan(r) & ~fnp.isnan(arr).any(axis=(-2, -1)), np.inf, r)
-
-
 def tensorinv(a, ind: int = 2):
     """The inverse of ``a`` as a linear map from its first ``ind`` dimensions to the rest.
 
@@ -479,13 +447,3 @@ def tensorsolve(a, b, axes=None):
                          f"prod(a.shape[b.ndim:]); got a.shape={a.shape}, b.ndim={b.ndim}.")
     a = a.reshape(b.size, math.prod(out_shape))
     return solve(a, b.ravel()).reshape(out_shape)
-
-
-def _svd_norm(x, ord, axes, keepdims):  # noqa: A002
-    """The matrix norms ``ord`` 2, -2 and 'nuc' over ``axes`` from singular values (jax's)."""
-    fnp = _fnp()
-    s = svd(fnp.moveaxis(x, axes, (-2, -1)), compute_uv=False)
-    y = fnp.max(s, axis=-1) if ord == 2 else fnp.min(s, axis=-1) if ord == -2 else (
-        fnp.sum(s, axis=-1))
-    return fnp.expand_dims(y, axes) if keepdims else y
-

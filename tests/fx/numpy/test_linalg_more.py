@@ -25,6 +25,7 @@ import fx.numpy as fnp
 import fx.numpy.linalg_array_api
 import fx.numpy.linalg_decompositions
 import fx.numpy.linalg_determinants
+import fx.numpy.linalg_norms
 
 FL, JL = fnp.linalg, jnp.linalg
 
@@ -324,4 +325,4 @@ def test_fx_numpy_top_level_names_are_unchanged():
 
 def test_docstring_examples():
     assert run_doctests(fx.numpy.linalg_decompositions, fx.numpy.linalg_array_api,
-                        fx.numpy.linalg_determinants) >= 25
+                        fx.numpy.linalg_determinants, fx.numpy.linalg_norms) >= 25
