@@ -40,10 +40,12 @@ import numpy as np
 
 from fx import dtypes, lax
 from fx.array import Array
+from fx.autodiff import jvp
 from fx.core import get_aval
 from fx.custom_derivatives import custom_jvp
+from fx.jit_function import jit
 from fx.lax.convert import to_dtype
-from fx.random._xla_rsqrt import float16_fma_fused
+from fx.random._xla_rsqrt import float16_fma_fused, flush_denormals
 
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
 
@@ -179,9 +181,7 @@ def _int(x):
 
 @functools.cache
 def _libm(name: str):
-    import fx
-
-    return fx.jit(getattr(lax, name))
+    return jit(getattr(lax, name))
 
 
 # --- float32 -------------------------------------------------------------------------------------
@@ -433,13 +433,6 @@ def _erf_inv_f64(x):
     return _erf_inv_end(x, p)
 
 
-def flush_denormals(x):
-    """Subnormal float32/float64 values replaced by zeros of their sign: XLA's CPU threads run
-    with the denormals-are-zero and flush-to-zero flags set, for its own code and libm's."""
-    tiny = _k(x, float(dtypes.finfo(get_aval(x).dtype).tiny))
-    return _sel(lax.lt(lax.abs(x), tiny), lax.mul(x, _k(x, 0)), x)
-
-
 # --- lgamma (both float types) -------------------------------------------------------------------
 
 _LANCZOS = {  # jax's lgamma: Lanczos' series (g = 7, 9 terms), the first term by dtype
@@ -510,10 +503,8 @@ def _unary(name: str, f32_impl, f64_impl, keep_zeros: bool = False):
 
     @fn.defjvp
     def _jvp(primals, tangents):
-        import fx
-
         (x,), (x_dot,) = primals, tangents
-        return impl(x), fx.jvp(lax_fn, (x,), (x_dot,))[1]
+        return impl(x), jvp(lax_fn, (x,), (x_dot,))[1]
 
     fn.__doc__ = f"XLA CPU's ``{name}``, bit for bit (see the module docstring)."
     return fn

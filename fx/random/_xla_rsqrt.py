@@ -39,6 +39,9 @@ import warnings
 import numpy as np
 
 from fx import dtypes, lax
+from fx.api import ShapeDtypeStruct
+from fx.autodiff import jvp
+from fx.callback import pure_callback
 from fx.core import get_aval
 from fx.custom_derivatives import custom_jvp
 
@@ -151,18 +154,22 @@ def _host_rsqrt(x) -> np.ndarray:
     return out
 
 
-def _impl(x):
-    import fx
-    from fx.random._xla_math import flush_denormals
+def flush_denormals(x):
+    """Subnormal float32/float64 values replaced by zeros of their sign: XLA's CPU threads run
+    with the denormals-are-zero and flush-to-zero flags set, for its own code and libm's."""
+    tiny = lax.full_like(x, float(dtypes.finfo(get_aval(x).dtype).tiny))
+    return lax.select(lax.lt(lax.abs(x), tiny), lax.mul(x, lax.full_like(x, 0)), x)
 
+
+def _impl(x):
     dt = get_aval(x).dtype
     if dt in (dtypes.float16, dtypes.bfloat16):
         return lax.convert_element_type(_impl(lax.convert_element_type(x, F32)), dt)
     if dt not in _SUFFIX:
         return lax.rsqrt(x)
     if uses_hardware_approximation(dt):
-        spec = fx.ShapeDtypeStruct(get_aval(x).shape, dt)
-        return fx.pure_callback(_host_rsqrt, spec, x, vmap_method="expand_dims")
+        spec = ShapeDtypeStruct(get_aval(x).shape, dt)
+        return pure_callback(_host_rsqrt, spec, x, vmap_method="expand_dims")
     x = flush_denormals(x)
     return flush_denormals(lax.div(lax.full_like(x, 1), lax.sqrt(x)))
 
@@ -175,7 +182,5 @@ def rsqrt(x):
 
 @rsqrt.defjvp
 def _rsqrt_jvp(primals, tangents):
-    import fx
-
     (x,), (x_dot,) = primals, tangents
-    return rsqrt(x), fx.jvp(lax.rsqrt, (x,), (x_dot,))[1]
+    return rsqrt(x), jvp(lax.rsqrt, (x,), (x_dot,))[1]
