@@ -14,6 +14,7 @@ import numpy as np
 from harness import assert_allclose, assert_bitwise, to_fx
 
 import fx
+from fx.lax.elementwise_record import records
 
 F16, BF16, F32, F64 = (np.dtype(d) for d in ("float16", "bfloat16", "float32", "float64"))
 I32, I64, U32, BOOL = (np.dtype(d) for d in ("int32", "int64", "uint32", "bool"))
@@ -43,6 +44,9 @@ class Row:
     # Primitives the row exercises that a transformation removes before lowering (collectives
     # become reductions under their vmap), so they are not in its traced jaxpr.
     covers: tuple[str, ...] = ()
+    # Also compare jvp, vjp, float64 finite differences and vmap with jax
+    # (test_jit_ops.test_transformations_match_jax): for a row of differentiable primitives.
+    transforms: bool = False
 
     def __repr__(self) -> str:
         return self.name
@@ -70,20 +74,19 @@ def assert_jit_close(got, want, what: str, slack: float = 1.0) -> None:
 
 # Primitives whose result is exactly determined (IEEE-correctly rounded or no rounding at all):
 # under jit they must give eager's bits, signed zeros included (NaN payloads aside). Any
-# primitive on integers and bools only is exact too.
+# primitive on integers and bools only is exact too. The elementwise records say it themselves
+# (their ``exact``); the other primitives are listed here.
 EXACT = frozenset("""
-    abs add add_any and argmax argmin bitcast_convert_type broadcast_in_dim ceil clamp
-    concatenate cond convert_element_type cummax cummin div dynamic_slice dynamic_update_slice
-    eq floor gather ge gt iota is_finite le lt max min mul ne neg nextafter not or pad
+    add_any argmax argmin bitcast_convert_type broadcast_in_dim concatenate cond
+    convert_element_type cummax cummin dynamic_slice dynamic_update_slice gather iota pad
     reduce_and reduce_max reduce_min reduce_or reduce_window_max reduce_window_min reduce_xor
-    rem reshape rev round scan scatter scatter_max scatter_min select_and_gather_add select_n
-    shift_left shift_right_logical sign slice sort sqrt squeeze stop_gradient sub transpose
-    while xor""".split())
+    reshape rev round scan scatter scatter_max scatter_min select_and_gather_add select_n slice
+    sort squeeze transpose while""".split()) | {r.name for r in records() if r.exact}
 
 
 # Exact on real operands, rounded more than once on complex ones (a product is a sum of two
 # rounded products; a quotient or modulus more).
-INEXACT_ON_COMPLEX = frozenset("abs div mul sign sqrt".split())
+INEXACT_ON_COMPLEX = frozenset(r.name for r in records() if r.exact == "real")
 
 
 def _is_exact(closed) -> bool:

@@ -36,8 +36,22 @@ def _one_op(op_type: str, ctx: Ctx, *args: Value, **params) -> str:
     return ctx.op(op_type, *args)
 
 
-def _direct(prim, op_type: str) -> None:
-    register(prim)(partial(_one_op, op_type))
+def _formula(expr, ctx: Ctx, *args: Value, **params) -> str:
+    """A record's ONNX formula: ``(op_type, operand, ...)``, operands by position or nested."""
+
+    def build(e):
+        if isinstance(e, int):
+            return args[e]
+        op_type, *operands = e
+        return ctx.op(op_type, *(build(o) for o in operands))
+
+    out = build(expr)
+    return ctx.op("Identity", out) if isinstance(out, Value) else out
+
+
+def _direct(prim, onnx: str | tuple) -> None:
+    """``prim`` as its record's ONNX operator (applied to every operand) or formula."""
+    register(prim)(partial(_one_op, onnx) if isinstance(onnx, str) else partial(_formula, onnx))
 
 
 # Every elementwise record with an ONNX operator of its own (fx.lax.elementwise_record), and

@@ -93,20 +93,20 @@ def _const(x, value):
 # vectorizable polynomials; the others call libm.
 neg_p = elementwise("neg", np.negative, NUMERIC, jvp=lambda t, ans, x: neg(t), cheap=True,
                     kernel=Kernel({"*": "(-{0})"}) | complex_call("neg", 1), onnx="Neg",
-                    numpy="negative")
+                    numpy="negative", exact=True)
 sign_p = elementwise("sign", _sign, NUMERIC, jvp=ZERO, cheap=True, onnx="Sign", numpy="sign",
                      kernel=Kernel({"f32": "fx_signf({0})", "f64": "fx_sign({0})",
-                                    "*": "(({0} > 0) - ({0} < 0))"}))
+                                    "*": "(({0} > 0) - ({0} < 0))"}), exact="real")
 floor_p = elementwise("floor", np.floor, jvp=ZERO, kernel=libm("floor"), onnx="Floor",
-                      numpy="floor", cheap=True)
+                      numpy="floor", cheap=True, exact=True)
 ceil_p = elementwise("ceil", np.ceil, jvp=ZERO, kernel=libm("ceil"), onnx="Ceil", numpy="ceil",
-                     cheap=True)
+                     cheap=True, exact=True)
 round_p = Primitive("round")  # params: rounding_method
 # complex: the real modulus (type rule and jvp in fx.lax.complex_parts)
 abs_p = elementwise("abs", np.abs, NUMERIC, onnx="Abs", numpy="absolute", cheap=True,
                     kernel=Kernel({"f32": "fabsf({0})", "f64": "fabs({0})", "uint": "{0}",
                                    "*": "({0} < 0 ? -{0} : {0})"}, libm=("fabs",))
-                    | complex_call("abs", 1))
+                    | complex_call("abs", 1), exact="real")
 exp_p = elementwise("exp", np.exp, INEXACT, jvp=lambda t, ans, x: mul(t, ans), onnx="Exp",
                     kernel=libm("exp") | on("c", f32="fx_expf({0})"), numpy="exp")
 exp2_p = elementwise("exp2", np.exp2, INEXACT, kernel=libm("exp2"), numpy="exp2",
@@ -120,7 +120,7 @@ expm1_p = elementwise("expm1", np.expm1, INEXACT, numpy="expm1",
                       jvp=lambda t, ans, x: mul(t, add(ans, _const(x, 1))),
                       kernel=libm("expm1") | on("c", f32="fx_expm1f({0})"))
 sqrt_p = elementwise("sqrt", np.sqrt, INEXACT, kernel=libm("sqrt"), onnx="Sqrt", numpy="sqrt",
-                     jvp=lambda t, ans, x: div(t, mul(ans, _const(x, 2))))
+                     jvp=lambda t, ans, x: div(t, mul(ans, _const(x, 2))), exact="real")
 rsqrt_p = elementwise("rsqrt", lambda x: 1 / np.sqrt(x), INEXACT,
                       jvp=lambda t, ans, x: mul(t, mul(div(ans, x), _const(x, -0.5))),
                       kernel=Kernel({"f32": "(1.0f / sqrtf({0}))", "f64": "(1.0 / sqrt({0}))"},
@@ -166,11 +166,13 @@ atanh_p = elementwise("atanh", np.arctanh, INEXACT, kernel=libm("atanh"), onnx="
 is_finite_p = elementwise("is_finite", np.isfinite, FLOAT, out_dtype=dtypes.bool_,
                           numpy="isfinite",
                           kernel=Kernel({"f32": "((uint8_t)isfinite({0}))",
-                                         "f64": "((uint8_t)isfinite({0}))"}))
+                                         "f64": "((uint8_t)isfinite({0}))"}), exact=True)
 not_p = elementwise("not", np.invert, INT_OR_BOOL, lax_name="bitwise_not", numpy="bitwise_not",
-                    kernel=Kernel({"bool": "((uint8_t)!{0})", "*": "(~{0})"}), cheap=True)
-stop_gradient_p = elementwise("stop_gradient", lambda x: x, ANY, jvp=ZERO, kernel=Kernel(formula=0),
-                              onnx="Identity", cheap=True)
+                    kernel=Kernel({"bool": "((uint8_t)!{0})", "*": "(~{0})"}), cheap=True,
+                    exact=True)
+stop_gradient_p = elementwise("stop_gradient", lambda x: x, ANY, jvp=ZERO,
+                              kernel=Kernel(formula=0),
+                              onnx="Identity", cheap=True, exact=True)
 physical_rules[stop_gradient_p] = lambda in_avals, out_avals, x: x  # (a PRNG key's data)
 
 
@@ -310,70 +312,73 @@ def _complex_eq(negate: str) -> Kernel:
 add_p = elementwise("add", np.add, NUMERIC, 2, jvp=(lambda t, ans, x, y: t,
                                                     lambda t, ans, x, y: t),
                     kernel=infix("+") | complex_call("add", 2), onnx="Add", numpy="add",
-                    cheap=True)
+                    cheap=True, exact=True)
 sub_p = elementwise("sub", np.subtract, NUMERIC, 2, jvp=(lambda t, ans, x, y: t,
                                                          lambda t, ans, x, y: neg(t)),
                     kernel=infix("-") | complex_call("sub", 2), onnx="Sub", numpy="subtract",
-                    cheap=True)
+                    cheap=True, exact=True)
 # A uint16 product is taken in uint32: C would multiply in int, and 65535 * 65535 overflows it.
 mul_p = elementwise("mul", np.multiply, NUMERIC, 2, jvp=(lambda t, ans, x, y: mul(t, y),
                                                          lambda t, ans, x, y: mul(x, t)),
                     kernel=infix("*") | Kernel({"u16": "((uint32_t){0} * (uint32_t){1})"})
-                    | complex_call("mul", 2), onnx="Mul", numpy="multiply", cheap=True)
+                    | complex_call("mul", 2), onnx="Mul", numpy="multiply", cheap=True,
+                    exact="real")
 # ONNX's integer Div truncates toward zero, as fx's (C's) does.
 div_p = elementwise("div", _int_div, NUMERIC, 2, onnx="Div", numpy="true_divide",
                     jvp=(lambda t, ans, x, y: div(t, y),
                          lambda t, ans, x, y: neg(mul(t, div(ans, y)))),
                     kernel=Kernel({"f32": "({0} / {1})", "f64": "({0} / {1})"})
-                    | _int_helper("div") | complex_call("div", 2))
+                    | _int_helper("div") | complex_call("div", 2), exact="real")
 rem_p = elementwise("rem", _int_rem, REAL, 2, numpy="remainder",
                     jvp=(lambda t, ans, x, y: t,
                          lambda t, ans, x, y: neg(mul(t, round(div(sub(x, ans), y), 0)))),
-                    kernel=libm("fmod", 2) | _int_helper("rem"))
+                    kernel=libm("fmod", 2) | _int_helper("rem"), exact=True)
 pow_p = elementwise("pow", _pow, INEXACT, 2, jvp=(_pow_jvp_x, _pow_jvp_y),
                     kernel=libm("pow", 2), onnx="Pow", numpy="power")
 # NaN propagates and -0.0 < +0.0, as in jax (NumPy's maximum returns its second operand on ties).
 max_p = elementwise("max", extrema.maximum, ANY, 2,  # complex: lexicographic, as jax
                     jvp=(lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
                          lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x))),
-                    kernel=_max_min("max", ">"), onnx="Max", numpy="maximum", cheap=True)
+                    kernel=_max_min("max", ">"), onnx="Max", numpy="maximum", cheap=True,
+                    exact=True)
 min_p = elementwise("min", extrema.minimum, ANY, 2,
                     jvp=(lambda t, ans, x, y: mul(t, _balanced_eq(x, ans, y)),
                          lambda t, ans, x, y: mul(t, _balanced_eq(y, ans, x))),
-                    kernel=_max_min("min", "<"), onnx="Min", numpy="minimum", cheap=True)
+                    kernel=_max_min("min", "<"), onnx="Min", numpy="minimum", cheap=True,
+                    exact=True)
 atan2_p = elementwise("atan2", np.arctan2, FLOAT, 2, kernel=libm("atan2", 2), numpy="arctan2",
                       jvp=(lambda t, ans, x, y: mul(t, div(y, add(mul(x, x), mul(y, y)))),
                            lambda t, ans, x, y: mul(t, neg(div(x, add(mul(x, x), mul(y, y)))))))
 # NumPy (and ml_dtypes) step half-precision values natively: computing in float32 would not.
 nextafter_p = elementwise("nextafter", np.nextafter, FLOAT, 2, jvp=ZERO, half_via_f32=False,
-                          kernel=libm("nextafter", 2), numpy="nextafter")
+                          kernel=libm("nextafter", 2), numpy="nextafter", exact=True)
 and_p = elementwise("and", np.bitwise_and, INT_OR_BOOL, 2, kernel=infix("&"), lax_name="and_",
-                    numpy="bitwise_and", cheap=True)
+                    numpy="bitwise_and", cheap=True, exact=True)
 or_p = elementwise("or", np.bitwise_or, INT_OR_BOOL, 2, kernel=infix("|"), lax_name="or_",
-                   numpy="bitwise_or", cheap=True)
+                   numpy="bitwise_or", cheap=True, exact=True)
 xor_p = elementwise("xor", np.bitwise_xor, INT_OR_BOOL, 2, kernel=infix("^"),
-                    numpy="bitwise_xor")
+                    numpy="bitwise_xor", exact=True)
 # Shifts by an amount outside [0, bits) give 0: the kernel rule (primitive_rules) needs the width.
-shift_left_p = elementwise("shift_left", _shift_left, INT, 2, numpy="left_shift")
-shift_right_logical_p = elementwise("shift_right_logical", _shift_right_logical, INT, 2)
+shift_left_p = elementwise("shift_left", _shift_left, INT, 2, numpy="left_shift", exact=True)
+shift_right_logical_p = elementwise("shift_right_logical", _shift_right_logical, INT, 2, exact=True)
 eq_p = elementwise("eq", np.equal, ANY, 2, out_dtype=dtypes.bool_, onnx="Equal", numpy="equal",
-                   kernel=compare("==") | _complex_eq(""), cheap=True)
+                   kernel=compare("==") | _complex_eq(""), cheap=True, exact=True)
 ne_p = elementwise("ne", np.not_equal, ANY, 2, out_dtype=dtypes.bool_, numpy="not_equal",
-                   kernel=compare("!=") | _complex_eq("!"), cheap=True)
+                   kernel=compare("!=") | _complex_eq("!"), cheap=True, exact=True)
 lt_p = elementwise("lt", np.less, ORDERED, 2, out_dtype=dtypes.bool_, kernel=compare("<"),
-                   numpy="less", cheap=True)
+                   numpy="less", cheap=True, exact=True)
 le_p = elementwise("le", np.less_equal, ORDERED, 2, out_dtype=dtypes.bool_, kernel=compare("<="),
-                   numpy="less_equal", cheap=True)
+                   numpy="less_equal", cheap=True, exact=True)
 gt_p = elementwise("gt", np.greater, ORDERED, 2, out_dtype=dtypes.bool_, kernel=compare(">"),
-                   numpy="greater", cheap=True)
+                   numpy="greater", cheap=True, exact=True)
 ge_p = elementwise("ge", np.greater_equal, ORDERED, 2, out_dtype=dtypes.bool_,
-                   kernel=compare(">="), numpy="greater_equal", cheap=True)
+                   kernel=compare(">="), numpy="greater_equal", cheap=True, exact=True)
 clamp_p = elementwise(
     "clamp", lambda lo, x, hi: extrema.minimum(extrema.maximum(x, lo), hi), REAL, 3,
     jvp=(lambda t, ans, lo, x, hi: mul(t, _clamp_mask(gt(lo, x), ans)),
          lambda t, ans, lo, x, hi: mul(t, _clamp_mask(and_(gt(x, lo), lt(x, hi)), ans)),
          lambda t, ans, lo, x, hi: mul(t, _clamp_mask(lt(hi, x), ans))),
-    kernel=Kernel(formula=("min", ("max", 1, 0), 2)), numpy="clip", cheap=True)
+    kernel=Kernel(formula=("min", ("max", 1, 0), 2)), numpy="clip", cheap=True, exact=True)
 
 select_n_p = Primitive("select_n")
 

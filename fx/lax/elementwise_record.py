@@ -14,14 +14,18 @@ derived from :data:`RECORDS`, never listed again:
   OpenCL's libm name map included, and the prelude helpers records bring;
 - the ONNX rules of one-operator records (``fx/export/onnx_rules_elementwise``);
 - the ``fx.numpy`` functions of unary inexact records (``fx/numpy/ufuncs``);
-- the coverage lists of the tests.
+- the tests' coverage lists (which primitives are exact, in ``tests/jit_rows.py``; the
+  records checked by ``tests/lowering/test_dialect_coverage.py``).
 
-To add an elementwise primitive: declare it where its family lives, as
+To add an elementwise primitive (two files): declare it where its family lives, as
 ``foo_p = elementwise("foo", np.foo, FLOAT, jvp=..., kernel=libm("foo"), onnx="Foo",
-numpy="foo")`` (the module must be imported by ``fx.lax``), and add its row to the tests'
-op table (``tests/fx/test_jit_ops.py`` compares eval, derivatives, vmap and jit with jax). Its
-``fx.lax.foo`` function exists from then on. Rules a record cannot express (a transpose, a
-custom batching rule) are registered beside the declaration, keyed by the primitive.
+numpy="foo", exact=...)`` (the module must be one ``fx.lax`` imports; ``fx.lax.foo`` exists
+from then on, unless that module defines its own), and add its row to the op table of
+``tests/fx/test_jit_ops.py``: ``elementwise("foo", transforms=True)`` compares fx.jit, eager and
+jax, and jvp, vjp, finite differences and vmap with jax; ``tests/lowering/test_dialect_coverage``
+then checks the record's spellings in every dialect and its consistency. Rules a record cannot
+express (a transpose, a custom batching rule) are registered beside the declaration, keyed by
+the primitive.
 """
 
 from __future__ import annotations
@@ -236,9 +240,13 @@ class Elementwise:
     ``jvp``: one function ``(t, ans, *operands) -> tangent`` per operand (a single function for a
     unary primitive; ``None`` for an operand it is not differentiable in), or :data:`ZERO`, or
     ``None`` when no jvp rule is registered here (not differentiable, or registered elsewhere).
-    ``onnx``: the ONNX operator computing it alone, or ``None`` where the ONNX rule is written
-    by hand in ``fx.export`` (or the primitive has none). ``numpy``: its ``fx.numpy`` name.
+    ``onnx``: the ONNX operator computing it from its operands, or a formula of ONNX operators
+    as :attr:`Kernel.formula` (``("Mul", 0, 0)``), or ``None`` where the ONNX rule is written by
+    hand in ``fx.export`` (or the primitive has none). ``numpy``: its ``fx.numpy`` name.
     ``cheap``: cheaper for a kernel to recompute in each consumer than to store and reload.
+    ``exact``: its result is exactly determined (correctly rounded, or not rounded at all), so a
+    kernel must give the impl's bits: ``True``, or ``"real"`` when only on real operands (complex
+    products and quotients round more than once).
     ``lax_name``: the ``fx.lax`` function's name when it is not ``name`` (``not`` is
     ``bitwise_not``).
     """
@@ -250,9 +258,10 @@ class Elementwise:
     out_dtype: np.dtype | None = None
     jvp: Callable | tuple | str | None = None
     kernel: Kernel | None = None
-    onnx: str | None = None
+    onnx: str | tuple | None = None
     numpy: str | None = None
     cheap: bool = False
+    exact: bool | str = False
     half_via_f32: bool = True
     lax_name: str | None = None
     primitive: Primitive = field(init=False, compare=False, repr=False)

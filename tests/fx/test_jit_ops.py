@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from harness import OpCase, check_grads_f64, check_jvp, check_vjp, check_vmap
 from jit_rows import (
     ALL,
     BF16,
@@ -142,7 +143,7 @@ def row(name, build, make, dtypes=FLOATS, **kw) -> Row:
 # --- elementwise rows ---------------------------------------------------------------------------
 
 ELEMENTWISE = [
-    elementwise("sin cos tan atan", lo=-1.3, hi=1.3),
+    elementwise("sin cos tan atan", lo=-1.3, hi=1.3, transforms=True),
     elementwise("sinh cosh tanh asinh logistic", lo=-4, hi=4),
     elementwise("exp exp2 expm1", lo=-5, hi=5),
     elementwise("log log1p sqrt rsqrt", lo=0.01, hi=10),
@@ -593,6 +594,28 @@ PARAMS = [pytest.param(r, id=r.name, marks=[pytest.mark.xfail(strict=True, reaso
 @pytest.mark.parametrize("row", PARAMS)
 def test_jit_matches_eager_and_jax(row):
     check_row(row)
+
+
+TRANSFORMED = [r for r in ROWS if r.transforms]
+
+
+@pytest.mark.parametrize("row", TRANSFORMED, ids=[r.name for r in TRANSFORMED])
+def test_transformations_match_jax(row):
+    """jvp and vjp (floating dtypes, finite values), second-order finite differences (float64)
+    and vmap over the leading axis (every dtype) agree with jax, for the rows that ask."""
+    rng = np.random.default_rng(0)
+    for dt, args in row.argument_sets():
+        shapes = {np.shape(a) for a in args if np.ndim(a)}
+        case = OpCase(row.name, row.fx_fn, row.jax_fn, None,
+                      diff_argnums=tuple(range(len(args))))
+        if len(shapes) == 1 and min(shapes.pop()) > 0:
+            check_vmap(case, list(args), (0,) * len(args))
+        if dt not in FLOATS or not all(np.isfinite(a).all() for a in args):
+            continue
+        check_jvp(case, list(args), rng)
+        check_vjp(case, list(args), rng)
+        if dt == F64:
+            check_grads_f64(case, list(args))
 
 
 def test_row_names_are_unique():
