@@ -5,7 +5,8 @@ stage's result, ``as_text()``; ``compile()`` makes the executable); each sub-pac
 stage:
 
 - ``passes``: jaxpr -> jaxpr rewrites (inlining, simplification, constant folding, CSE, DCE).
-- ``fusion``: equations partitioned into groups; the per-primitive rules (``primitive_rules``).
+- ``fusion``: equations partitioned into groups (``partition.fuse``; ``recompute`` bounds what a
+  kernel recomputes); the per-primitive rules (``primitive_rules``).
 - ``select``: the implementation of each group (``op_impl`` the registry, ``op_info`` the
   implementations and the choice, ``cost``, ``backends``, ``fallbacks``).
 - ``program``: the program IR and its schedule (``operations``), the memory plan, control

@@ -4,10 +4,10 @@ The sweep decides each equation once, in program order; these passes then look a
 as a whole: ``prune_unread`` drops groups whose values every reader recomputes,
 ``merge_single_consumer_producers`` fuses a group into the only group that reads it, and
 ``merge_siblings`` makes groups over one iteration space one pass (multi-output fusion). Each
-merge keeps the group graph acyclic (``GroupGraph.would_cycle``) and the groups within
-``MAX_GROUP_EQNS``; each pass works from a worklist or a bounded number of sweeps, so its work
-grows linearly with the program. ``actual_deps`` gives the group dependencies from what each
-group reads.
+merge keeps the group graph acyclic (``GroupGraph.would_cycle``), the groups within
+``MAX_GROUP_EQNS`` and what they recompute bounded (``recompute.overexpanded``); each pass
+works from a worklist or a bounded number of sweeps, so its work grows linearly with the
+program. ``actual_deps`` gives the group dependencies from what each group reads.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from fx.lowering.fusion.groups import (
     space_ok,
     tied_reads_ok,
 )
+from fx.lowering.fusion.recompute import DuplicationCheck
 
 
 def prune_unread(alive: dict, jaxpr) -> None:
@@ -69,7 +70,8 @@ def actual_deps(groups, group_of) -> dict:
                 and group_of[v] is not g} for g in groups}
 
 
-def merge_single_consumer_producers(alive, graph, group_of, jaxpr, absorb, position) -> None:
+def merge_single_consumer_producers(alive, graph, group_of, jaxpr, absorb, position,
+                                    dups: DuplicationCheck) -> None:
     """Fuse an elementwise group into its consumer when that consumer is the only group that
     reads it (its values may be read several times there), if the merged group is acyclic
     (a recomputed copy can make two groups read each other's inputs). A worklist: a merge
@@ -112,6 +114,8 @@ def merge_single_consumer_producers(alive, graph, group_of, jaxpr, absorb, posit
                 epilogue = {id(e) for e in c.epilogue}
                 ok = (not needed and all(space_ok(p, gemm_out))
                       and all(id(e) in epilogue for e in reading))
+        if ok and dups.expands({c, p}):
+            ok = False  # c reads a dear value of p at several index maps: p stores it
         if ok:
             # The merged group may read less than its parts (recomputed copies become
             # local): the producers of both may now have a single consumer.
@@ -126,7 +130,7 @@ def merge_single_consumer_producers(alive, graph, group_of, jaxpr, absorb, posit
 _SIBLING_SWEEPS = 3  # a merge can enable one refused earlier; a few sweeps catch most
 
 
-def merge_siblings(alive, graph, group_of, jaxpr, absorb) -> None:
+def merge_siblings(alive, graph, group_of, jaxpr, absorb, dups: DuplicationCheck) -> None:
     """Multi-output fusion of elementwise groups over one iteration space. A group whose
     every needed value is only returned and also recomputed by another group is dropped:
     that group stores the values. Groups that read a common input, or one of which reads a
@@ -172,7 +176,8 @@ def merge_siblings(alive, graph, group_of, jaxpr, absorb) -> None:
             continue
         first = next(iter(values))
         c = next((c for c in producing[first] if c is not p and c in alive
-                  and values <= c.produced() and all(can_store(c, v) for v in values)), None)
+                  and values <= c.produced() and all(can_store(c, v) for v in values)
+                  and not dups.expands({c}, owning=values)), None)
         if c is not None:
             for v in values:
                 group_of[v] = c
@@ -215,7 +220,9 @@ def merge_siblings(alive, graph, group_of, jaxpr, absorb) -> None:
             return False
         if gathers_from(a, b) or gathers_from(b, a):
             return False
-        return not graph.would_cycle({a, b}, graph.deps[a] | graph.deps[b])
+        if graph.would_cycle({a, b}, graph.deps[a] | graph.deps[b]):
+            return False
+        return not dups.expands({a, b})
 
     readers: dict[Var, list[FusionGroup]] = defaultdict(list)
     for g in sorted((g for g in alive if elementwise(g)), key=lambda g: g.id):

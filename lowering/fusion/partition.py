@@ -53,7 +53,12 @@ from fx.lowering.fusion.merges import (
     prune_unread,
 )
 from fx.lowering.fusion.primitive_rules import Pattern, pattern_of, rereads
-from fx.lowering.fusion.recompute import is_cheap, recomputable
+from fx.lowering.fusion.recompute import (
+    DuplicationCheck,
+    is_cheap,
+    maps_index,
+    recomputable,
+)
 
 
 def fuse(jaxpr: Jaxpr, stats: dict | None = None) -> list[FusionGroup]:
@@ -121,6 +126,17 @@ def fuse(jaxpr: Jaxpr, stats: dict | None = None) -> list[FusionGroup]:
     def space(g: FusionGroup) -> tuple[int, ...]:
         return g.root.outvars[0].aval.shape
 
+    dups = DuplicationCheck(uses, position, group_of)
+
+    def expands(owners: set[FusionGroup], extra: list[JaxprEqn], eqn: JaxprEqn) -> bool:
+        """Would one group of ``owners``' equations, recomputed copies ``extra`` and ``eqn``
+        compute a value dearer than ``MAX_RECOMPUTE`` at several index maps (``recompute``)?
+        An equation that joins one group at its own index adds no map: each value it reads
+        was stored for it, and is now computed at that index for it."""
+        if len(owners) <= 1 and not extra and not maps_index(eqn):
+            return False
+        return dups.expands(owners, [*extra, eqn], eqn.outvars)
+
     for eqn in jaxpr.eqns:
         pat = pattern_of(eqn.primitive)
         producers = read_groups(eqn)
@@ -152,12 +168,15 @@ def fuse(jaxpr: Jaxpr, stats: dict | None = None) -> list[FusionGroup]:
             special = [g for g in merge if g.kind is not GroupKind.ELEMENTWISE]
             if len(special) > 1:
                 merge = [g for g in merge if g.kind is GroupKind.ELEMENTWISE] + special[:1]
+            # A group in which this equation would recompute a dear value at another index map
+            # stays apart and stores the value (the other candidates are checked as they join).
+            merge = [g for g in merge if not expands({g}, [], eqn)]
             host = next((g for g in merge if g.kind is not GroupKind.ELEMENTWISE), None)
             if host is None and merge:
                 host = merge[0]
             # Grow the merged set one candidate at a time, refusing any candidate (merged or
-            # recomputed) that would close a cycle through a group outside the set, or make
-            # the group longer than a kernel should be.
+            # recomputed) that would close a cycle through a group outside the set, make the
+            # group longer than a kernel should be, or recompute a dear value at several maps.
             members: set[FusionGroup] = {host} if host is not None else set()
             size = host.size + 1 if host is not None else 1
             reads: set[FusionGroup] = set(producers)
@@ -171,6 +190,8 @@ def fuse(jaxpr: Jaxpr, stats: dict | None = None) -> list[FusionGroup]:
                     continue
                 if any(gathers_from(m, g) or gathers_from(g, m) for m in members):
                     continue  # a gather would recompute the other's values at every read
+                if expands(members | {g}, [], eqn):
+                    continue
                 if not graph.would_cycle(members | {g}, reads | graph.deps[g]):
                     members.add(g)
                     reads |= graph.deps[g]
@@ -183,6 +204,8 @@ def fuse(jaxpr: Jaxpr, stats: dict | None = None) -> list[FusionGroup]:
                 if host is not None and not tied_reads_ok(host, g.eqns, position):
                     continue
                 if any(gathers_from(m, g) for m in members):
+                    continue
+                if expands(members, [*dup, *g.eqns], eqn):
                     continue
                 if not graph.would_cycle(members, reads | g_reads):
                     reads |= g_reads
@@ -256,8 +279,8 @@ def fuse(jaxpr: Jaxpr, stats: dict | None = None) -> list[FusionGroup]:
         # Recomputed copies can make a read of the merged group local: read only what it reads.
         graph.keep_deps(target, actual_deps({target: None}, group_of)[target])
 
-    merge_single_consumer_producers(alive, graph, group_of, jaxpr, absorb, position)
-    merge_siblings(alive, graph, group_of, jaxpr, absorb)
+    merge_single_consumer_producers(alive, graph, group_of, jaxpr, absorb, position, dups)
+    merge_siblings(alive, graph, group_of, jaxpr, absorb, dups)
     for g in alive:  # merges prepend and recomputation copies: program order, each once
         g.eqns = sorted({id(e): e for e in g.eqns}.values(), key=lambda e: position[id(e)])
     groups = _order(graph)

@@ -220,12 +220,7 @@ def expression(draw, dt: np.dtype, depth: int, row: str | None = None,
         src_dt = draw(st.sampled_from([d for d in DTYPES if d != dt]))
         return Node(f"lax.convert_element_type({draw(sub(src_dt)).src}, '{dt.name}')", True)
     # A reduction of each row, or the gradient of the mean of those.
-    # No gradient of prod: its backward pass reads each level of the product tree at two
-    # shifted indices, which the fused kernel recomputes instead of storing, so the code grows
-    # exponentially with the row's length (a (2, 33) row took 20 GB; see
-    # test_gradient_of_prod_compiles_to_code_linear_in_the_row below).
-    red = draw(st.sampled_from([r for r in REDUCTIONS[dt.kind]
-                                if not (kind == "grad" and r == "prod")]))
+    red = draw(st.sampled_from(REDUCTIONS[dt.kind]))
     inexact = dt.kind == "f" and red in INEXACT_REDUCTIONS
     pre = draw(expression(dt, 2 if red == "prod" else 3, "r", tame=inexact,
                           exact=red == "prod"))
@@ -396,17 +391,15 @@ def test_regression(name):
         assert ok, report
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "fusion inlines a value read at two shifted indices (the pads and slices of prod's "
-    "backward pass) into its consumers, so each level of the product tree doubles the "
-    "recomputed elements and the source: a known defect of the fusion cost model, not of the "
-    "renderer"))
 def test_gradient_of_prod_compiles_to_code_linear_in_the_row():
+    """prod's backward pass reads each level of the product tree at two shifted indices (pads
+    and slices); fusion stores such a level instead of recomputing it once per index, which
+    would double the kernel's code per level (see lowering/fusion/recompute.py)."""
     def source(n):
         x = np.linspace(-2, 2, 2 * n).reshape(2, n).astype(np.float32)
         f = fx.grad(lambda g: fnp.mean(fx.vmap(lambda r: 0.5 * fnp.prod(r - 1.0))(g)))
         return len(fx.jit(f).lower(x).as_text("source"))
 
     # Code linear in the program: 4x the row's length (two more levels of the product tree),
-    # at most 3x the source (today: 5.3x; and 7.8x from 8 to 32).
+    # at most 3x the source.
     assert source(16) < 3 * source(4)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 import fx
@@ -187,3 +189,75 @@ def test_a_split_gemm_epilogue_recomputes_the_prologue_values_it_reads():
     gemm = [s for s in low.steps if s.group.kind is GroupKind.GEMM]
     assert gemm and all(s.choice.impl.name == "cpu.blas_gemm" for s in gemm)
     np.testing.assert_array_equal(np.asarray(fx.jit(f)(x)), np.asarray(f(x)))
+
+
+def test_a_cheap_value_read_at_two_indices_is_recomputed_a_dear_one_stored():
+    # Each kernel computes what it reads at the index it reads it: the cheap y (two
+    # operations) twice per element, in the one kernel; the dear y (ten) once, in its own
+    # kernel that stores it, and the product loads it at both indices.
+    def cheap(x):
+        y = x * 2.0 + 1.0
+        return y[1:] * y[:-1]
+
+    def dear(x):
+        y = x
+        for _ in range(5):
+            y = fnp.sin(y) * 2.0
+        return y[1:] * y[:-1]
+
+    x = np.linspace(-1, 1, 16, dtype=np.float32)
+    low = _program(cheap, x)
+    assert len(low.steps) == 1
+    low = _program(dear, x)
+    assert [len(s.outputs) for s in low.steps] == [1, 1]
+    assert low.steps[0].outputs[0].aval.shape == (16,)  # y itself, not its two slices
+
+
+def _shifted_chain(depth: int):
+    """Each level reads the one before at two shifted slices: fused without a bound, one
+    element of the last level would compute the first ``2**depth`` times."""
+    def f(x):
+        for _ in range(depth):
+            x = x[2:] * 0.5 + x[1:-1] * 0.25
+        return x
+    return f
+
+
+def _python_calls(fn) -> int:
+    """How many Python functions ``fn()`` calls: the compiler's work, deterministically."""
+    calls = 0
+
+    def count(frame, event, arg):
+        nonlocal calls
+        if event == "call":
+            calls += 1
+
+    sys.setprofile(count)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+def _lowered_chain(depth: int) -> tuple[int, int]:
+    """The source length and the lowering work of ``_shifted_chain(depth)``."""
+    x = np.linspace(-1, 1, 64 + 2 * depth, dtype=np.float32)
+    closed = fx.make_jaxpr(_shifted_chain(depth))(x)
+    low = []
+    work = _python_calls(lambda: low.append(lower(closed, "cpu")))
+    return len(low[0].source), work
+
+
+def test_values_read_at_two_shifted_slices_per_level_compile_linearly():
+    # Code and compile work linear in the depth: k times the levels, at most 1.5k times the
+    # source and the lowering work (recomputing every level at both slices multiplies them by
+    # 2**levels; the middle depth fails such a compiler before the deep one runs).
+    source, work = _lowered_chain(8)
+    for depth in (12, 32):
+        bound = 1.5 * depth / 8
+        s, w = _lowered_chain(depth)
+        assert s < bound * source and w < bound * work, (depth, s, source, w, work)
+    x = np.linspace(-1, 1, 128, dtype=np.float32)
+    f = _shifted_chain(32)
+    np.testing.assert_allclose(np.asarray(fx.jit(f)(x)), np.asarray(f(x)), rtol=1e-6, atol=0)
