@@ -13,12 +13,13 @@ Groups (each becomes one kernel, or one library call plus its epilogue):
 ``fuse`` sweeps the equations once in program order, deciding each: a value is fused into its
 consumer when it has no other consumer; cheap broadcasts (of scalars and iota) and small cheap
 groups are recomputed in every consumer instead of being materialized (``recompute``). Merges
-that would make the group graph cyclic are refused. Then the merge passes (``merges``) join
-whole groups, and the groups are ordered. Values read outside their group (or returned) are
-the group's outputs and get buffers.
+that would make the group graph cyclic, or make a kernel compute a dear value at several index
+maps, are refused. Then the merge passes (``merges``) join whole groups, and the groups are
+ordered. Values read outside their group (or returned) are the group's outputs and get buffers.
 
 Scale: a group weighs at most ``MAX_GROUP_EQNS`` operations (an index map a quarter, see
-``groups.size``: a long chain becomes several kernels); cycle checks use the topological keys
+``groups.size``: a long chain becomes several kernels), and what it recomputes is bounded
+(``recompute``: its code is linear in its equations); cycle checks use the topological keys
 of ``group_graph`` and stop after a bounded search; the merge passes after the first sweep
 work from worklists (a merge revisits only the groups it may have affected) instead of
 starting over, so fusion's work grows linearly with the program.
