@@ -1,5 +1,6 @@
 """The spectral half of ``fx.scipy.signal``: ``stft``, ``istft``, ``csd`` and ``welch``, as
-``jax.scipy.signal``'s (which follow SciPy's ``_spectral_helper``).
+``jax.scipy.signal``'s (which follow SciPy's ``_spectral_helper``), and ``detrend``, which
+they apply to each segment.
 
 Segments of ``nperseg`` samples, ``noverlap`` apart, are detrended, windowed and transformed
 (``rfft`` one-sided for real input, ``fft`` two-sided otherwise); ``csd``/``welch`` average the
@@ -20,8 +21,9 @@ import numpy as np
 
 from fx import dtypes, lax
 from fx.numpy._promote import canonical_axis, promote_to_inexact
+from fx.vectorize import vmap
 
-__all__ = ["csd", "istft", "stft", "welch"]
+__all__ = ["csd", "detrend", "istft", "stft", "welch"]
 
 
 def _fnp():
@@ -78,8 +80,6 @@ def _median_bias(n: int):
 
 
 def _fft_helper(x, win, detrend_func, nperseg: int, noverlap: int, nfft: int, sides: str):
-    import fx
-
     fnp = _fnp()
     if x.dtype.kind == "i":
         x = x.astype(win.dtype)
@@ -89,8 +89,8 @@ def _fft_helper(x, win, detrend_func, nperseg: int, noverlap: int, nfft: int, si
     else:
         step = nperseg - noverlap
         starts = fnp.arange(0, signal_length - nperseg + 1, step)
-        result = fx.vmap(lambda s: lax.dynamic_slice_in_dim(x, s, nperseg, axis=-1),
-                         out_axes=-2)(starts)
+        result = vmap(lambda s: lax.dynamic_slice_in_dim(x, s, nperseg, axis=-1),
+                      out_axes=-2)(starts)
     result = detrend_func(result)
     if fnp.iscomplexobj(win):
         result = _to_complex(result)
@@ -143,8 +143,6 @@ def _concrete_int(v, what: str) -> int:
 def _spectral_helper(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, nfft=None,
                      detrend_type="constant", return_onesided=True, scaling="density",
                      axis=-1, mode="psd", boundary=None, padded=False):
-    from fx.scipy.signal import detrend
-
     fnp = _fnp()
     name = "fx.scipy.signal"
     if mode not in ("psd", "stft"):
@@ -441,3 +439,41 @@ def istft(Zxx, fs=1.0, window="hann", nperseg: int | None = None, noverlap: int 
         x = fnp.moveaxis(x, -1, time_axis)
     time = fnp.arange(x.shape[0], dtype=np.finfo(x.dtype).dtype) / fs
     return time, x
+
+
+def detrend(data, axis: int = -1, type: str = "linear", bp=0,  # noqa: A002
+            overwrite_data: None = None):
+    """Remove a linear (per segment between breakpoints ``bp``) or constant trend along
+    ``axis``, as :func:`jax.scipy.signal.detrend`.
+
+    >>> import fx
+    >>> fx.scipy.signal.detrend(fx.numpy.array([1., 2., 3., 4.]), type="constant")
+    Array([-1.5, -0.5,  0.5,  1.5], dtype=float32)
+    """
+    name = "fx.scipy.signal.detrend"
+    fnp = _fnp()
+    if overwrite_data is not None:
+        raise NotImplementedError(f"{name}: overwrite_data argument not implemented.")
+    if type not in ("constant", "linear"):
+        raise ValueError(f"{name}: trend type must be 'linear' or 'constant'.")
+    (data_arr,) = promote_to_inexact(fnp.asarray(data), name=name)
+    if type == "constant":
+        return data_arr - data_arr.mean(axis, keepdims=True)
+    n = data_arr.shape[axis]
+    # Breakpoints are static: NumPy, not traced values.
+    bp_arr = np.sort(np.unique(np.r_[0, bp, n]))
+    if bp_arr[0] < 0 or bp_arr[-1] > n:
+        raise ValueError(f"{name}: breakpoints must be non-negative and less than length of "
+                         "data along given axis.")
+    dt = data_arr.dtype
+    data_arr = fnp.moveaxis(data_arr, axis, 0)
+    shape = data_arr.shape
+    data_arr = data_arr.reshape(n, -1)
+    for m in range(len(bp_arr) - 1):
+        npts = int(bp_arr[m + 1] - bp_arr[m])
+        a = fnp.vstack([fnp.ones(npts, dtype=dt),
+                        fnp.arange(1, npts + 1, dtype=dt) / np.asarray(npts, dt)]).T
+        sl = slice(int(bp_arr[m]), int(bp_arr[m + 1]))
+        coef = fnp.linalg.lstsq(a, data_arr[sl])[0]
+        data_arr = data_arr.at[sl].add(-fnp.matmul(a, coef, precision=lax.Precision.HIGHEST))
+    return fnp.moveaxis(data_arr.reshape(shape), 0, axis)

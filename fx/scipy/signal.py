@@ -4,9 +4,10 @@ Convolutions: ``convolve``/``correlate`` (N-d) and ``convolve2d``/``correlate2d`
 ``'full'``, ``'same'`` and ``'valid'``, by ``lax.conv_general_dilated`` (``method='direct'``
 or ``'auto'``, as jax, whose ``'auto'`` is always direct) or by FFT (``method='fft'``, which is
 ``fftconvolve``). Inputs are promoted to inexact dtypes; one input must be at least as large
-as the other in every dimension (the larger is the "signal"). ``detrend`` removes a constant
-or a piecewise-linear least-squares fit. The spectral functions ``stft``, ``istft``, ``csd``
-and ``welch`` live in :mod:`fx.scipy._signal_spectral` and are re-exported here. Everything
+as the other in every dimension (the larger is the "signal"). The spectral functions ``stft``,
+``istft``, ``csd`` and ``welch``, and ``detrend`` (a constant or piecewise-linear
+least-squares fit removed), which they apply to each segment, live in
+:mod:`fx.scipy._signal_spectral` and are re-exported here. Everything
 is differentiable and works under ``jit``/``vmap``; lengths, modes and breakpoints are static.
 """
 
@@ -20,7 +21,8 @@ import numpy as np
 
 from fx import lax
 from fx.numpy._promote import canonical_axis, promote_to_inexact
-from fx.scipy._signal_spectral import csd, istft, stft, welch
+from fx.scipy._signal_spectral import csd, detrend, istft, stft, welch
+from fx.vectorize import vmap
 
 __all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "csd", "detrend",
            "fftconvolve", "istft", "stft", "welch"]
@@ -67,10 +69,8 @@ def fftconvolve(in1, in2, mode: ModeString = "full", axes: Sequence[int] | None 
     if any(in1.shape[i] != in2.shape[i] for i in mapped):
         raise ValueError(f"{name}: mapped axes must have same shape; got {in1.shape=} "
                          f"{in2.shape=} {axes=}")
-    import fx
-
     for ax in sorted(mapped):
-        conv = fx.vmap(conv, in_axes=ax, out_axes=ax)
+        conv = vmap(conv, in_axes=ax, out_axes=ax)
     return conv(in1, in2)
 
 
@@ -215,41 +215,3 @@ def correlate2d(in1, in2, mode: ModeString = "full", boundary: str = "fill", fil
     if swap:
         return conv(fnp.flip(in2), in1.conj()).conj()
     return fnp.flip(conv(fnp.flip(in1), in2.conj()))
-
-
-def detrend(data, axis: int = -1, type: str = "linear", bp=0,  # noqa: A002
-            overwrite_data: None = None):
-    """Remove a linear (per segment between breakpoints ``bp``) or constant trend along
-    ``axis``, as :func:`jax.scipy.signal.detrend`.
-
-    >>> import fx
-    >>> fx.scipy.signal.detrend(fx.numpy.array([1., 2., 3., 4.]), type="constant")
-    Array([-1.5, -0.5,  0.5,  1.5], dtype=float32)
-    """
-    name = "fx.scipy.signal.detrend"
-    fnp = _fnp()
-    if overwrite_data is not None:
-        raise NotImplementedError(f"{name}: overwrite_data argument not implemented.")
-    if type not in ("constant", "linear"):
-        raise ValueError(f"{name}: trend type must be 'linear' or 'constant'.")
-    (data_arr,) = _inexact(data, name=name)
-    if type == "constant":
-        return data_arr - data_arr.mean(axis, keepdims=True)
-    n = data_arr.shape[axis]
-    # Breakpoints are static: NumPy, not traced values.
-    bp_arr = np.sort(np.unique(np.r_[0, bp, n]))
-    if bp_arr[0] < 0 or bp_arr[-1] > n:
-        raise ValueError(f"{name}: breakpoints must be non-negative and less than length of "
-                         "data along given axis.")
-    dt = data_arr.dtype
-    data_arr = fnp.moveaxis(data_arr, axis, 0)
-    shape = data_arr.shape
-    data_arr = data_arr.reshape(n, -1)
-    for m in range(len(bp_arr) - 1):
-        npts = int(bp_arr[m + 1] - bp_arr[m])
-        a = fnp.vstack([fnp.ones(npts, dtype=dt),
-                        fnp.arange(1, npts + 1, dtype=dt) / np.asarray(npts, dt)]).T
-        sl = slice(int(bp_arr[m]), int(bp_arr[m + 1]))
-        coef = fnp.linalg.lstsq(a, data_arr[sl])[0]
-        data_arr = data_arr.at[sl].add(-fnp.matmul(a, coef, precision=lax.Precision.HIGHEST))
-    return fnp.moveaxis(data_arr.reshape(shape), 0, axis)
