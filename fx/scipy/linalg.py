@@ -7,9 +7,9 @@ Factorizations return jax's layouts: ``cho_factor`` a ``(c, lower)`` pair, ``lu_
 16 conditional squarings (so reverse mode works without a data-dependent loop), as jax's;
 ``expm_frechet`` is its jvp. The Schur-based functions (``schur``, ``rsf2csf``, ``sqrtm``,
 ``funm``, ``hessenberg``, ``solve_sylvester``) live in ``linalg_schur`` and
-``eigh_tridiagonal`` in ``linalg_tridiagonal``, the special-matrix constructors (``pascal``,
-``companion``, ``dft``…) in ``linalg_special_matrices``; ``qr`` (with pivoting) and ``qr_multiply``
-go through ``fx.lax.linalg.qr``.
+``eigh_tridiagonal`` in ``linalg_tridiagonal``, the special-matrix constructors (``toeplitz``,
+``block_diag``, ``pascal``, ``companion``, ``dft``…) in ``linalg_special_matrices``; ``qr``
+(with pivoting) and ``qr_multiply`` go through ``fx.lax.linalg.qr``.
 Arguments jax accepts for SciPy compatibility only (``overwrite_*``, ``check_finite``) are
 accepted and ignored.
 """
@@ -30,17 +30,22 @@ from fx.scipy.linalg_schur import (  # noqa: E402, F401
     sqrtm,
 )
 from fx.scipy.linalg_special_matrices import (  # noqa: F401
+    block_diag,
+    circulant,
     companion,
     convolution_matrix,
     dft,
     fiedler,
     fiedler_companion,
     hadamard,
+    hankel,
     helmert,
+    hilbert,
     invhilbert,
     invpascal,
     leslie,
     pascal,
+    toeplitz,
 )
 from fx.scipy.linalg_tridiagonal import eigh_tridiagonal  # noqa: F401
 
@@ -379,83 +384,3 @@ def polar(a, side: str = "right", *, method: str = "qdwh", eps=None, max_iterati
     else:
         p = fnp.matmul(w * s.astype(dtype)[..., None, :], H(w))
     return u, p
-
-
-def block_diag(*arrs):
-    """The block-diagonal matrix of the given (up to 2-D) arrays.
-
-    >>> fx.scipy.linalg.block_diag(fx.numpy.ones((1, 1)), 2 * fx.numpy.ones((1, 2)))
-    Array([[1., 0., 0.],
-           [0., 2., 2.]], dtype=float32)
-    """
-    fnp = _fnp()
-    if not arrs:
-        return fnp.zeros((1, 0))
-    arrs = [fnp.atleast_2d(fnp.asarray(a)) for a in arrs]
-    if any(a.ndim > 2 for a in arrs):
-        raise ValueError("Arguments to jax.scipy.linalg.block_diag must have at most 2 "
-                         "dimensions")
-    dtype = fnp.result_type(*arrs)
-    cols = sum(a.shape[1] for a in arrs)
-    rows, left = [], 0
-    for a in arrs:
-        right = cols - left - a.shape[1]
-        rows.append(fnp.pad(a.astype(dtype), ((0, 0), (left, right))))
-        left += a.shape[1]
-    return fnp.concatenate(rows, axis=0)
-
-
-def toeplitz(c, r=None):
-    """The Toeplitz matrix with first column ``c`` and first row ``r`` (``conj(c)`` if None;
-    ``r[0]`` is ignored), batched over leading dimensions as jax.
-
-    >>> fx.scipy.linalg.toeplitz(fx.numpy.array([1., 2., 3.]))
-    Array([[1., 2., 3.],
-           [2., 1., 2.],
-           [3., 2., 1.]], dtype=float32)
-    """
-    fnp = _fnp()
-    c = fnp.asarray(c)
-    r = fnp.conj(c) if r is None else fnp.asarray(r)
-    dtype = fnp.result_type(c, r)
-    c, r = c.astype(dtype), r.astype(dtype)
-    m, n = c.shape[-1], r.shape[-1]
-    vals = fnp.concatenate([fnp.flip(r[..., 1:], axis=-1), c], axis=-1)  # r[n-1..1], c[0..]
-    i = np.arange(m)[:, None] - np.arange(n)[None, :] + (n - 1)
-    return vals[..., i]
-
-
-def hankel(c, r=None):
-    """The Hankel matrix with first column ``c`` and last row ``r`` (zeros if None).
-
-    >>> fx.scipy.linalg.hankel(fx.numpy.array([1., 2.]))
-    Array([[1., 2.],
-           [2., 0.]], dtype=float32)
-    """
-    fnp = _fnp()
-    c = fnp.ravel(fnp.asarray(c))
-    r = fnp.zeros_like(c) if r is None else fnp.ravel(fnp.asarray(r))
-    dtype = fnp.result_type(c, r)
-    vals = fnp.concatenate([c.astype(dtype), r[1:].astype(dtype)])
-    i = np.arange(c.shape[0])[:, None] + np.arange(r.shape[0])[None, :]
-    return vals[i]
-
-
-def circulant(c):
-    """The circulant matrix with first column ``c`` (batched over leading dimensions).
-
-    >>> fx.scipy.linalg.circulant(fx.numpy.array([1., 2., 3.]))
-    Array([[1., 3., 2.],
-           [2., 1., 3.],
-           [3., 2., 1.]], dtype=float32)
-    """
-    c = _fnp().asarray(c)
-    n = c.shape[-1]
-    return c[..., (np.arange(n)[:, None] - np.arange(n)[None, :]) % n]
-
-
-def hilbert(n: int):
-    """The ``n x n`` Hilbert matrix ``1 / (i + j + 1)``."""
-    fnp = _fnp()
-    a = fnp.arange(n, dtype=float)
-    return 1.0 / (a[:, None] + a[None, :] + 1)
