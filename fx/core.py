@@ -113,11 +113,11 @@ def primitive_named(name: str) -> Primitive:
     found = _PRIMITIVES.get(name)
     if not found:
         import importlib
+        import os
         import pkgutil
 
-        import fx
-
-        for info in pkgutil.walk_packages(fx.__path__, "fx."):
+        # fx's own folder (this module's), walked without importing the fx package here.
+        for info in pkgutil.walk_packages([os.path.dirname(__file__)], "fx."):
             if ".tests" not in info.name:
                 try:
                     importlib.import_module(info.name)

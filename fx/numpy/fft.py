@@ -17,9 +17,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-import fx
 from fx import dtypes
 from fx import lax as _lax
+from fx.array import device_put
 from fx.core import get_aval
 from fx.lax.fft import FftType
 from fx.numpy import complex_functions, creation, manipulation, padding, reductions, ufuncs
@@ -258,7 +258,7 @@ def _check_freq_args(name: str, n, d) -> None:
 
 
 def _on(x, device):
-    return x if device is None else fx.device_put(x, device)
+    return x if device is None else device_put(x, device)
 
 
 def fftfreq(n: int, d=1.0, *, dtype=None, device=None):

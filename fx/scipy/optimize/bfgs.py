@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from fx import lax
+from fx.autodiff import value_and_grad
 from fx.scipy.optimize.line_search import line_search
 
 
@@ -47,15 +48,13 @@ def minimize_bfgs(fun: Callable, x0, maxiter: int | None = None, norm=np.inf,
                   gtol: float = 1e-5, line_search_maxiter: int = 10) -> _BFGSResults:
     """BFGS from ``x0`` until ``norm(grad, ord=norm) < gtol``, a line-search failure, or
     ``maxiter`` iterations (default ``200 * x0.size``)."""
-    import fx
-
     fnp = _fnp()
     x0 = fnp.asarray(x0)
     if maxiter is None:
         maxiter = np.size(x0) * 200
     d = x0.shape[0]
     initial_h = fnp.eye(d, dtype=x0.dtype)
-    f_0, g_0 = fx.value_and_grad(fun)(x0)
+    f_0, g_0 = value_and_grad(fun)(x0)
     i32 = np.int32
     state = _BFGSResults(
         converged=fnp.linalg.norm(g_0, ord=norm) < gtol,

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from fx import dtypes, lax
+from fx.autodiff import value_and_grad
 from fx.numpy._promote import promote_to_inexact
 
 
@@ -181,8 +182,6 @@ def line_search(f, xk, pk, old_fval=None, old_old_fval=None, gfk=None, c1=1e-4, 
     ``old_old_fval`` (the previous iterate's value) picks the first trial step as SciPy.
     ``status``: 0 found, 1 zoom failed, 3 ``maxiter`` reached.
     """
-    import fx
-
     fnp = _fnp()
     xk, pk = promote_to_inexact(fnp.asarray(xk), fnp.asarray(pk),
                                 name="fx.scipy.optimize.line_search")
@@ -192,7 +191,7 @@ def line_search(f, xk, pk, old_fval=None, old_old_fval=None, gfk=None, c1=1e-4, 
 
     def restricted_func_and_grad(t):
         t = fnp.asarray(t).astype(pk.dtype)
-        phi, g = fx.value_and_grad(f)(xk + t * pk)
+        phi, g = value_and_grad(f)(xk + t * pk)
         dphi = fnp.real(_dot(g, pk))
         return phi, dphi, g
 

@@ -8,16 +8,17 @@ from typing import NamedTuple
 
 import numpy as np
 
-import fx
 import fx.numpy as fnp
 from fx import dtypes, lax
+from fx.array import Array
 from fx.numpy._promote import canonical_axis, ensure_arraylike
 from fx.scipy.stats._common import promote_dtypes_inexact
+from fx.vectorize import vmap
 
 
 class ModeResult(NamedTuple):
-    mode: fx.Array
-    count: fx.Array
+    mode: Array
+    count: Array
 
 
 def _check_nan_policy(name: str, nan_policy: str) -> None:
@@ -63,7 +64,7 @@ def mode(a, axis: int | None = 0, nan_policy: str = "propagate",
 
     x = fnp.moveaxis(x, axis, 0)
     x = x.reshape(x.shape[0], math.prod(x.shape[1:]))
-    vals, counts = fx.vmap(_mode_helper, in_axes=1)(x)
+    vals, counts = vmap(_mode_helper, in_axes=1)(x)
     return ModeResult(vals.reshape(out_shape), counts.reshape(out_shape))
 
 

@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 
-import fx
 import fx.numpy as fnp
 from fx import dtypes, random
 from fx.core import get_aval
@@ -19,6 +18,7 @@ from fx.numpy._promote import ensure_arraylike
 from fx.scipy import linalg, special
 from fx.scipy.stats._common import promote_dtypes_inexact
 from fx.tree_util import register_pytree_node_class
+from fx.vectorize import vmap
 
 
 @register_pytree_node_class
@@ -155,7 +155,7 @@ class gaussian_kde:
         chol = linalg.cho_factor(self.covariance + other.covariance)
         norm = 1.0 / (fnp.sqrt(2 * np.pi) ** self.d * fnp.prod(fnp.diag(chol[0])))
         sm, lg = (self, other) if self.n < other.n else (other, self)
-        result = fx.vmap(partial(_gaussian_kernel_convolve, chol, norm, lg.dataset, lg.weights),
+        result = vmap(partial(_gaussian_kernel_convolve, chol, norm, lg.dataset, lg.weights),
                          in_axes=1)(sm.dataset)
         return fnp.sum(result * sm.weights)
 
@@ -214,5 +214,5 @@ def _gaussian_kernel_eval(in_log, points, values, xi, precision):
         return fnp.log(y_train) + arg if in_log else y_train * fnp.exp(arg)
 
     reduce = special.logsumexp if in_log else fnp.sum
-    reduced = lambda x: reduce(fx.vmap(kernel, in_axes=(None, 0, 0))(x, points, values), axis=0)
-    return fx.vmap(reduced)(xi)
+    reduced = lambda x: reduce(vmap(kernel, in_axes=(None, 0, 0))(x, points, values), axis=0)
+    return vmap(reduced)(xi)
