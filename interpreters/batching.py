@@ -15,6 +15,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from fx import core_primitives as base
 from fx.avals import ShapedArray
 from fx.core import (
     ConcretizationTypeError,
@@ -28,7 +29,6 @@ from fx.core import (
 )
 from fx.interpreters.eval import eval_jaxpr
 from fx.jaxpr import ClosedJaxpr
-from fx.lax import base
 from fx.tracing import JaxprTrace
 
 not_mapped = None

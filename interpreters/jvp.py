@@ -17,6 +17,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Sequence
 
+from fx import core_primitives as base
 from fx import dtypes
 from fx.avals import ShapedArray
 from fx.core import (
@@ -30,7 +31,6 @@ from fx.core import (
 )
 from fx.interpreters.eval import eval_jaxpr
 from fx.jaxpr import ClosedJaxpr
-from fx.lax import base
 from fx.tracing import JaxprTrace
 
 

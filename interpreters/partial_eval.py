@@ -20,12 +20,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from fx import core_primitives as base
 from fx.avals import ShapedArray
 from fx.core import Primitive, Tracer, current_trace, get_aval, new_trace, set_current_trace
 from fx.interpreters.eval import eval_jaxpr
 from fx.interpreters.jvp import JVPTrace, JVPTracer, Zero
 from fx.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
-from fx.lax import base
 from fx.tracing import JaxprTrace, JaxprTracer
 
 PeRule = Callable[["PartialEvalTrace", Sequence, dict], object]

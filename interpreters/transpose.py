@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from fx import core_primitives as base
 from fx.array import Array
 from fx.avals import ShapedArray
 from fx.core import Primitive, current_trace, get_aval, new_trace
 from fx.interpreters import jvp, partial_eval
 from fx.interpreters.jvp import Zero
 from fx.jaxpr import Jaxpr, JaxprEqn, Literal, Var
-from fx.lax import base
 from fx.tracing import replaced_name_stack
 
 

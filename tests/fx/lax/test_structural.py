@@ -430,6 +430,6 @@ def test_reshape_dimensions_errors_as_jax():
 
 
 def test_base_docstring_examples():
-    import fx.lax.base
+    import fx.core_primitives
 
-    assert run_doctests(fx.lax.base) >= 2
+    assert run_doctests(fx.core_primitives) >= 2
