@@ -21,7 +21,7 @@ from fx.avals import ShapedArray
 from fx.config import config
 from fx.core import EVAL_TRACE, Trace, Tracer, current_trace, get_aval, set_current_trace
 from fx.devices import Device, devices, devices_of_process
-from fx.distributed.state import group as _group
+from fx.processes import layout as _layout
 from fx.tracing import abstractify, flatten_fun, name_scope, trace_to_jaxpr
 
 # --- shapes ---------------------------------------------------------------------------------
@@ -152,7 +152,7 @@ def device_get(x):
 
 def local_devices(process_index: int | None = None, backend: str | None = None) -> list[Device]:
     """The devices of process ``process_index`` (default: this process)."""
-    g = _group()
+    g = _layout()
     if process_index is not None and not 0 <= process_index < g.process_count:
         raise ValueError(f"fx.local_devices: process_index {process_index} is not one of the "
                          f"{g.process_count} processes")
@@ -173,12 +173,12 @@ def local_device_count(backend: str | None = None) -> int:
 def process_index(backend: str | None = None) -> int:
     """This process's index among the processes of the run (0 unless
     ``fx.distributed.initialize`` joined it to several)."""
-    return _group().process_index
+    return _layout().process_index
 
 
 def process_count(backend: str | None = None) -> int:
     """How many processes take part in the run (see ``fx.distributed.initialize``)."""
-    return _group().process_count
+    return _layout().process_count
 
 
 # --- names on equations -----------------------------------------------------------------------

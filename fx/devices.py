@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fx.distributed import state
+from fx import processes
 from fx.runtime import platforms
 from fx.runtime.platforms import cupy_module
 
@@ -58,7 +58,7 @@ CPU = Device(platforms.HOST.name, 0)
 def devices(backend: str | None = None) -> list[Device]:
     """The devices of ``backend`` (default: the default backend) in every process of the run
     (``fx.distributed``), process by process."""
-    g = state.group()
+    g = processes.layout()
     if g.process_count == 1:
         return devices_of_process(0, backend)
     return [d for p in range(g.process_count) for d in devices_of_process(p, backend)]
@@ -68,7 +68,7 @@ def devices_of_process(process: int, backend: str | None = None) -> list[Device]
     """Process ``process``'s devices: this process's are counted here, another's as it
     reported them to ``fx.distributed.initialize``."""
     record = platforms.platform(backend or default_backend())
-    g = state.group()
+    g = processes.layout()
     if process == g.process_index:
         if not record.available():
             raise RuntimeError(f"fx: backend {record.name!r} requested but it has no device "
@@ -101,7 +101,7 @@ def _default_backend(env: str) -> str:
 
 
 def default_device() -> Device:
-    return devices_of_process(state.group().process_index)[0]
+    return devices_of_process(processes.layout().process_index)[0]
 
 
 def device_of_buffer(buf) -> Device:

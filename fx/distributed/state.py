@@ -1,7 +1,9 @@
 """The process group this process belongs to (set by ``fx.distributed.initialize``).
 
-Import-light on purpose: ``fx.devices`` and ``fx.api`` read it, and it must not import them.
-Before ``initialize`` (and after ``shutdown``) the group is this process alone.
+The core (``fx.devices``, ``fx.api``) does not import it: :func:`set_group` also sets the
+process layout the core reads (:mod:`fx.processes`: this process's index, the process count,
+the local device counts). Before ``initialize`` (and after ``shutdown``) the group is this
+process alone.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from fx import processes
 from fx.distributed.transport import SelfTransport, Transport
 
 
@@ -44,3 +47,5 @@ def set_group(g: ProcessGroup | None) -> None:
     global current, initialized
     current = _LONE if g is None else g
     initialized = g is not None
+    processes.set_layout(None if g is None else processes.ProcessLayout(
+        g.process_index, g.process_count, tuple(g.local_device_counts)))

@@ -12,9 +12,8 @@ arrays only (not under ``jit``), so the namespace does not claim them.
 
 from __future__ import annotations
 
-from fx import devices, dtypes
+from fx import devices, dtypes, processes
 from fx.array import Array, device_put
-from fx.distributed import state
 
 __all__ = ["ArrayNamespaceInfo", "__array_api_version__", "__array_namespace_info__", "finfo"]
 
@@ -39,7 +38,7 @@ _KINDS = {
 def available_devices() -> list[devices.Device]:
     """Every device arrays can be put on in this process: the default backend's, then the
     CPU's when the default backend is another."""
-    out = devices.devices_of_process(state.group().process_index)
+    out = devices.devices_of_process(processes.layout().process_index)
     return out if devices.CPU in out else [*out, devices.CPU]
 
 
