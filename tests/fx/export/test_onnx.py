@@ -1,6 +1,7 @@
 """fx.export.to_onnx: every ONNX rule against fx's eager result in onnxruntime.
 
-One table of cases drives the checks: each builds its arguments for a batch size, is exported
+One table of cases drives the checks (with a case derived from each elementwise record that
+names its ONNX operator): each builds its arguments for a batch size, is exported
 at ``BATCH`` (with a symbolic batch unless the case says otherwise), checked with
 ``onnx.checker.check_model(full_check=True)`` and run in onnxruntime at ``RUN_BATCH``, a
 different size; floats agree to a tolerance, integers and bools exactly. Further tests cover
@@ -29,6 +30,7 @@ from fx.export.onnx_export import onnx_rules  # noqa: E402
 from fx.export.onnx_unsupported import NOT_EXPORTABLE  # noqa: E402
 from fx.interpreters.call import body_param  # noqa: E402
 from fx.jaxpr import subjaxprs  # noqa: E402
+from fx.lax.elementwise_record import records  # noqa: E402
 
 BATCH, RUN_BATCH = 3, 5
 rng = np.random.default_rng(0)
@@ -311,6 +313,17 @@ CASES = [
          (lambda b: {"a": f32(4)(b), "b": f32(2)(b)},)),
     Case("static_shapes", lambda x: x.reshape(-1)[: x.shape[0]], (f32(3),), dynamic=False),
 ]
+
+
+def _record_case(record) -> Case:
+    """The record's primitive on float32 operands (int32 where it takes no floats)."""
+    draw = f32(4) if np.dtype(np.float32) in record.kinds else i32(4)
+    return Case(f"record_{record.name}", record.function, (draw,) * record.nargs)
+
+
+# Every elementwise record that names an ONNX operator or formula (its rule is derived from the
+# record: a new one is checked without a line here).
+CASES += [_record_case(r) for r in records() if r.onnx is not None]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
