@@ -107,6 +107,11 @@ abs_p = elementwise("abs", np.abs, NUMERIC, onnx="Abs", numpy="absolute", cheap=
                     kernel=Kernel({"f32": "fabsf({0})", "f64": "fabs({0})", "uint": "{0}",
                                    "*": "({0} < 0 ? -{0} : {0})"}, libm=("fabs",))
                     | complex_call("abs", 1), exact="real")
+# x * x, one rounding (exact on real operands), as jax's square_p.
+square_p = elementwise("square", np.square, NUMERIC,
+                       jvp=lambda t, ans, x: mul(t, mul(_const(x, 2), x)),
+                       kernel=Kernel(formula=("mul", 0, 0)), onnx=("Mul", 0, 0), numpy="square",
+                       cheap=True, exact="real")
 exp_p = elementwise("exp", np.exp, INEXACT, jvp=lambda t, ans, x: mul(t, ans), onnx="Exp",
                     kernel=libm("exp") | on("c", f32="fx_expf({0})"), numpy="exp")
 exp2_p = elementwise("exp2", np.exp2, INEXACT, kernel=libm("exp2"), numpy="exp2",
@@ -547,8 +552,7 @@ def integer_pow(x, y: int):
     return integer_pow_p.bind(x, y=int(y))
 
 
-def square(x):
-    return integer_pow(x, 2)
+square = _unary(square_p)
 
 
 def clamp(lo, x, hi):

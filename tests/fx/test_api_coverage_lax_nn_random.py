@@ -61,7 +61,6 @@ LAX_EXCLUDED = {
     "reduce_p": "the generic reduce is a fold of elementwise ops or a reduction primitive",
     "reduce_window_p": "fx's reduce_window takes add/max/min: the reduce_window_*_p",
     "select_and_scatter_p": "fx has select_and_scatter_add_p, all max-pool gradients need",
-    "square_p": "square is integer_pow(x, 2) in fx",
     "scatter_sub_p": "scatter_sub is a scatter_add of the negated updates",
     # Composites of fx.lax whose functions exist.
     "clz_p": _NO_PRIM, "population_count_p": _NO_PRIM, "mulhi_p": _NO_PRIM,

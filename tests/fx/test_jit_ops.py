@@ -154,6 +154,7 @@ ELEMENTWISE = [
     elementwise("exp log tanh logistic sqrt sin floor erf is_finite neg abs", lo=0.1, hi=4,
                 dtypes=(F16, BF16), name="unary-half"),
     elementwise("neg abs sign", dtypes=(F32, F64, I32)),
+    elementwise("square", dtypes=(F32, F64, F16, I32, U32), transforms=True),
     elementwise("neg", dtypes=(U32,), name="neg-unsigned"),
     elementwise("not", dtypes=(I32, U32, BOOL)),
     elementwise("stop_gradient", dtypes=ALL, special=False, sample=(1,)),
