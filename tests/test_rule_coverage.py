@@ -12,18 +12,21 @@ import pkgutil
 import pytest
 
 import fx
+from fx import dtypes
 from fx.core import Primitive
 from fx.interpreters import batching, jvp, transpose
+from fx.lax.elementwise_record import INEXACT, records
 
 # Primitives whose outputs are never differentiable (integer/bool results, or effects):
-# their tangents are structurally zero, so they need no jvp rule.
+# their tangents are structurally zero, so they need no jvp rule. The elementwise records
+# (fx.lax.elementwise_record) with such outputs are found from their dtypes; others are listed.
 NONDIFFERENTIABLE = {
-    "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "not", "shift_left",
-    "shift_right_logical", "is_finite", "iota", "argmax", "argmin", "reduce_and", "reduce_or",
+    "iota", "argmax", "argmin", "reduce_and", "reduce_or",
     "reduce_xor", "bitcast_convert_type", "axis_index", "rng_bit_generator",
     "debug_callback", "debug_print", "lu_pivots_to_permutation",
     "random_wrap", "random_unwrap",  # typed PRNG keys and their uint32 data
-}
+} | {r.name for r in records()
+     if r.jvp is None and (r.out_dtype == dtypes.bool_ or not r.kinds & INEXACT)}
 # Primitives that never see a batched operand.
 NO_BATCHING = {
     "iota": "has no operands",

@@ -50,6 +50,7 @@ from scientific_rows import ROWS as SCIENTIFIC_ROWS
 import fx
 import fx.lax as lax
 from fx.core import Primitive
+from fx.lax.elementwise_record import records
 
 pytestmark = pytest.mark.usefixtures("strict_fallbacks")  # no unexpected NumPy fallback
 
@@ -80,7 +81,8 @@ def special_set(nargs: int, dtype) -> tuple:
         return tuple(g.ravel().astype(dtype) for g in grids)
 
 
-_FX_NAMES = {"and": "and_", "or": "or_", "not": "bitwise_not"}
+# fx.lax function names that differ from their primitive's (from the elementwise records).
+_FX_NAMES = {r.name: r.function_name for r in records() if r.lax_name}
 _JAX_NAMES = {"and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
               "not": "bitwise_not", "add_any": "add"}
 
