@@ -86,15 +86,6 @@ from fx.lax.sorting import (
 from fx.lax.special import (
     polygamma_p,
 )
-from fx.lax.special_functions import (
-    bessel_i0e_p,
-    bessel_i1e_p,
-    igamma_grad_a_p,
-    igamma_p,
-    igammac_p,
-    regularized_incomplete_beta_p,
-    zeta_p,
-)
 from fx.lax.structural import (
     concatenate_p,
     iota_p,

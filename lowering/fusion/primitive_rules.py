@@ -33,7 +33,6 @@ from fx.lax import elementwise as ew
 from fx.lax import reductions as red
 from fx.lax import scipy_special as scipy_prims
 from fx.lax import special as sp
-from fx.lax import special_functions as spf
 from fx.lax import structural as st
 from fx.lax.elementwise_record import records
 from fx.lowering.codegen import kernel_ir as ir
@@ -118,16 +117,11 @@ for _record in records():
     scalar_rules[_record.primitive] = _rule
 _named(base.add_any_p, "add")
 
-for _prim in [spf.igamma_p, spf.igammac_p, spf.igamma_grad_a_p, spf.zeta_p,
-              spf.bessel_i0e_p, spf.bessel_i1e_p, scipy_prims.erfcx_p, scipy_prims.dawsn_p,
-              scipy_prims.expi_p, scipy_prims.expn_p, scipy_prims.spence_p, scipy_prims.ndtri_p,
-              scipy_prims.si_p, scipy_prims.ci_p, scipy_prims.fresnel_s_p,
-              scipy_prims.fresnel_c_p]:
+for _prim in [scipy_prims.erfcx_p, scipy_prims.dawsn_p, scipy_prims.expi_p,
+              scipy_prims.expn_p, scipy_prims.spence_p, scipy_prims.ndtri_p, scipy_prims.si_p,
+              scipy_prims.ci_p, scipy_prims.fresnel_s_p, scipy_prims.fresnel_c_p]:
     patterns[_prim] = Pattern.ELEMENTWISE
     scalar_rules[_prim] = lambda args, params, dt, op=_prim.name: _via_double(op, args, dt)
-patterns[spf.regularized_incomplete_beta_p] = Pattern.ELEMENTWISE
-scalar_rules[spf.regularized_incomplete_beta_p] = lambda args, params, dt: _via_double(
-    "betainc", args, dt)
 
 patterns[sp.polygamma_p] = Pattern.ELEMENTWISE
 scalar_rules[sp.polygamma_p] = lambda args, params, dt: _via_double(

@@ -74,12 +74,11 @@ _COMMON = {
     ("round_even", "f32"): "rintf({0})", ("round_even", "f64"): "rint({0})",
     ("polygamma", "*"): "fx_polygamma({1}, {0})",
 }
-# The special functions of lowering/render/prelude_special.py (computed in double, see
-# primitive_rules._via_double): op -> fx_<op>(operands...).
-for _op, _n in [("igamma", 2), ("igammac", 2), ("igamma_grad_a", 2), ("betainc", 3),
-                ("zeta", 2), ("expn", 2), ("bessel_i0e", 1), ("bessel_i1e", 1), ("erfcx", 1),
-                ("dawsn", 1), ("expi", 1), ("spence", 1), ("ndtri", 1), ("sici_si", 1),
-                ("sici_ci", 1), ("fresnel_s", 1), ("fresnel_c", 1)]:
+# The special functions of lowering/render/prelude_special.py behind fx.scipy.special (computed
+# in double, see primitive_rules._via_double; fx.lax.special_functions' are records): op ->
+# fx_<op>(operands...).
+for _op, _n in [("expn", 2), ("erfcx", 1), ("dawsn", 1), ("expi", 1), ("spence", 1),
+                ("ndtri", 1), ("sici_si", 1), ("sici_ci", 1), ("fresnel_s", 1), ("fresnel_c", 1)]:
     _COMMON[(_op, "f64")] = f"fx_{_op}({', '.join(f'{{{i}}}' for i in range(_n))})"
 # Complex values are pairs (fx_c64 / fx_c128: {re, im}, as NumPy lays them out) computed by
 # the prelude's fx_c* functions (the arithmetic's spellings are in its records); a select is

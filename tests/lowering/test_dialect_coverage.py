@@ -129,11 +129,12 @@ NO_ONNX_OPERATOR = {
     "exp2", "log1p", "expm1", "rsqrt", "cbrt", "is_finite", "not", "rem", "atan2", "and", "or",
     "xor", "shift_left", "shift_right_logical", "ne", "lt", "le", "gt", "ge", "clamp", "erfc",
 }
+_NO_ONNX_SPECIAL = "ONNX has no such special function"
 NO_ONNX = {
     "nextafter": "ONNX has no operator stepping to the next float",
-    "erf_inv": "ONNX has no inverse error function",
-    "lgamma": "ONNX has no log-gamma",
-    "digamma": "ONNX has no digamma",
+    **dict.fromkeys(["erf_inv", "lgamma", "digamma", "igamma", "igammac", "igamma_grad_a",
+                     "regularized_incomplete_beta", "zeta", "bessel_i0e", "bessel_i1e"],
+                    _NO_ONNX_SPECIAL),
 }
 # Records with no fx.numpy function of their own, with the reason.
 NO_NUMPY = {
@@ -143,11 +144,17 @@ NO_NUMPY = {
     "shift_right_logical": "NumPy's right_shift is arithmetic on signed integers",
     "erf": "fx.scipy.special.erf", "erfc": "fx.scipy.special.erfc",
     "erf_inv": "fx.scipy.special.erfinv", "lgamma": "fx.scipy.special.gammaln",
-    "digamma": "fx.scipy.special.digamma",
+    "digamma": "fx.scipy.special.digamma", "igamma": "fx.scipy.special.gammainc",
+    "igammac": "fx.scipy.special.gammaincc", "igamma_grad_a": "a derivative of gammainc",
+    "regularized_incomplete_beta": "fx.scipy.special.betainc", "zeta": "fx.scipy.special.zeta",
+    "bessel_i0e": "fx.scipy.special.i0e", "bessel_i1e": "fx.scipy.special.i1e",
 }
 
 # Records whose fx.lax function is written beside the record, with the reason.
-LAX_FUNCTION_BY_HAND = {"clamp": "jax's signature, clamp(min, x, max), and its docstring"}
+LAX_FUNCTION_BY_HAND = {
+    "clamp": "jax's signature, clamp(min, x, max), and its docstring",
+    "regularized_incomplete_beta": "jax's signature, betainc(a, b, x), and its docstring",
+}
 
 RECORDS = records()
 
