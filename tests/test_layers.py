@@ -88,15 +88,6 @@ def test_an_upward_import_is_caught(tmp_path):
 # modules import one way.
 DECLARED_REGISTRY_CYCLES: dict[frozenset[str], str] = {}
 
-# Cycles inside fx.lowering that the lowering reorganization (issue 28 section 1) removes; listed
-# so that the set stays exact: drop each entry when its cycle goes.
-PENDING_LOWERING_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"fx.lowering.kernels.int8.int8_gemm", "fx.lowering.kernels.int8.int8_vnni",
-               "fx.lowering.kernels.int8.pack_int8_weights"}): "int8 GEMM kernel family",
-    frozenset({"fx.lowering.select.backends", "fx.lowering.select.op_info"}):
-        "backend records and the operator-info registry",
-}
-
 # Run in a fresh interpreter on the laid-out tree (grimp finds fx by importing its spec). Prints
 # the strongly connected components of the module graph, packages left out, as a JSON list.
 _CYCLES_SCRIPT = r"""
@@ -159,7 +150,7 @@ def _module_cycles(tree: Path) -> set[frozenset[str]]:
 
 def test_no_import_cycles_but_the_declared_registries(tmp_path):
     found = _module_cycles(_installed_tree(tmp_path))
-    allowed = set(DECLARED_REGISTRY_CYCLES) | set(PENDING_LOWERING_CYCLES)
+    allowed = set(DECLARED_REGISTRY_CYCLES)
     new = [sorted(c) for c in found - allowed]
     assert not new, (
         "modules of fx import each other in a cycle; move the shared piece down into its own "
