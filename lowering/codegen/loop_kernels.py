@@ -18,7 +18,7 @@ from fx.lax import base
 from fx.lowering.codegen import kernel_ir as ir
 from fx.lowering.codegen.kernel_builder import HALF, KernelBuilder
 from fx.lowering.fusion.groups import FusionGroup, GroupKind, reduction_prims
-from fx.lowering.fusion.primitive_rules import compute_dtype, scalar_rules
+from fx.lowering.fusion.primitive_rules import compute_dtype, scalar_rules, wrapping
 
 
 def _loops(shape: tuple[int, ...], body_fn: Callable, b: KernelBuilder) -> list[ir.Stmt]:
@@ -263,7 +263,8 @@ def _emit_reduction(b: KernelBuilder, eqn: JaxprEqn, k: int, o_idx, red_shape, f
         v = b.value(x, full_index(o_idx, r_idx))
         if acc_dt != v.dtype:
             v = ir.Op("cast", (v,), acc_dt)
-        b.emit(ir.Assign(acc, ir.Op(combine, (ir.Sym(acc, acc_dt), v), acc_dt)))
+        # (wrapping on wide signed ints: an int32 sum that overflows wraps, as in eager)
+        b.emit(ir.Assign(acc, ir.Op(wrapping(combine, acc_dt), (ir.Sym(acc, acc_dt), v), acc_dt)))
 
     for s in _reduce_loops(b, red_shape, body, [(acc, combine)]):
         b.emit(s)

@@ -163,13 +163,16 @@ def _integer_pow(args, params, dt):
     (x,), y = args, int(params["y"])
     if y == 0:
         return ir.Const(1, dt)
+    # Wide signed ints multiply in the wrapping form: C leaves signed overflow undefined,
+    # where eager (NumPy, XLA) wraps.
+    mul = wrapping("mul", dt)
     acc, base_, n = None, x, abs(y)
     while n:  # binary exponentiation, unrolled at compile time
         if n & 1:
-            acc = base_ if acc is None else ir.Op("mul", (acc, base_), dt)
+            acc = base_ if acc is None else ir.Op(mul, (acc, base_), dt)
         n >>= 1
         if n:
-            base_ = ir.Op("mul", (base_, base_), dt)
+            base_ = ir.Op(mul, (base_, base_), dt)
     return ir.Op("div", (ir.Const(1, dt), acc), dt) if y < 0 else acc
 
 

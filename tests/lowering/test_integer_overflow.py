@@ -23,6 +23,12 @@ PROGRAMS = {
     "|x| >= 0": lambda np_, x: np_.abs(x) >= 0,
     "x * x": lambda np_, x: x * x,
     "3 x + x - 7": lambda np_, x: 3 * x + x - 7,
+    # integer_pow's multiplications and a reduction's accumulator wrap too.
+    "x ** 3": lambda np_, x: x ** 3,
+    "x ** 2 >= 0": lambda np_, x: x ** 2 >= 0,
+    "sum(x)": lambda np_, x: np_.sum(x, keepdims=True),
+    "sum(x * x) per row": lambda np_, x: np_.sum((x * x).reshape(3, 3), axis=1),
+    "prod(x)": lambda np_, x: np_.prod(x[:4], keepdims=True),
 }
 
 
