@@ -9,25 +9,12 @@ vectorizable polynomials (their records' C templates), everything else the share
 
 from __future__ import annotations
 
+from fx.lowering import resources
 from fx.lowering.render.dialect_base import RECORD_HELPERS, Dialect, record_math
 
 C = Dialect(
     name="c",
-    file_prelude="#include <stdint.h>\n#include <string.h>\n#include <math.h>\n"
-                 "#define FX_FN static inline\n"
-                 "#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)\n"
-                 "#define FX_WIDE_VECTORS __attribute__((target(\"prefer-vector-width=512\")))\n"
-                 "#else\n#define FX_WIDE_VECTORS\n#endif\n"
-                 "typedef struct { float re, im; } fx_c64;\n"
-                 "typedef struct { double re, im; } fx_c128;\n"
-                 "FX_FN float fx_bits_to_f32(uint32_t b) "
-                 "{ float f; memcpy(&f, &b, 4); return f; }\n"
-                 "FX_FN uint32_t fx_f32_to_bits(float f) "
-                 "{ uint32_t b; memcpy(&b, &f, 4); return b; }\n"
-                 "FX_FN double fx_bits_to_f64(uint64_t b) "
-                 "{ double f; memcpy(&f, &b, 8); return f; }\n"
-                 "FX_FN uint64_t fx_f64_to_bits(double f) "
-                 "{ uint64_t b; memcpy(&b, &f, 8); return b; }\n" + RECORD_HELPERS,
+    file_prelude=resources.sections(__package__, "dialect_preludes.h")["c"] + RECORD_HELPERS,
     kernel_prefix="static void",
     # GCC on x86 vectorizes with 256-bit vectors by default even where AVX-512 exists (for
     # CPUs that clock down on 512-bit ones); a kernel dominated by dot-product instructions

@@ -8,32 +8,12 @@ headers, so the file prelude defines the fixed-width integer types and limits it
 
 from __future__ import annotations
 
+from fx.lowering import resources
 from fx.lowering.render.dialect_base import RECORD_HELPERS, Dialect
 
 CUDA = Dialect(
     name="cuda",
-    # nvcc includes the standard headers itself; NVRTC (CuPy) has none, so define what we use.
-    file_prelude="#define FX_FN static __device__ __forceinline__\n"
-                 "#ifdef __CUDACC_RTC__\n"
-                 "typedef signed char int8_t; typedef short int16_t;\n"
-                 "typedef unsigned char uint8_t; typedef unsigned short uint16_t;\n"
-                 "typedef int int32_t; typedef unsigned int uint32_t;\n"
-                 "typedef long long int64_t; typedef unsigned long long uint64_t;\n"
-                 "#else\n#include <stdint.h>\n#endif\n"
-                 "#ifndef INT32_MIN\n#define INT32_MIN (-2147483647 - 1)\n"
-                 "#define INT32_MAX 2147483647\n"
-                 "#define INT64_MIN (-9223372036854775807LL - 1)\n"
-                 "#define INT64_MAX 9223372036854775807LL\n#endif\n"
-                 "#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n"
-                 "#ifndef NAN\n#define NAN __int_as_float(0x7fc00000)\n#endif\n"
-                 "struct __align__(8) fx_c64 { float re, im; };\n"
-                 "struct __align__(16) fx_c128 { double re, im; };\n"
-                 "FX_FN float fx_bits_to_f32(uint32_t b) { return __uint_as_float(b); }\n"
-                 "FX_FN uint32_t fx_f32_to_bits(float f) { return __float_as_uint(f); }\n"
-                 "FX_FN double fx_bits_to_f64(uint64_t b) "
-                 "{ return __longlong_as_double((long long)b); }\n"
-                 "FX_FN uint64_t fx_f64_to_bits(double f) "
-                 "{ return (uint64_t)__double_as_longlong(f); }\n" + RECORD_HELPERS,
+    file_prelude=resources.sections(__package__, "dialect_preludes.h")["cuda"] + RECORD_HELPERS,
     kernel_prefix='extern "C" __global__ void',
     restrict="__restrict__",
     parallel_for="for ({it} {v} = {start} + (({it})blockIdx.x * blockDim.x + threadIdx.x); "

@@ -12,6 +12,7 @@ must not depend on the compiler.
 
 from __future__ import annotations
 
+from fx.lowering import resources
 from fx.lowering.render.dialect_base import RECORD_HELPERS, Dialect, record_libm
 
 # C99 float32 names -> OpenCL's overloads: those the records' spellings call, and those the
@@ -29,29 +30,14 @@ _F32_NAMES = tuple(sorted(record_libm() | {"rint", "trunc", "copysign", "hypot",
 _NAN_FOLDED = ("exp", "exp2", "expm1", "tanh", "sinh", "floor", "ceil", "rint", "trunc",
                "round")
 
-_PRELUDE = "\n".join([
-    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable",
-    "#pragma OPENCL FP_CONTRACT OFF",
-    "#define FX_FN static inline",
-    "typedef char int8_t; typedef short int16_t; typedef int int32_t; typedef long int64_t;",
-    "typedef uchar uint8_t; typedef ushort uint16_t; typedef uint uint32_t;",
-    "typedef ulong uint64_t;",
-    "#define INT32_MIN INT_MIN",
-    "#define INT32_MAX INT_MAX",
-    "#define INT64_MIN LONG_MIN",
-    "#define INT64_MAX LONG_MAX",
-    *(f"#define {f}f {f}" for f in _F32_NAMES if f not in _NAN_FOLDED),
-    *(line for f in _NAN_FOLDED for line in (
+_SECTIONS = resources.sections(__package__, "dialect_preludes.h")
+_PRELUDE = _SECTIONS["opencl_head"] + "".join([
+    *(f"#define {f}f {f}\n" for f in _F32_NAMES if f not in _NAN_FOLDED),
+    *(line + "\n" for f in _NAN_FOLDED for line in (
         f"FX_FN float fx_cl_{f}f(float x) {{ return isnan(x) ? x : {f}(x); }}",
         f"FX_FN double fx_cl_{f}(double x) {{ return isnan(x) ? x : {f}(x); }}",
         f"#define {f}f fx_cl_{f}f", f"#undef {f}", f"#define {f} fx_cl_{f}")),
-    "typedef struct { float re, im; } fx_c64;",
-    "typedef struct { double re, im; } fx_c128;",
-    "FX_FN float fx_bits_to_f32(uint32_t b) { return as_float(b); }",
-    "FX_FN uint32_t fx_f32_to_bits(float f) { return as_uint(f); }",
-    "FX_FN double fx_bits_to_f64(uint64_t b) { return as_double(b); }",
-    "FX_FN uint64_t fx_f64_to_bits(double f) { return as_ulong(f); }",
-]) + "\n" + RECORD_HELPERS
+]) + _SECTIONS["opencl_tail"] + RECORD_HELPERS
 
 OPENCL = Dialect(
     name="opencl",
