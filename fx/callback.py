@@ -33,7 +33,7 @@ from fx.interpreters import batching, jvp, transpose
 from fx.lax import composites
 from fx.lax.control_flow.scans import scan
 from fx.lowering.passes.eliminate_common_subexpressions import unmerged_primitives
-from fx.lowering.select.op_info import host_only_prims
+from fx.lowering.select.op_impl import host_only_prims
 
 __all__ = ["pure_callback", "pure_callback_p"]
 

@@ -41,7 +41,8 @@ from fx.lowering.program.operations import Buffer
 from fx.lowering.program.text import lowered_as_text
 from fx.lowering.select import backends, fallbacks
 from fx.lowering.select.cost import group_bytes, group_flops
-from fx.lowering.select.op_info import Choice, host_only_prims, select
+from fx.lowering.select.op_impl import host_only_prims
+from fx.lowering.select.op_info import Choice, select
 
 # Primitives running the user's Python on the host (their steps are host callbacks).
 CALLBACKS = frozenset([pure_callback_p, debug_print_p])

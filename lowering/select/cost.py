@@ -41,6 +41,11 @@ def group_flops(g: FusionGroup) -> float:
     return sum(eqn_flops(e) for e in g.eqns)
 
 
+def output_elements(g: FusionGroup) -> int:
+    """Elements the group writes (at least 1): the throughput term of most kernels' costs."""
+    return sum(math.prod(v.aval.shape) for v in g.outputs) or 1
+
+
 def group_bytes(g: FusionGroup) -> int:
     """Bytes read from and written to memory by the group's kernel (its inputs and outputs)."""
     return sum(v.aval.nbytes for v in g.inputs) + sum(v.aval.nbytes for v in g.outputs)

@@ -14,7 +14,7 @@ Expected fallbacks: fx runs these with NumPy by design, and ``FX_STRICT`` lets t
 - ``HOST_OPERATION``: a group of its own (sort, scatter, random bits, callbacks, ...) with no
   kernel family or library call on the backend.
 - ``KERNEL_DTYPE``: a value of a dtype generated kernels do not handle
-  (``op_info.KERNEL_DTYPES``: float8, ...).
+  (``generable.KERNEL_DTYPES``: float8, ...).
 - ``KERNEL_LIMIT``: an equation the kernels do not spell although its primitive has a scalar
   rule (``primitive_rules.unsupported``: a half-precision bitcast), or complex arithmetic beyond
   ``primitive_rules.complex_prims`` (exp of a complex value, complex reductions).
@@ -41,6 +41,7 @@ from fx import dtypes
 from fx.lowering.fusion import primitive_rules
 from fx.lowering.fusion.groups import FusionGroup, GroupKind
 from fx.lowering.select import op_info
+from fx.lowering.select.generable import KERNEL_DTYPES, complex_unsupported
 from fx.lowering.select.op_info import Choice
 
 INSTALL_COMPILER = "install gcc or clang (e.g. apt-get install gcc), or set CC to a C compiler"
@@ -126,12 +127,12 @@ def explain(g: FusionGroup, choice: Choice, backend, have_compiler: bool) -> Fal
 
 
 def _kernel_limit(g: FusionGroup, eqn) -> Fallback | None:
-    """The generated kernels' documented limit ``eqn`` meets, if any (``op_info._generable``
+    """The generated kernels' documented limit ``eqn`` meets, if any (``generable.generable``
     refuses the group for it)."""
     name = eqn.primitive.name
     for v in (*eqn.invars, *eqn.outvars):
         dt = getattr(getattr(v, "aval", None), "dtype", None)
-        if dt is not None and dt not in op_info.KERNEL_DTYPES:
+        if dt is not None and dt not in KERNEL_DTYPES:
             return Fallback(Why.KERNEL_DTYPE, f"{name} on {v.aval.str_short()}: generated "
                                               f"kernels do not handle {dt}")
     test = primitive_rules.unsupported.get(eqn.primitive)
@@ -139,7 +140,7 @@ def _kernel_limit(g: FusionGroup, eqn) -> Fallback | None:
         shapes = ", ".join(v.aval.str_short() for v in (*eqn.invars, *eqn.outvars)
                            if hasattr(v, "aval"))
         return Fallback(Why.KERNEL_LIMIT, f"{name} on {shapes} has no kernel spelling")
-    if op_info._complex_unsupported(g, eqn):
+    if complex_unsupported(g, eqn):
         where = "outside an elementwise group" if g.kind is not GroupKind.ELEMENTWISE else \
             "beyond the complex arithmetic kernels spell"
         ds = ", ".join(sorted({str(v.aval.dtype) for v in (*eqn.invars, *eqn.outvars)

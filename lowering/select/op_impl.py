@@ -2,9 +2,12 @@
 every backend's operator library is read from (``backends.Backend.operators``).
 
 Implementations register themselves with :func:`register` when their module is imported:
-``op_info`` the generic and library ones, and the libraries above the compiler theirs
-(``fx.distributed``'s collectives). ``import fx`` imports the pipeline and so ``op_info``, so
-the registry is filled before any program is lowered. :func:`op_info.select` picks among them.
+``op_info`` the generic ones, each kernel family under ``fx.lowering.kernels`` its own (its
+``impls`` module, which ``op_info`` imports in a fixed order; convolutions and library calls
+from their modules), and the libraries above the compiler theirs (``fx.distributed``'s
+collectives). ``import fx`` imports the pipeline and so ``op_info``, so the registry is filled
+before any program is lowered. :func:`op_info.select` picks among them; where costs tie, the
+first registered wins, so the order is kept stable.
 """
 
 from __future__ import annotations
@@ -55,6 +58,11 @@ class OpImpl:
 
 
 registry: list[OpImpl] = []
+
+# Primitives whose impl runs only on NumPy (no CuPy/GPU implementation). On the CUDA backend a
+# group containing one runs on the host, with explicit copies around it. Kernel families and
+# library calls add theirs when they register.
+host_only_prims: set = set()
 
 
 def register(impl: OpImpl) -> OpImpl:

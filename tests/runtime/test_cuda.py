@@ -19,7 +19,7 @@ from fx.core import Primitive
 from fx.devices import cupy_module
 from fx.lowering.codegen.kernel_ir import Param
 from fx.lowering.pipeline import lower
-from fx.lowering.select import op_info
+from fx.lowering.select import op_impl
 from fx.runtime import device_loops, nvrtc
 from fx.runtime.cuda import THREADS, kernel_iterations, launch_config, pack_args
 
@@ -105,7 +105,7 @@ def test_ops_without_a_gpu_implementation_run_on_the_host_with_copies():
     host_op = Primitive("host_only_example")
     host_op.def_abstract_eval(lambda x: x)
     host_op.def_impl(lambda x: np.asarray(x) * 2)
-    op_info.host_only_prims.add(host_op)
+    op_impl.host_only_prims.add(host_op)
     try:
         low = lower(fx.make_jaxpr(lambda x: fnp.sin(host_op.bind(fnp.cos(x))))(fnp.ones(8)),
                     "cuda")
@@ -116,7 +116,7 @@ def test_ops_without_a_gpu_implementation_run_on_the_host_with_copies():
         cpu = lower(fx.make_jaxpr(lambda x: host_op.bind(x))(fnp.ones(8)), "cpu")
         assert all(s.placement == "device" for s in cpu.steps)
     finally:
-        op_info.host_only_prims.discard(host_op)
+        op_impl.host_only_prims.discard(host_op)
 
 
 def _cuda_kernels():

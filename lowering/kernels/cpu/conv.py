@@ -18,7 +18,8 @@ Winograd the choice for eligible 3x3 convolutions with enough channels and posit
 its ~50 calls and transforms, the direct loop for 1x1 kernels (no window matrix to build) and
 im2col for the rest.
 
-Importing this module registers everything (the op pattern and the impls).
+Importing this module registers everything (the op pattern and the impls), after
+``op_info``'s implementations (it imports ``op_info`` first: registration order breaks cost ties).
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ from fx.lax.convolution import computation_dtype, conv_general_dilated_p, conv_i
 from fx.lax.windowed import dilate_and_pad
 from fx.lowering.fusion.groups import FusionGroup, GroupKind
 from fx.lowering.fusion.primitive_rules import Pattern, patterns
+from fx.lowering.kernels.cpu.library import HALF_TO_F32
 from fx.lowering.select import cost as _cost
+from fx.lowering.select import op_info as _op_info  # noqa: F401  (its implementations register first)
 from fx.lowering.select.op_impl import OpImpl, register
 
 __all__ = ["conv_direct", "conv_flops", "conv_winograd", "winograd_eligible"]
@@ -307,19 +310,18 @@ def _winograd_cost(g: FusionGroup) -> float:
             + m.flops / 2.25 / m.rate)
 
 
-_HALF_TO_F32 = {dtypes.float16: dtypes.float32, dtypes.bfloat16: dtypes.float32}
 _FLOATS = frozenset([dtypes.float32, dtypes.float64])
 
 register(OpImpl(
-    "cpu.conv_im2col", "cpu", GroupKind.GEMM, None, dict(_HALF_TO_F32), False, _im2col_cost,
+    "cpu.conv_im2col", "cpu", GroupKind.GEMM, None, dict(HALF_TO_F32), False, _im2col_cost,
     "windows copied into a matrix, one batched matmul (BLAS) into the output buffer",
     applies=_is_conv, library=_library(_general(conv_im2col))))
 register(OpImpl(
-    "cpu.conv_direct", "cpu", GroupKind.GEMM, None, dict(_HALF_TO_F32), False, _direct_cost,
+    "cpu.conv_direct", "cpu", GroupKind.GEMM, None, dict(HALF_TO_F32), False, _direct_cost,
     "a loop over the kernel taps, each a matmul over channels accumulated in place",
     applies=_is_conv, library=_library(_general(conv_direct))))
 register(OpImpl(
-    "cpu.conv_winograd", "cpu", GroupKind.GEMM, _FLOATS, dict(_HALF_TO_F32), False,
+    "cpu.conv_winograd", "cpu", GroupKind.GEMM, _FLOATS, dict(HALF_TO_F32), False,
     _winograd_cost, "Winograd F(2x2,3x3): transformed tiles, 16 batched matmuls",
     applies=_is_winograd,
     library=_library(lambda a, b, p: conv_winograd(a, b, p["padding"],

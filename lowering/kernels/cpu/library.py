@@ -10,7 +10,14 @@ from collections.abc import Callable
 
 import numpy as np
 
+from fx import dtypes
 from fx.jaxpr import JaxprEqn, Literal, Var
+from fx.lax import linalg
+from fx.lowering.fusion.groups import FusionGroup
+
+# Half precision has no BLAS: library steps compute it in float32, with casts around the call
+# (an ``OpImpl``'s ``widen``).
+HALF_TO_F32 = {dtypes.float16: dtypes.float32, dtypes.bfloat16: dtypes.float32}
 
 
 def _read(views, v):
@@ -79,6 +86,17 @@ def gemm_step(eqn: JaxprEqn, compute_dtype, prologue: list[JaxprEqn] = ()) -> Ca
             np.copyto(dst, np.matmul(a, b, dtype=dst.dtype), casting="unsafe")
 
     return run
+
+
+def is_dot(g: FusionGroup) -> bool:
+    """A GEMM group anchored by ``dot_general`` (not a convolution or a packed product)."""
+    return g.anchor.primitive is linalg.dot_general_p
+
+
+def dot_step(step) -> Callable:
+    """The library step of a GEMM group anchored by ``dot_general``: :func:`gemm_step` of its
+    anchor, in the choice's compute dtype, reading through the group's prologue."""
+    return gemm_step(step.group.anchor, step.choice.compute_dtype, step.group.prologue)
 
 
 def host_step(run: Callable, inputs: list[Var], outputs: list[Var]) -> Callable:

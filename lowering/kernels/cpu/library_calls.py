@@ -16,8 +16,8 @@ from fx.lax.linalg import solvers as linalg_solvers
 from fx.lax.linalg import spectral as linalg_spectral
 from fx.lowering.fusion.groups import FusionGroup, GroupKind
 from fx.lowering.kernels.cuda import cuda_library as _cuda_library  # noqa: F401  (their GPU routines)
-from fx.lowering.select.op_impl import OpImpl, register
-from fx.lowering.select.op_info import host_only_prims
+from fx.lowering.select import op_info as _op_info  # noqa: F401  (its implementations register first)
+from fx.lowering.select.op_impl import OpImpl, host_only_prims, register
 
 # primitive -> what runs it on the CPU
 ROUTINES = {

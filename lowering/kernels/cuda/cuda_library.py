@@ -14,7 +14,7 @@ semantics are the primitives' (``fx.lax.linalg.solvers``, ``fx.lax.linalg.spectr
 the same params, output dtypes and failure values (a Cholesky factor of a matrix that is not
 positive definite is NaN on and below the diagonal; CuPy does not raise, NumPy does).
 
-What stays on the host, with copies (``op_info.host_only_prims``): primitives CuPy has no
+What stays on the host, with copies (``op_impl.host_only_prims``): primitives CuPy has no
 routine for (``eig``: ``cupy.linalg.eig`` needs CuPy 14 with CUDA 12.6's geev, and gives no
 left eigenvectors; ``schur``, ``hessenberg``, ``tridiagonal``, ``householder_product``,
 ``ormqr``), QR with column pivoting (cuSOLVER has no geqp3), and large batches of matrices
@@ -39,6 +39,7 @@ from fx.lax.linalg import householder as linalg_householder
 from fx.lax.linalg import solvers as linalg_solvers
 from fx.lax.linalg import spectral as linalg_spectral
 from fx.lowering.fusion.groups import FusionGroup, GroupKind
+from fx.lowering.select import op_info as _op_info  # noqa: F401  (its implementations register first)
 from fx.lowering.select.op_impl import OpImpl, register
 
 # Batches above this many matrices stay on the host where CuPy calls the routine once per
