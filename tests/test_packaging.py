@@ -39,8 +39,9 @@ RESOURCE_SUFFIXES = (".c", ".h", ".cu", ".cl")
 
 
 def test_a_build_ships_the_compilers_c_sources(tmp_path):
-    """The C/CUDA/OpenCL resource files under lowering/ are package data: setuptools' build
-    (what a wheel holds) copies every one, and the compiler reads them from there."""
+    """The C/CUDA/OpenCL resource files (under lowering/ and runtime/, and fx/'s own: the native
+    collectives' runtime library) are package data: setuptools' build (what a wheel holds)
+    copies every one, and the compiler and fx.distributed read them from there."""
     src = tmp_path / "src"
     src.mkdir()
     for name in ("fx", "interpreters", "lowering", "runtime"):
@@ -52,14 +53,17 @@ def test_a_build_ships_the_compilers_c_sources(tmp_path):
     subprocess.run([sys.executable, "-c", "from setuptools import setup; setup()", "-q",
                     "build", "--build-lib", str(lib)], cwd=src, check=True,
                    capture_output=True)
-    wanted = {p.relative_to(ROOT / "lowering") for p in (ROOT / "lowering").rglob("*")
-              if p.suffix in RESOURCE_SUFFIXES}
-    assert wanted, "no resource files found under lowering/"
-    shipped = {p.relative_to(lib / "fx" / "lowering") for p in (lib / "fx" / "lowering").rglob("*")
-               if p.suffix in RESOURCE_SUFFIXES}
-    assert wanted <= shipped, f"not in the build: {sorted(map(str, wanted - shipped))}"
-    # The built package (alone on the path, with its dependencies) assembles its prelude.
+    for folder in ("lowering", "runtime", "fx"):
+        built = lib / "fx" if folder == "fx" else lib / "fx" / folder
+        wanted = {p.relative_to(ROOT / folder) for p in (ROOT / folder).rglob("*")
+                  if p.suffix in RESOURCE_SUFFIXES}
+        assert wanted, f"no resource files found under {folder}/"
+        shipped = {p.relative_to(built) for p in built.rglob("*") if p.suffix in RESOURCE_SUFFIXES}
+        assert wanted <= shipped, f"not in the build: {sorted(map(str, wanted - shipped))}"
+    # The built package (alone on the path, with its dependencies) assembles its prelude and
+    # reads the native collectives' C.
     deps = {str(Path(m.__file__).parents[1]) for m in (np, ml_dtypes, scipy)}
     code = ("import sys; sys.path[:0] = sys.argv[1:]; import fx.lowering.render.prelude as p; "
-            "assert p.__file__.startswith(sys.argv[1]), p.__file__; assert 'fx_expf' in p.PRELUDE")
+            "assert p.__file__.startswith(sys.argv[1]), p.__file__; assert 'fx_expf' in p.PRELUDE; "
+            "import fx.distributed.native as n; assert 'fx_mpi_allreduce' in n._KERNEL")
     subprocess.run([sys.executable, "-S", "-c", code, str(lib), *sorted(deps)], check=True)

@@ -5,8 +5,8 @@ parses two buffers and a datatype per call, and with the transport's bookkeeping
 all-reduce between two processes took 3.3 us, of which MPI itself (the shared-memory
 exchange) is about 0.9. On the CPU backend, a ``psum`` (``pmax``/``pmin`` of integers) over an
 MPI process axis is instead a kernel of the program: one line of generated C calling
-``fx_mpi_allreduce`` below, a small runtime library compiled once per machine and loaded
-with global symbols, which holds this process's ``MPI_Allreduce`` (looked up in the MPI
+``fx_mpi_allreduce``, in a small runtime library (``native.c``) compiled once per machine and
+loaded with global symbols, which holds this process's ``MPI_Allreduce`` (looked up in the MPI
 library mpi4py loaded), its communicator, datatype and operation handles. The kernel sits in
 a segment between the other kernels (and in native ``scan``/``while`` bodies), so a jitted
 training step runs kernels and all-reduces in one C call.
@@ -37,6 +37,7 @@ from fx.distributed import collectives
 from fx.distributed.transport import MpiTransport, ReduceOp
 from fx.jaxpr import Var
 from fx.lax import parallel
+from fx.lowering import resources
 from fx.lowering.codegen import kernel_ir as ir
 from fx.lowering.codegen.c_kernel import CKernel
 from fx.lowering.fusion.groups import GroupKind
@@ -53,62 +54,10 @@ _PRIMS = {parallel.psum_p: ReduceOp.SUM, parallel.pmax_p: ReduceOp.MAX,
           parallel.pmin_p: ReduceOp.MIN}
 MAX_COUNT = 2**31 - 1  # MPI counts are C ints
 
-_LIBRARY = r"""
-#include <stdint.h>
-#include <stdio.h>
-#include <time.h>
-
-typedef {handle} fx_mpi_handle;
-typedef int (*fx_mpi_allreduce_fn)(const void*, void*, int, fx_mpi_handle, fx_mpi_handle,
-                                   fx_mpi_handle);
-typedef int (*fx_mpi_abort_fn)(fx_mpi_handle, int);
-typedef int (*fx_mpi_error_string_fn)(int, char*, int*);
-
-/* Filled by fx.distributed.native.bind: this process's MPI. */
-struct fx_mpi_group {{
-  fx_mpi_allreduce_fn allreduce;
-  fx_mpi_abort_fn abort;
-  fx_mpi_error_string_fn error_string;
-  fx_mpi_handle comm;
-  fx_mpi_handle types[{n_types}];
-  fx_mpi_handle ops[{n_ops}];
-  void* in_place;
-  int rank, size;
-}};
-struct fx_mpi_group fx_mpi_group;
-
-/* The running collective, for the transport's watchdog: its start (ns of CLOCK_MONOTONIC,
-   0 when none runs) and its name. */
-volatile int64_t fx_mpi_started_ns;
-const char* volatile fx_mpi_what;
-
-void fx_mpi_allreduce(const void* x, void* y, int64_t n, int type, int op, const char* what) {{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  fx_mpi_what = what;
-  fx_mpi_started_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-  const struct fx_mpi_group* g = &fx_mpi_group;
-  int rc = g->allreduce(x == y ? g->in_place : x, y, (int)n, g->types[type], g->ops[op],
-                        g->comm);
-  fx_mpi_started_ns = 0;
-  if (rc != 0) {{
-    char message[512] = "";
-    int length = 0;
-    g->error_string(rc, message, &length);
-    fprintf(stderr, "fx.distributed: %s failed on rank %d of %d: %s; aborting every "
-            "process\n", what, g->rank, g->size, message);
-    fflush(stderr);
-    g->abort(g->comm, 1);
-  }}
-}}
-"""
-
-_KERNEL = r"""
-void fx_mpi_allreduce(const void* x, void* y, int64_t n, int type, int op, const char* what);
-void ${name}(const ${ctype}* x, ${ctype}* y) {
-  fx_mpi_allreduce(x, y, ${count}, ${type}, ${op}, ${what});
-}
-"""
+# The runtime library (a template of the MPI handle type and the handle tables' sizes) and the
+# kernel calling it, a CKernel template (native.c documents their placeholders).
+_LIBRARY = resources.template(__package__, "native.c", "library")
+_KERNEL = resources.sections(__package__, "native.c")["kernel"]
 
 
 class _Bound:
@@ -159,8 +108,8 @@ def bind(transport: MpiTransport) -> _Bound | None:
             api = ctypes.CDLL(mpi.__file__)  # its dependencies include the MPI library
             functions = [ctypes.cast(getattr(api, f), ctypes.c_void_p).value
                          for f in ("MPI_Allreduce", "MPI_Abort", "MPI_Error_string")]
-            lib = cc.build_global(_LIBRARY.format(handle=handle[1], n_types=len(DTYPES),
-                                                  n_ops=len(_OPS)))
+            lib = cc.build_global(_LIBRARY.substitute(handle=handle[1], n_types=len(DTYPES),
+                                                      n_ops=len(_OPS)))
         except (OSError, AttributeError, cc.CompileError) as e:
             _unavailable[transport] = str(e)
             return None
