@@ -10,7 +10,7 @@ from fx import dtypes
 from fx.lowering.fusion.groups import GroupKind
 from fx.lowering.kernels.nf4 import nf4_gemm
 from fx.lowering.select.generable import generable
-from fx.lowering.select.op_impl import OpImpl, host_only_prims, register
+from fx.lowering.select.op_impl import OpImpl, register
 
 register(OpImpl("cpu.nf4_gemm", "cpu", GroupKind.GEMM, frozenset([dtypes.float32]), {}, True,
                 nf4_gemm.cost, "generated NF4 dequantize-in-GEMM, in-order sums over k",
@@ -21,4 +21,3 @@ register(OpImpl("cuda.nf4_gemm", "cuda", GroupKind.GEMM, frozenset([dtypes.float
                 "generated NF4 dequantize-in-GEMM, a thread per byte column",
                 applies=lambda g: nf4_gemm.applies(g) and generable(g),
                 kernel=nf4_gemm.cuda_kernel, describe=nf4_gemm.describe))
-host_only_prims.add(nf4_gemm.nf4_dot_p)

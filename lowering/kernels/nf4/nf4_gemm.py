@@ -42,6 +42,7 @@ from fx.lowering.fusion import primitive_rules
 from fx.lowering.fusion.groups import FusionGroup, GroupKind
 from fx.lowering.kernels.nf4 import nf4_avx512
 from fx.lowering.select.cost import flops_rules
+from fx.lowering.select.op_impl import host_only_prims
 
 MR = 4  # rows of x per tile: each unpacked weight is used MR times
 F32, I32 = dtypes.float32, dtypes.int32
@@ -56,6 +57,9 @@ def register_nf4_dot(prim: Primitive) -> None:
     and the ``applies`` test of the ``*.nf4_gemm`` implementations in ``op_info``."""
     global nf4_dot_p
     nf4_dot_p = prim
+    # Its NumPy impl has no CuPy counterpart: on CUDA a product the kernel does not take (the
+    # transposed one) runs on the host, with copies around it.
+    host_only_prims.add(prim)
     # A GEMM-like anchor: its elementwise consumers (bias, activation) join its group.
     primitive_rules.patterns[prim] = primitive_rules.Pattern.OUT_ELEMENTWISE_FUSABLE
     # The multiply-adds, plus ~10 operations per weight to unpack, look up and scale it (what

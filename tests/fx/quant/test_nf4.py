@@ -168,6 +168,14 @@ def test_cuda_selects_the_fused_kernel():
     _cuda_program(nf4.quantize(_w((32, 16)), block_size=16), _w((3, 32)))
 
 
+def test_cuda_runs_the_product_its_kernel_does_not_take_on_the_host():
+    # fx.quant registers nf4_dot with the compiler (nf4_gemm.register_nf4_dot), which marks its
+    # NumPy impl host-only: CuPy has no NF4 product.
+    from fx.lowering.select.op_impl import host_only_prims
+
+    assert nf4.nf4_dot_p in host_only_prims and None not in host_only_prims
+
+
 @pytest.mark.slow  # compiling the emulation takes seconds
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (C++20)")
 def test_cuda_kernel_emulated_bit_matches():
