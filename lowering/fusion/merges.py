@@ -119,7 +119,8 @@ def merge_single_consumer_producers(alive, graph, group_of, jaxpr, absorb, posit
         if ok:
             # The merged group may read less than its parts (recomputed copies become
             # local): the producers of both may now have a single consumer.
-            revisit = [*graph.deps[p], *graph.deps[c], c]
+            # (in creation order: the graph's sets iterate in address order, which varies)
+            revisit = [*sorted(graph.deps[p] | graph.deps[c], key=lambda g: g.id), c]
             absorb(c, p)
             for g in revisit:
                 if g not in queued:
@@ -174,7 +175,7 @@ def merge_siblings(alive, graph, group_of, jaxpr, absorb, dups: DuplicationCheck
         values = needed(p)
         if not values or any(read_count[v] for v in values):
             continue
-        first = next(iter(values))
+        first = min(values, key=lambda v: v.id)  # (a set's order is the values' addresses)
         c = next((c for c in producing[first] if c is not p and c in alive
                   and values <= c.produced() and all(can_store(c, v) for v in values)
                   and not dups.expands({c}, owning=values)), None)

@@ -214,8 +214,8 @@ def fuse(jaxpr: Jaxpr, stats: dict | None = None) -> list[FusionGroup]:
                     size += g.size
             if graph.would_cycle(members, reads):
                 members, dup = set(), []  # nothing merges: a fresh group reads everything
-            if host not in members:
-                host = next(iter(members), None)
+            if host not in members:  # (the first candidate that merged: set order is not stable)
+                host = next((g for g in merge if g in members), None)
             if host is None:
                 host = new_group(GroupKind.ELEMENTWISE, [])
             others = [g for g in merge if g in members and g is not host]
