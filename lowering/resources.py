@@ -1,5 +1,6 @@
 """The C, CUDA C and OpenCL C text the compiler emits, read from the resource files shipped
-beside the modules that use it (``render/prelude.h``, ``kernels/int8/int8_vnni.c``, ...).
+beside the modules that use it (``render/prelude.h``, ``kernels/int8/int8_vnni.c``, ...; the
+libraries above the compiler read theirs here too, e.g. ``fx/distributed/native.c``).
 
 A resource file is target source with two conventions on top:
 

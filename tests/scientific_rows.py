@@ -98,7 +98,7 @@ def _linalg_args(rng, dt):
 # Random operands, then every combination of the edge values fx and jax agree on
 # (tests/fx/scipy/test_special.py's edge-case tests; zeta's limits differ, so it sees only the
 # random part). Each function is fused with a neighbouring op (its
-# lowering/render/prelude_special.py kernel).
+# lowering/render/prelude_special.h kernel).
 _N_RANDOM = 48
 _LAX_EDGES = np.array([0.0, 1.0, 0.5, 3.0, -1.0, np.inf, np.nan])
 

@@ -4,7 +4,7 @@ custom jvp). They are declared here, below the compiler, so that ``fx.lowering``
 without importing ``fx.scipy``. Values are computed in float64 by ``scipy_special_numerics`` and
 rounded to the operand's dtype; each rule is the function's exact derivative, as jax's custom
 jvps give. Batching is elementwise; under jit they fuse into generated kernels
-(``lowering/render/prelude_special.py`` ports the algorithms to one element).
+(``lowering/render/prelude_special.h`` ports the algorithms to one element).
 """
 
 from __future__ import annotations

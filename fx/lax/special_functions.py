@@ -9,7 +9,7 @@ that dtype. Derivatives are jax's: ``igamma``/``igammac`` in both arguments (``a
 ``igamma_grad_a``), ``betainc`` in ``x`` only, ``zeta`` in ``q`` only (jax's primitive has
 none; ``fx.scipy.special.zeta`` differentiates both arguments), ``igamma_grad_a`` in neither.
 Each is an elementwise record (``fx.lax.elementwise_record``); under jit they fuse into generated
-kernels (``lowering/render/prelude_special.py`` ports these algorithms to one element).
+kernels (``lowering/render/prelude_special.h`` ports these algorithms to one element).
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def _bessel_i1e_dx(t, ans, x):
 
 
 def _prelude(name: str, nargs: int) -> Kernel:
-    """Computed in double by ``fx_<name>`` of lowering/render/prelude_special.py."""
+    """Computed in double by ``fx_<name>`` of lowering/render/prelude_special.h."""
     return call(f"fx_{name}", nargs, key="f64") | Kernel(via_f64=True)
 
 

@@ -90,7 +90,7 @@ def _formula(expr, args, dt):
     return ir.Op(wrapping(op, dt), tuple(_formula(o, args, dt) for o in operands), dt)
 
 
-# digamma & co. (the special functions of lowering/render/prelude_special.py) compute in double
+# digamma & co. (the special functions of lowering/render/prelude_special.h) compute in double
 # whatever the operand type, as their eager impls do.
 def _via_double(op: str, args, dt, extra=()):
     if dt == dtypes.float64:

@@ -5,7 +5,7 @@ and dtype).
 
 A dialect is data: the function prefix, pointer qualifier, how the parallel loop is written
 (an OpenMP ``for`` in C; a grid-stride loop over the thread index with a bounds guard in CUDA),
-type names, and the spelling of each math function per dtype. ``render.Renderer`` reads it and
+type names, and the spelling of each math function per dtype. ``renderer.Renderer`` reads it and
 never asks which target it renders for.
 
 The spellings of the elementwise primitives declared by a record (``fx.lax.elementwise_record``)
@@ -74,7 +74,7 @@ _COMMON = {
     ("round_even", "f32"): "rintf({0})", ("round_even", "f64"): "rint({0})",
     ("polygamma", "*"): "fx_polygamma({1}, {0})",
 }
-# The special functions of lowering/render/prelude_special.py behind fx.scipy.special (computed
+# The special functions of lowering/render/prelude_special.h behind fx.scipy.special (computed
 # in double, see primitive_rules._via_double; fx.lax.special_functions' are records): op ->
 # fx_<op>(operands...).
 for _op, _n in [("expn", 2), ("erfcx", 1), ("dawsn", 1), ("expi", 1), ("spence", 1),

@@ -90,7 +90,7 @@ FX_FN uint16_t fx_f2u16(double x) {
 /* The same from float, for 8/16-bit targets (quantization's float -> int8): clamped in
    float and converted through int32 as selects, so that GCC keeps a vector of floats in
    its lanes (the double versions above widen every lane and branch). The "w" forms leave
-   the value in int32: a staged store narrows it later (render.Renderer.staged_loop). */
+   the value in int32: a staged store narrows it later (renderer.Renderer.staged_loop). */
 //@ narrow_from_f32
 FX_FN int32_t fx_f2${name}w_f32(float x) {
   float c = x < ${lo} ? ${lo} : x;

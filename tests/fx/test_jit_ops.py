@@ -7,7 +7,7 @@ compilations (~0.1 s each) low. Results must have the same shapes and dtypes, in
 results must be equal, NaNs must sit in the same places, and floats must agree within:
 
 - jit vs eager (``JIT_TOL``): the generated float32 kernels compute exp/log/tanh/logistic/
-  expm1/log1p with their own polynomials (lowering/render/prelude.py) and other functions with libm,
+  expm1/log1p with their own polynomials (lowering/render/prelude.h) and other functions with libm,
   where eager uses NumPy's; so float32 may differ by a few ulp (rtol = atol = 2e-6) and float64
   by libm differences (1e-12). Half precision computes in float32 and stores 16-bit: one ulp.
   Reductions and matmuls may sum in another order; their rows set a looser tolerance.
