@@ -6,6 +6,7 @@ implementations → memory plan → kernels. Each stage is a pure function and t
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import os
 import re
@@ -143,6 +144,16 @@ class Compilation:
 
     def compile(self):
         return self.backend.executor(self)
+
+    def one_call_per_operation(self) -> Compilation:
+        """This program with every native operation called from the runtime on its own
+        (rather than consecutive ones in one generated function), sequentially: what a
+        profile times call by call. The same kernels; the entry points differ."""
+        low = copy.copy(self)
+        low.schedule = operations.schedule(self.ops, concurrent=False, one_per_call=True)
+        if self.kernels:
+            low.source, _ = self.backend.source(list(low.schedule.units), self.kernels)
+        return low
 
     def cost_analysis(self) -> dict:
         flops = sum(group_flops(s.group) for s in self.steps)

@@ -10,6 +10,7 @@ library steps call NumPy on views. States are pooled, so concurrent calls never 
 from __future__ import annotations
 
 import ctypes
+import time
 
 import numpy as np
 
@@ -70,6 +71,7 @@ class CpuExecutable(Executable):
     large steps run on worker threads at the same time (``run_waves``)."""
 
     concurrent = True
+    timed_calls = True
     threaded_libraries = True  # BLAS and OpenMP kernels: see pool.concurrency_enabled
 
     def load(self, low) -> None:
@@ -91,7 +93,10 @@ class CpuExecutable(Executable):
     def new_state(self) -> _CallState:
         return _CallState(self)
 
-    def run(self, state: _CallState, args: list) -> list[np.ndarray]:
+    def run(self, state: _CallState, args: list, times: list | None = None
+            ) -> list[np.ndarray]:
+        """One call. With ``times`` (a list of floats, one per call of the schedule) the
+        calls run one after the other and each one's seconds are added to its entry."""
         table = state.table
         views = dict(state.views) if self.needs_views else None
         for slot, var, dtype, pos in self._args:
@@ -111,7 +116,13 @@ class CpuExecutable(Executable):
             produced[var] = out
             if views is not None:
                 views[var] = out
-        if self.waves:
+        if times is not None:
+            clock = time.perf_counter
+            for i, (is_c, fn) in enumerate(self.calls):
+                start = clock()
+                fn(state.table_ptr) if is_c else fn(views)
+                times[i] += clock() - start
+        elif self.waves:
             calls = self.calls
 
             def call(i):

@@ -133,6 +133,21 @@ class Executable:
         finally:
             self.release(state)
 
+    # Whether ``run`` takes ``times`` (per-call seconds, for a profile).
+    timed_calls = False
+
+    def timed(self, args: list, times: list) -> list:
+        """A call that adds each of its calls' seconds to ``times`` (see ``timed_calls``)."""
+        if not self.timed_calls:
+            raise NotImplementedError(f"{type(self).__name__} does not time its calls")
+        if not self._first_done:
+            self._run_first_checks()
+        state = self.states.acquire()
+        try:
+            return self.run(state, args, times)
+        finally:
+            self.release(state)
+
     def _run_first_checks(self) -> None:
         with self._first_lock:
             if not self._first_done:

@@ -251,13 +251,15 @@ def compile_work(kernels) -> int:
 
 
 def schedule(ops: list[Op], concurrent: bool = True,
-             concurrent_cost: float = 200_000.0) -> Schedule:
+             concurrent_cost: float = 200_000.0, one_per_call: bool = False) -> Schedule:
     """Group consecutive native operations into segments ``fx_segN``; every other operation
     is called on its own. Segments and the kernels they call are split into units of about
     ``UNIT_WORK``. Within a unit, kernels equal but for their name are compiled once (the
     layers of a deep network repeat): the later launches call the first one. With
     ``concurrent`` (a program without effects), the dependency waves are computed too, and
-    calls estimated at ``concurrent_cost`` or more may run apart from the others."""
+    calls estimated at ``concurrent_cost`` or more may run apart from the others. With
+    ``one_per_call`` every native operation is a segment of its own (a profile times each
+    call)."""
     calls: list = []
     units: list[Unit] = []
     segment: list[Op] = []
@@ -309,6 +311,8 @@ def schedule(ops: list[Op], concurrent: bool = True,
         else:
             functions.extend(nested_functions(op))
         segment.append(op)
+        if one_per_call:
+            close()
     close_unit()
     split = []
     for wave in waves(calls) if concurrent else ():
