@@ -33,7 +33,7 @@ import numpy as np
 
 import fx
 import fx.numpy as fnp
-from fx.runtime import cc
+from fx.runtime import cc, peaks
 
 
 def timeit(fn, repeat: int, number: int = 1) -> float:
@@ -163,7 +163,23 @@ def hold_jax_to_march() -> None:
         os.environ["XLA_FLAGS"] = f"--xla_cpu_max_isa={isa}"
 
 
-def print_machine() -> None:
+def blas_kernels() -> str:
+    """The BLAS libraries loaded, with their kernel (architecture) and thread count."""
+    try:
+        import threadpoolctl
+    except ImportError:
+        return "BLAS: (threadpoolctl not installed)"
+    found = [f"{i.get('internal_api')} {i.get('version')} {i.get('architecture', '?')} kernel, "
+             f"{i.get('num_threads')} threads" for i in threadpoolctl.threadpool_info()
+             if i.get("user_api") == "blas"]
+    env = [f"{k}={os.environ[k]}" for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
+                                            "OPENBLAS_NUM_THREADS") if k in os.environ]
+    return "BLAS: " + ("; ".join(found) or "none loaded") + (
+        f" (environment: {' '.join(env)})" if env else "")
+
+
+def print_machine() -> peaks.Peaks:
+    """Print the machine and measure its peaks now (the roofline of the compute-bound rows)."""
     import jax
 
     print(f"CPU: {cpu_model()}, {os.cpu_count()} logical cores; ISA level {isa_level()}")
@@ -171,6 +187,18 @@ def print_machine() -> None:
           f"{cc.compiler_version()}; jax {jax.__version__} "
           f"(XLA_FLAGS={os.environ.get('XLA_FLAGS', '(unset)')}); NumPy {np.__version__}; "
           f"{datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}")
+    print(blas_kernels())
+    p = peaks.measure(refresh=True)
+    print(f"peaks measured now: {p.flops / 1e9:.0f} GFLOP/s float32 FMA on {p.threads} threads, "
+          f"{p.bytes_per_s / 1e9:.1f} GB/s copy (fx.runtime.peaks)")
+    return p
+
+
+def peak_share(name: str, flops: float, seconds: float, p: peaks.Peaks) -> None:
+    """The line under a compute-bound row: its FLOPs per call and fx's share of the peak."""
+    rate = flops / seconds
+    print(f"  ({name}: {flops / 1e9:.3f} GFLOP per call; fx {rate / 1e9:.1f} GFLOP/s, "
+          f"{100 * rate / p.flops:.0f}% of the float32 FMA peak)", flush=True)
 
 
 def mlp_init(rng, sizes=(784, 512, 512, 10)):
@@ -350,7 +378,7 @@ def main():
     import jax
     import jax.numpy as jnp
 
-    print_machine()
+    machine_peaks = print_machine()
     print(f"{'benchmark':<44} | {'fx':>12} | {'jax.jit':>12} | {'numpy':>12} | "
           f"{'jax/fx':>8} | {'np/fx':>8}")
     rng = np.random.default_rng(0)
@@ -381,9 +409,11 @@ def main():
     step_fx = fx.jit(mlp_step(fnp, fx.grad, fx_log_softmax))
     step_jax = jax.jit(mlp_step(jnp, jax.grad, jax.nn.log_softmax))
     xbf, ybf, xbj, ybj = fnp.asarray(xb), fnp.asarray(yb), jnp.asarray(xb), jnp.asarray(yb)
-    row("MLP SGD step (784-512-512-10, batch 256)",
-        *timeit_each([lambda: step_fx(p_fx, xbf, ybf),
-                      lambda: jax.block_until_ready(step_jax(p_jax, xbj, ybj))], repeat))
+    times = timeit_each([lambda: step_fx(p_fx, xbf, ybf),
+                         lambda: jax.block_until_ready(step_jax(p_jax, xbj, ybj))], repeat)
+    row("MLP SGD step (784-512-512-10, batch 256)", *times)
+    peak_share("MLP step", step_fx.lower(p_fx, xbf, ybf).cost_analysis()["flops"], times[0],
+               machine_peaks)
 
     # 2b. CNN value-and-grad, batch 64 of 28x28x1 (the same initial weights in both)
     import jax.example_libraries.stax as jstax
@@ -398,9 +428,11 @@ def main():
     vg_fx = fx.jit(cnn_value_and_grad(fnp, fx.value_and_grad, apply_fx))
     vg_jax = jax.jit(cnn_value_and_grad(jnp, jax.value_and_grad, apply_jax))
     xcf, ycf, xcj, ycj = fnp.asarray(xc), fnp.asarray(yc), jnp.asarray(xc), jnp.asarray(yc)
-    row("CNN value_and_grad (batch 64, 28x28x1)",
-        *timeit_each([lambda: vg_fx(params_f, xcf, ycf),
-                      lambda: jax.block_until_ready(vg_jax(params_j, xcj, ycj))], repeat))
+    times = timeit_each([lambda: vg_fx(params_f, xcf, ycf),
+                         lambda: jax.block_until_ready(vg_jax(params_j, xcj, ycj))], repeat)
+    row("CNN value_and_grad (batch 64, 28x28x1)", *times)
+    peak_share("CNN step", vg_fx.lower(params_f, xcf, ycf).cost_analysis()["flops"], times[0],
+               machine_peaks)
 
     # 2c. one epoch of the digits MLP (adam, batch 64), as in examples/mlp_digits.py
     row("digits MLP epoch (adam, batch 64)", *digits_epoch(repeat=max(repeat // 4, 3)))
