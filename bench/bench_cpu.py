@@ -19,6 +19,7 @@ x86-64-v2, unless ``XLA_FLAGS`` is set).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import datetime
 import os
@@ -192,6 +193,18 @@ def print_machine() -> peaks.Peaks:
     print(f"peaks measured now: {p.flops / 1e9:.0f} GFLOP/s float32 FMA on {p.threads} threads, "
           f"{p.bytes_per_s / 1e9:.1f} GB/s copy (fx.runtime.peaks)")
     return p
+
+
+@contextlib.contextmanager
+def busy_core():
+    """Another process spinning on one core for the duration."""
+    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.2)  # let it start
+        yield
+    finally:
+        spin.kill()
+        spin.wait()
 
 
 def peak_share(name: str, flops: float, seconds: float, p: peaks.Peaks) -> None:
@@ -433,6 +446,17 @@ def main():
     row("CNN value_and_grad (batch 64, 28x28x1)", *times)
     peak_share("CNN step", vg_fx.lower(params_f, xcf, ycf).cost_analysis()["flops"], times[0],
                machine_peaks)
+
+    # 2b'. the same two steps while another process keeps one core busy (a data loader, a
+    # second job): fx's threads (OpenMP kernels, BLAS, the wave workers) must not lose more
+    # than jax's do.
+    with busy_core():
+        row("MLP SGD step, one core busy",
+            *timeit_each([lambda: step_fx(p_fx, xbf, ybf),
+                          lambda: jax.block_until_ready(step_jax(p_jax, xbj, ybj))], repeat))
+        row("CNN value_and_grad, one core busy",
+            *timeit_each([lambda: vg_fx(params_f, xcf, ycf),
+                          lambda: jax.block_until_ready(vg_jax(params_j, xcj, ycj))], repeat))
 
     # 2c. one epoch of the digits MLP (adam, batch 64), as in examples/mlp_digits.py
     row("digits MLP epoch (adam, batch 64)", *digits_epoch(repeat=max(repeat // 4, 3)))
