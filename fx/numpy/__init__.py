@@ -26,9 +26,9 @@ from fx.numpy.histograms import *  # noqa: F403
 from fx.numpy.index_tricks import *  # noqa: F403
 from fx.numpy.indexing import *  # noqa: F403
 from fx.numpy.io import *  # noqa: F403
+from fx.numpy.joining_and_editing import *  # noqa: F403
 from fx.numpy.linalg import *  # noqa: F403
 from fx.numpy.manipulation import *  # noqa: F403
-from fx.numpy.manipulation_more import *  # noqa: F403
 from fx.numpy.mathematical import *  # noqa: F403
 from fx.numpy.nan_reductions import *  # noqa: F403
 from fx.numpy.padding import *  # noqa: F403

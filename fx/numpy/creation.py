@@ -1,5 +1,5 @@
 """Array creation: ``array``, ``zeros``, ``arange``, ``linspace``, ``eye``, ..., the sample
-grids ``logspace``/``geomspace`` and ``fromfunction``.
+grids ``logspace``/``geomspace``, ``fromfunction`` and ``copy``.
 
 Python data defaults to float32 / int32 (JAX's default mode); numpy data keeps its dtype, and
 an explicit ``dtype`` is always honoured (64-bit types included). Filled arrays are broadcasts
@@ -29,7 +29,7 @@ from fx.numpy._promote import (
 from fx.numpy.array_api import place
 
 __all__ = [
-    "arange", "array", "asarray", "empty", "empty_like", "eye", "fromfunction", "full",
+    "arange", "array", "asarray", "copy", "empty", "empty_like", "eye", "fromfunction", "full",
     "full_like", "geomspace", "identity", "linspace", "logspace", "ones", "ones_like", "zeros",
     "zeros_like", "tri",
 ]
@@ -393,3 +393,10 @@ def fromfunction(function, shape, *, dtype=float, **kwargs):
     for k in reversed(range(len(dims))):  # the outermost map is dimension 0
         f = vmap(f, in_axes=tuple(0 if j == k else None for j in range(len(dims))))
     return f(*(lax.iota(dt, d) for d in dims))
+
+
+def copy(a, order=None):
+    """A copy of ``a`` as an fx array (fx arrays are immutable, so this is ``asarray``)."""
+    if order not in (None, "C", "K", "A"):
+        raise NotImplementedError(f"fx.numpy.copy: order={order!r} is not supported")
+    return to_array(a, "fx.numpy.copy")

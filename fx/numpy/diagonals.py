@@ -1,6 +1,7 @@
-"""Triangles and diagonals: ``tril``, ``triu``, ``diagonal``, ``diag`` and ``trace``, as in
-``numpy``/``jax.numpy``, built from iota masks, selects, strided slices and interior padding
-(exact for every dtype, differentiable and batchable). Offsets and axes are static ints.
+"""Triangles and diagonals: ``tril``, ``triu``, ``diagonal``, ``diag``, ``diagflat`` and
+``trace``, as in ``numpy``/``jax.numpy``, built from iota masks, selects, strided slices and
+interior padding (exact for every dtype, differentiable and batchable). Offsets and axes are
+static ints.
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ import operator
 from fx import dtypes, lax
 from fx.core import get_aval
 from fx.numpy._promote import canonical_axis, to_array
-from fx.numpy.manipulation import moveaxis
+from fx.numpy.manipulation import moveaxis, ravel
 
-__all__ = ["diag", "diagonal", "trace", "tril", "triu"]
+__all__ = ["diag", "diagflat", "diagonal", "trace", "tril", "triu"]
 
 
 def _arr(a, name: str):
@@ -96,3 +97,8 @@ def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None):
 
     d = diagonal(a, offset, axis1, axis2)
     return sum_(d, axis=-1, dtype=dtype)
+
+
+def diagflat(v, k: int = 0):
+    """A 2-D array with the flattened ``v`` on the ``k``-th diagonal."""
+    return diag(ravel(_arr(v, "diagflat")), k)

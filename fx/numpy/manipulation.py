@@ -1,6 +1,7 @@
-"""Array manipulation: reshaping, transposing, joining, splitting, tiling, flipping and rolling,
-as in ``numpy``/``jax.numpy`` (triangles and diagonals: ``fx.numpy.diagonals``; padding:
-``fx.numpy.padding``).
+"""Array manipulation: reshaping, transposing, joining, splitting, tiling, flipping, rolling and
+rotating (``rollaxis``, ``rot90``), as in ``numpy``/``jax.numpy`` (triangles and diagonals:
+``fx.numpy.diagonals``; padding: ``fx.numpy.padding``; inserting, deleting and the further
+joining names: ``fx.numpy.joining_and_editing``).
 
 Every function takes array-likes (fx values, numpy data, Python scalars or nested lists) and
 returns fx arrays built from structural ``fx.lax`` primitives only (no gather), so results are
@@ -32,8 +33,8 @@ from fx.numpy._promote import (
 __all__ = [
     "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays", "broadcast_to",
     "column_stack", "concatenate", "dstack", "expand_dims", "flatten", "flip", "fliplr",
-    "flipud", "hstack", "moveaxis", "ravel", "repeat", "reshape", "roll", "split",
-    "squeeze", "stack", "swapaxes", "tile", "transpose", "vstack",
+    "flipud", "hstack", "moveaxis", "ravel", "repeat", "reshape", "roll", "rollaxis", "rot90",
+    "split", "squeeze", "stack", "swapaxes", "tile", "transpose", "vstack",
 ]
 
 
@@ -591,3 +592,42 @@ def roll(a, shift, axis=None):
     for sh, ax in pairs:
         x = _roll_static(x, int(sh), int(ax))
     return x
+
+
+def rollaxis(a, axis: int, start: int = 0):
+    """Move ``axis`` to come before position ``start`` (NumPy's older ``moveaxis``)."""
+    x = _arr(a, "rollaxis")
+    nd = get_aval(x).ndim
+    axis = canonical_axis(axis, nd, "fx.numpy.rollaxis")
+    if not -nd <= start <= nd:
+        raise ValueError(f"fx.numpy.rollaxis: start {start} is out of bounds for an array of "
+                         f"rank {nd}")
+    start = start + nd if start < 0 else start
+    if axis < start:
+        start -= 1
+    return moveaxis(x, axis, start)
+
+
+def rot90(m, k: int = 1, axes: tuple[int, int] = (0, 1)):
+    """``m`` rotated by 90 degrees ``k`` times, from the first towards the second of ``axes``.
+
+    >>> fx.numpy.rot90(fx.numpy.array([[1, 2], [3, 4]]))
+    Array([[2, 4],
+           [1, 3]], dtype=int32)
+    """
+    x = _arr(m, "rot90")
+    nd = get_aval(x).ndim
+    if nd < 2:
+        raise ValueError(f"fx.numpy.rot90: needs an array of at least 2 dimensions, got shape "
+                         f"{get_aval(x).shape}")
+    a0, a1 = (canonical_axis(ax, nd, "fx.numpy.rot90") for ax in axes)
+    if a0 == a1:
+        raise ValueError(f"fx.numpy.rot90: axes must be different, got {tuple(axes)}")
+    k = operator.index(k) % 4
+    if k == 0:
+        return x
+    if k == 2:
+        return flip(x, (a0, a1))
+    if k == 1:
+        return swapaxes(flip(x, a1), a0, a1)
+    return flip(swapaxes(x, a0, a1), a1)

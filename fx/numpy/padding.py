@@ -231,7 +231,7 @@ def _empty(x, widths):
 
 
 def _with_function(x, widths, func: Callable, kwargs: dict):
-    from fx.numpy.manipulation_more import apply_along_axis
+    from fx.numpy.vectorization import apply_along_axis
 
     x = _constant(x, widths, 0)
     for k in range(get_aval(x).ndim):

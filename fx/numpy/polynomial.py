@@ -1,6 +1,6 @@
 """Polynomials as 1-d coefficient arrays, highest power first, as in ``numpy.poly*``:
 ``poly``, ``polyadd``, ``polysub``, ``polymul``, ``polydiv``, ``polyder``, ``polyint``,
-``polyval``, ``polyfit``.
+``polyval``, ``polyfit``, and the Vandermonde matrix ``vander``.
 
 Like jax's, they take arrays and scalars, not lists or tuples (a ``TypeError``: wrap them in
 ``fx.numpy.asarray``). Lengths are static (they are shapes), so everything is a fixed
@@ -13,6 +13,8 @@ the matrix), complex, as jax's.
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from fx import dtypes, lax
@@ -23,7 +25,7 @@ from fx.numpy.convolutions import convolve
 from fx.numpy.linalg_decompositions import eigvals
 
 __all__ = ["poly", "polyadd", "polyder", "polydiv", "polyfit", "polyint", "polymul",
-           "polysub", "polyval", "roots"]
+           "polysub", "polyval", "roots", "vander"]
 
 
 def _coeffs(name: str, *ps, inexact: bool = False) -> list:
@@ -458,3 +460,38 @@ def polyfit(x, y, deg: int, rcond=None, full: bool = False, w=None, cov=False):
     grid = (order, order, nrhs)
     return coeffs, lax.mul(lax.broadcast_in_dim(base, grid, (0, 1)),
                            lax.broadcast_in_dim(fac, grid, (2,)))
+
+
+def vander(x, N: int | None = None, increasing: bool = False):  # noqa: N803
+    """The Vandermonde matrix of the 1-D ``x``: column ``j`` is ``x ** (N - 1 - j)`` (``x **
+    j`` when ``increasing``), by binary exponentiation in ``x``'s dtype: exact for integers;
+    for floats within rounding of jax (which uses ``pow``).
+
+    >>> fx.numpy.vander(fx.numpy.array([2, 3]), 3)
+    Array([[4, 2, 1],
+           [9, 3, 1]], dtype=int32)
+    """
+    a = to_array(x, "fx.numpy.vander")
+    if get_aval(a).ndim != 1:
+        raise ValueError(f"fx.numpy.vander: x must be 1-D, got shape {get_aval(a).shape}")
+    n = get_aval(a).shape[0]
+    N = n if N is None else operator.index(N)  # noqa: N806
+    if N < 0:
+        raise ValueError(f"fx.numpy.vander: N must be non-negative, got {N}")
+    cols = [lax.reshape(_int_power(a, j), (n, 1)) for j in range(N)]
+    if not cols:
+        return lax.full((n, 0), 0, get_aval(a).dtype)
+    out = lax.concatenate(cols, 1)
+    return out if increasing else manipulation.flip(out, 1)
+
+
+def _int_power(x, j: int):
+    """``x ** j`` by square-and-multiply from the low bits (``1`` for ``j = 0``)."""
+    acc, base = None, x
+    while j:
+        if j & 1:
+            acc = base if acc is None else lax.mul(acc, base)
+        j >>= 1
+        if j:
+            base = lax.mul(base, base)
+    return lax.full_like(x, 1) if acc is None else acc

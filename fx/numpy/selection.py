@@ -222,7 +222,7 @@ def put(a, ind, v, mode: str | None = None, *, inplace: bool = True):
     if n_v == 0:
         raise ValueError(f"{name}: v must not be empty when ind is not")
     if n_v != n_ind:
-        from fx.numpy.manipulation_more import resize  # noqa: PLC0415
+        from fx.numpy.joining_and_editing import resize  # noqa: PLC0415
 
         vals = resize(vals, (n_ind,))
     size = get_aval(x).size

@@ -1,5 +1,6 @@
-"""Sorting, searching and cumulative ``fx.numpy`` functions (the order statistics built on
-sorting are in :mod:`fx.numpy.quantiles`).
+"""Sorting, searching, partitioning (``partition``/``argpartition``), cumulative and difference
+(``diff``, ``ediff1d``) ``fx.numpy`` functions (the order statistics built on sorting are in
+:mod:`fx.numpy.quantiles`).
 
 All are traceable and differentiable: they are built on ``fx.lax.sort`` and the cumulative
 primitives (``fx.lax.cumsum`` ...), with numpy's signatures and JAX's semantics (NaNs sort to
@@ -9,6 +10,8 @@ the end, sorts are stable, ``axis=None`` flattens). Index results (``argsort``, 
 """
 
 from __future__ import annotations
+
+import operator
 
 import numpy as np
 
@@ -23,8 +26,8 @@ from fx.numpy._promote import (
 )
 
 __all__ = [
-    "argsort", "cumprod", "cumsum", "cumulative_prod", "cumulative_sum", "diff", "lexsort",
-    "searchsorted", "sort",
+    "argpartition", "argsort", "cumprod", "cumsum", "cumulative_prod", "cumulative_sum", "diff",
+    "ediff1d", "lexsort", "partition", "searchsorted", "sort",
 ]
 
 
@@ -315,3 +318,105 @@ def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None):
         lo = lax.slice_in_dim(a, 0, size - 1, 1, axis)
         a = lax.ne(hi, lo) if get_aval(a).dtype == dtypes.bool_ else lax.sub(hi, lo)
     return a
+
+
+def ediff1d(ary, to_end=None, to_begin=None):
+    """The differences of consecutive entries of ``ravel(ary)``, with ``to_begin`` and
+    ``to_end`` (flattened, converted to ``ary``'s dtype) around them.
+
+    >>> fx.numpy.ediff1d(fx.numpy.array([1, 4, 9]), to_end=0)
+    Array([3, 5, 0], dtype=int32)
+    """
+    name = "fx.numpy.ediff1d"
+    x = _flatten(to_array(ary, name))
+    n = get_aval(x).shape[0]
+    dt = get_aval(x).dtype
+    if n >= 1:
+        hi, lo = lax.slice_in_dim(x, 1, n), lax.slice_in_dim(x, 0, n - 1)
+        d = lax.ne(hi, lo) if dt == dtypes.bool_ else lax.sub(hi, lo)
+    else:
+        d = x
+    parts = [d]
+    if to_begin is not None:
+        parts.insert(0, lax.convert_element_type(_flatten(to_array(to_begin, name)), dt))
+    if to_end is not None:
+        parts.append(lax.convert_element_type(_flatten(to_array(to_end, name)), dt))
+    return lax.concatenate(parts, 0) if len(parts) > 1 else d
+
+
+# --- partitions (selection by rank) -------------------------------------------------------------
+
+
+def _swap(x, i: int, j: int):
+    """``x`` with its (non-negative) axes ``i`` and ``j`` interchanged."""
+    perm = list(range(get_aval(x).ndim))
+    perm[i], perm[j] = j, i
+    return lax.transpose(x, perm)
+
+
+def _partition_operand(a, kth, axis, name: str):
+    """``a`` with ``axis`` swapped last, and ``kth`` in ``[0, n)``; jax's refusals."""
+    x = to_array(a, f"fx.numpy.{name}")
+    aval = get_aval(x)
+    if dtypes.is_complex(aval.dtype):
+        raise NotImplementedError(f"fx.numpy.{name} of complex data is not implemented (as "
+                                  "in jax); sort it instead")
+    if aval.dtype == dtypes.bool_:
+        raise TypeError(f"fx.numpy.{name}: bool arrays are not supported (jax negates the "
+                        "operand); convert to an integer type first")
+    axis = canonical_axis(axis, aval.ndim, f"fx.numpy.{name}")
+    kth = _check_kth(kth, aval.shape[axis], name)
+    return _swap(x, axis, aval.ndim - 1), kth, axis
+
+
+def _smallest_first(x, k: int):
+    """``top_k`` of ``-x``, as jax's partition takes it: the ``k`` smallest entries (and
+    their indices) by the order of ``-x`` (unsigned integers shifted so 0 negates to the
+    largest)."""
+    if dtypes.is_unsigned_int(get_aval(x).dtype):
+        return lax.top_k(lax.neg(lax.add(x, lax.full((), 1, get_aval(x).dtype))), k)
+    return lax.top_k(lax.neg(x), k)
+
+
+def partition(a, kth: int, axis: int = -1):
+    """``a`` rearranged along ``axis`` so that position ``kth`` holds the entry a sort would
+    put there, with no larger entries before it and no smaller ones after, arranged exactly
+    as jax's: the ``kth + 1`` smallest ascending, then the others descending (two
+    ``lax.top_k``; so NaNs with the sign bit set come first, other NaNs go after ``kth``).
+
+    >>> fx.numpy.partition(fx.numpy.array([6, 8, 4, 3, 1, 9, 7, 5, 2, 3]), 4)
+    Array([1, 2, 3, 3, 4, 9, 8, 7, 6, 5], dtype=int32)
+    """
+    x, kth, axis = _partition_operand(a, kth, axis, "partition")
+    n = get_aval(x).shape[-1]
+    bottom = _smallest_first(x, kth + 1)[0]
+    if dtypes.is_unsigned_int(get_aval(x).dtype):
+        bottom = lax.sub(lax.neg(bottom), lax.full((), 1, get_aval(x).dtype))
+    else:
+        bottom = lax.neg(bottom)
+    top = lax.top_k(x, n - kth - 1)[0]
+    nd = get_aval(x).ndim
+    return _swap(lax.concatenate([bottom, top], nd - 1), nd - 1, axis)
+
+
+def argpartition(a, kth: int, axis: int = -1):
+    """The indices that :func:`partition` ``a`` (int32), as jax's: those of the ``kth + 1``
+    smallest entries, smallest first (ties in index order), then the others in index order.
+
+    >>> fx.numpy.argpartition(fx.numpy.array([6, 8, 4, 3, 1, 9, 7, 5, 2, 3]), 4)
+    Array([4, 8, 3, 9, 2, 0, 1, 5, 6, 7], dtype=int32)
+    """
+    x, kth, axis = _partition_operand(a, kth, axis, "argpartition")
+    nd, n = get_aval(x).ndim, get_aval(x).shape[-1]
+    order = _smallest_first(x, n)[1]
+    # jax's top_k of a 0/1 mask of the rest: the remaining indices in increasing order.
+    rest = lax.sort(lax.slice_in_dim(order, kth + 1, n, 1, nd - 1), nd - 1)
+    out = lax.concatenate([lax.slice_in_dim(order, 0, kth + 1, 1, nd - 1), rest], nd - 1)
+    return _swap(out, nd - 1, axis)
+
+
+def _check_kth(kth, n: int, name: str) -> int:
+    k = operator.index(kth)
+    if not -n <= k < n:
+        raise ValueError(f"fx.numpy.{name}: kth {k} is out of bounds for an axis of length {n}")
+    return k % n

@@ -1,6 +1,7 @@
 """``vectorize`` (NumPy's generalized-ufunc broadcasting on top of ``fx.vmap``), and
 ``ufunc``/``frompyfunc``: a scalar function made into an object with NumPy's ufunc methods
-(``outer``, ``reduce``, ``accumulate``, ``reduceat``, ``at``).
+(``outer``, ``reduce``, ``accumulate``, ``reduceat``, ``at``); and ``apply_along_axis`` /
+``apply_over_axes``, a function mapped over an array's 1-D slices or applied axis by axis.
 
 ``vectorize(f, signature="(n),(n)->()")`` splits each argument's shape into loop dimensions
 and the core dimensions the signature names, broadcasts the loop dimensions, and maps ``f``
@@ -26,8 +27,10 @@ from fx.numpy._promote import (
     canonical_axis,
     to_array,
 )
+from fx.numpy.manipulation import expand_dims
+from fx.vectorize import vmap
 
-__all__ = ["frompyfunc", "ufunc", "vectorize"]
+__all__ = ["apply_along_axis", "apply_over_axes", "frompyfunc", "ufunc", "vectorize"]
 
 _DIM = r"\w+"
 _CORE = rf"\((?:{_DIM}(?:,\s*{_DIM})*)?\)"
@@ -127,8 +130,6 @@ class vectorize:  # noqa: N801  (numpy's name)
                         raise ValueError(f"{name}: an output has {nd} dimensions, but its "
                                          f"core dimensions are {core} in {self.signature!r}")
             return out
-
-        from fx.vectorize import vmap  # noqa: PLC0415
 
         f = checked
         for _ in loop:
@@ -312,3 +313,50 @@ def frompyfunc(func, /, nin: int, nout: int, *, identity=None) -> ufunc:
            [2, 4, 6]], dtype=int32)
     """
     return ufunc(func, nin, nout, identity=identity)
+
+
+# --- applying a function along axes --------------------------------------------------------------
+
+
+def apply_along_axis(func1d, axis: int, arr, *args, **kwargs):
+    """``func1d`` applied to every 1-D slice of ``arr`` along ``axis`` (vectorized with
+    ``fx.vmap``); the dimensions of ``func1d``'s result replace ``axis``.
+
+    >>> fx.numpy.apply_along_axis(lambda v: v.sum(), 1, fx.numpy.ones((2, 3)))
+    Array([3., 3.], dtype=float32)
+    """
+    x = to_array(arr, "fx.numpy.apply_along_axis")
+    nd = get_aval(x).ndim
+    axis = canonical_axis(axis, nd, "fx.numpy.apply_along_axis")
+
+    def f(v):
+        return func1d(v, *args, **kwargs)
+
+    # Map over the dimensions after axis, then over those before it, innermost first, so the
+    # result's dimensions land where NumPy puts them.
+    for _ in range(nd - axis - 1):
+        f = vmap(f, in_axes=-1, out_axes=-1)
+    for _ in range(axis):
+        f = vmap(f, in_axes=0, out_axes=0)
+    return to_array(f(x), "fx.numpy.apply_along_axis")
+
+
+def apply_over_axes(func, a, axes):
+    """``func(a, axis)`` applied for each of ``axes`` in turn; a result with one dimension
+    fewer gets it back (``expand_dims``), so the rank stays ``a``'s.
+
+    >>> fx.numpy.apply_over_axes(fx.numpy.sum, fx.numpy.ones((2, 3)), [0, 1])
+    Array([[6.]], dtype=float32)
+    """
+    x = to_array(a, "fx.numpy.apply_over_axes")
+    nd = get_aval(x).ndim
+    for ax in np.atleast_1d(axes):
+        ax = int(ax)
+        out = to_array(func(x, ax), "fx.numpy.apply_over_axes")
+        if get_aval(out).ndim == nd - 1:
+            out = expand_dims(out, ax)
+        elif get_aval(out).ndim != nd:
+            raise ValueError(f"fx.numpy.apply_over_axes: func must keep the rank {nd} or drop "
+                             f"one dimension, got shape {get_aval(out).shape}")
+        x = out
+    return x

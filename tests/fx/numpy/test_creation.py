@@ -305,6 +305,7 @@ def test_coverage_of_creation_functions():
     tested = set(CALLS) | {"zeros_like", "ones_like", "empty_like", "full_like", "arange",
                            "linspace", "array", "asarray"}
     tested |= {"logspace", "geomspace", "fromfunction"}  # in test_grids_and_bit_packing.py
+    tested |= {"copy"}  # in test_joining_editing_and_selection.py
     assert set(creation.__all__) == tested
 
 

@@ -1,7 +1,8 @@
-"""More array manipulation, as in ``jax.numpy``: ``append``, ``insert``, ``delete``,
-``block``, ``concat``, ``copy``, ``hsplit``/``vsplit``/``dsplit``, ``unstack``, ``resize``,
-``rollaxis``, ``rot90``, ``ediff1d``, ``diagflat``, ``vander``, ``trim_zeros``,
-``partition``/``argpartition`` and ``apply_along_axis``/``apply_over_axes``.
+"""Arrays joined, split and edited along an axis, as in ``jax.numpy``, beyond
+:mod:`fx.numpy.manipulation`'s ``concatenate``/``stack``/``split``: entries inserted, deleted or
+appended (``insert``, ``delete``, ``append``), the array API's and NumPy's further joining and
+splitting names (``concat``, ``block``, ``hsplit``/``vsplit``/``dsplit``, ``unstack``), and the
+array cut or repeated to a size (``trim_zeros``, ``resize``).
 
 Positions given as static data (``insert``/``delete`` indices, shapes, axes) are resolved on
 the host: NumPy's own ``insert``/``delete`` run on an array of *labels* (the flat position of
@@ -22,19 +23,15 @@ from fx.numpy._promote import canonical_axis, promote_dtypes, to_array
 from fx.numpy.compaction import concrete, flat
 from fx.numpy.manipulation import (
     concatenate,
-    expand_dims,
-    flip,
     moveaxis,
     ravel,
     split,
-    swapaxes,
     tile,
 )
 
 __all__ = [
-    "append", "apply_along_axis", "apply_over_axes", "argpartition", "block", "concat", "copy",
-    "delete", "diagflat", "dsplit", "ediff1d", "hsplit", "insert", "partition", "resize",
-    "rollaxis", "rot90", "trim_zeros", "unstack", "vander", "vsplit",
+    "append", "block", "concat", "delete", "dsplit", "hsplit", "insert", "resize", "trim_zeros",
+    "unstack", "vsplit",
 ]
 
 
@@ -178,19 +175,12 @@ def append(arr, values, axis: int | None = None):
     return concatenate([x, v], axis)
 
 
-# --- joining, copying and splitting -------------------------------------------------------------
+# --- joining and splitting ---------------------------------------------------------------------
 
 
 def concat(arrays, /, *, axis: int | None = 0):
     """The array API's name for :func:`fx.numpy.concatenate`."""
     return concatenate(arrays, axis)
-
-
-def copy(a, order=None):
-    """A copy of ``a`` as an fx array (fx arrays are immutable, so this is ``asarray``)."""
-    if order not in (None, "C", "K", "A"):
-        raise NotImplementedError(f"fx.numpy.copy: order={order!r} is not supported")
-    return _arr(a, "copy")
 
 
 def _block_depth(arrays, name: str) -> int:
@@ -266,7 +256,7 @@ def unstack(x, /, *, axis: int = 0) -> tuple:
     return tuple(lax.squeeze(lax.slice_in_dim(a, i, i + 1, 1, axis), (axis,)) for i in range(n))
 
 
-# --- shapes and axes ----------------------------------------------------------------------------
+# --- resizing -----------------------------------------------------------------------------------
 
 
 def resize(a, new_shape):
@@ -289,113 +279,6 @@ def resize(a, new_shape):
         return lax.full(shape, 0, get_aval(x).dtype)
     reps = -(-total // n)
     return lax.reshape(lax.slice_in_dim(tile(x, reps), 0, total), shape)
-
-
-def rollaxis(a, axis: int, start: int = 0):
-    """Move ``axis`` to come before position ``start`` (NumPy's older ``moveaxis``)."""
-    x = _arr(a, "rollaxis")
-    nd = get_aval(x).ndim
-    axis = canonical_axis(axis, nd, "fx.numpy.rollaxis")
-    if not -nd <= start <= nd:
-        raise ValueError(f"fx.numpy.rollaxis: start {start} is out of bounds for an array of "
-                         f"rank {nd}")
-    start = start + nd if start < 0 else start
-    if axis < start:
-        start -= 1
-    return moveaxis(x, axis, start)
-
-
-def rot90(m, k: int = 1, axes: tuple[int, int] = (0, 1)):
-    """``m`` rotated by 90 degrees ``k`` times, from the first towards the second of ``axes``.
-
-    >>> fx.numpy.rot90(fx.numpy.array([[1, 2], [3, 4]]))
-    Array([[2, 4],
-           [1, 3]], dtype=int32)
-    """
-    x = _arr(m, "rot90")
-    nd = get_aval(x).ndim
-    if nd < 2:
-        raise ValueError(f"fx.numpy.rot90: needs an array of at least 2 dimensions, got shape "
-                         f"{get_aval(x).shape}")
-    a0, a1 = (canonical_axis(ax, nd, "fx.numpy.rot90") for ax in axes)
-    if a0 == a1:
-        raise ValueError(f"fx.numpy.rot90: axes must be different, got {tuple(axes)}")
-    k = operator.index(k) % 4
-    if k == 0:
-        return x
-    if k == 2:
-        return flip(x, (a0, a1))
-    if k == 1:
-        return swapaxes(flip(x, a1), a0, a1)
-    return flip(swapaxes(x, a0, a1), a1)
-
-
-# --- differences, diagonals, powers -------------------------------------------------------------
-
-
-def ediff1d(ary, to_end=None, to_begin=None):
-    """The differences of consecutive entries of ``ravel(ary)``, with ``to_begin`` and
-    ``to_end`` (flattened, converted to ``ary``'s dtype) around them.
-
-    >>> fx.numpy.ediff1d(fx.numpy.array([1, 4, 9]), to_end=0)
-    Array([3, 5, 0], dtype=int32)
-    """
-    x = ravel(_arr(ary, "ediff1d"))
-    n = get_aval(x).shape[0]
-    dt = get_aval(x).dtype
-    if n >= 1:
-        hi, lo = lax.slice_in_dim(x, 1, n), lax.slice_in_dim(x, 0, n - 1)
-        d = lax.ne(hi, lo) if dt == dtypes.bool_ else lax.sub(hi, lo)
-    else:
-        d = x
-    parts = [d]
-    if to_begin is not None:
-        parts.insert(0, lax.convert_element_type(ravel(_arr(to_begin, "ediff1d")), dt))
-    if to_end is not None:
-        parts.append(lax.convert_element_type(ravel(_arr(to_end, "ediff1d")), dt))
-    return lax.concatenate(parts, 0) if len(parts) > 1 else d
-
-
-def diagflat(v, k: int = 0):
-    """A 2-D array with the flattened ``v`` on the ``k``-th diagonal."""
-    from fx.numpy.diagonals import diag  # noqa: PLC0415
-
-    return diag(ravel(_arr(v, "diagflat")), k)
-
-
-def vander(x, N: int | None = None, increasing: bool = False):  # noqa: N803
-    """The Vandermonde matrix of the 1-D ``x``: column ``j`` is ``x ** (N - 1 - j)`` (``x **
-    j`` when ``increasing``), by binary exponentiation in ``x``'s dtype: exact for integers;
-    for floats within rounding of jax (which uses ``pow``).
-
-    >>> fx.numpy.vander(fx.numpy.array([2, 3]), 3)
-    Array([[4, 2, 1],
-           [9, 3, 1]], dtype=int32)
-    """
-    a = _arr(x, "vander")
-    if get_aval(a).ndim != 1:
-        raise ValueError(f"fx.numpy.vander: x must be 1-D, got shape {get_aval(a).shape}")
-    n = get_aval(a).shape[0]
-    N = n if N is None else operator.index(N)  # noqa: N806
-    if N < 0:
-        raise ValueError(f"fx.numpy.vander: N must be non-negative, got {N}")
-    cols = [lax.reshape(_int_power(a, j), (n, 1)) for j in range(N)]
-    if not cols:
-        return lax.full((n, 0), 0, get_aval(a).dtype)
-    out = lax.concatenate(cols, 1)
-    return out if increasing else flip(out, 1)
-
-
-def _int_power(x, j: int):
-    """``x ** j`` by square-and-multiply from the low bits (``1`` for ``j = 0``)."""
-    acc, base = None, x
-    while j:
-        if j & 1:
-            acc = base if acc is None else lax.mul(acc, base)
-        j >>= 1
-        if j:
-            base = lax.mul(base, base)
-    return lax.full_like(x, 1) if acc is None else acc
 
 
 # --- trimming (data-dependent) ------------------------------------------------------------------
@@ -431,123 +314,3 @@ def trim_zeros(filt, trim: str = "fb", axis=None):
             hi = int(hits[-1]) + 1 if "b" in trim.lower() else n
         out = lax.slice_in_dim(out, lo, hi, 1, ax)
     return out
-
-
-# --- partitions ---------------------------------------------------------------------------------
-
-
-def _partition_operand(a, kth, axis, name: str):
-    """``a`` with ``axis`` swapped last, and ``kth`` in ``[0, n)``; jax's refusals."""
-    x = _arr(a, name)
-    aval = get_aval(x)
-    if dtypes.is_complex(aval.dtype):
-        raise NotImplementedError(f"fx.numpy.{name} of complex data is not implemented (as "
-                                  "in jax); sort it instead")
-    if aval.dtype == dtypes.bool_:
-        raise TypeError(f"fx.numpy.{name}: bool arrays are not supported (jax negates the "
-                        "operand); convert to an integer type first")
-    axis = canonical_axis(axis, aval.ndim, f"fx.numpy.{name}")
-    kth = _check_kth(kth, aval.shape[axis], name)
-    return swapaxes(x, axis, -1), kth, axis
-
-
-def _smallest_first(x, k: int):
-    """``top_k`` of ``-x``, as jax's partition takes it: the ``k`` smallest entries (and
-    their indices) by the order of ``-x`` (unsigned integers shifted so 0 negates to the
-    largest)."""
-    if dtypes.is_unsigned_int(get_aval(x).dtype):
-        return lax.top_k(lax.neg(lax.add(x, lax.full((), 1, get_aval(x).dtype))), k)
-    return lax.top_k(lax.neg(x), k)
-
-
-def partition(a, kth: int, axis: int = -1):
-    """``a`` rearranged along ``axis`` so that position ``kth`` holds the entry a sort would
-    put there, with no larger entries before it and no smaller ones after, arranged exactly
-    as jax's: the ``kth + 1`` smallest ascending, then the others descending (two
-    ``lax.top_k``; so NaNs with the sign bit set come first, other NaNs go after ``kth``).
-
-    >>> fx.numpy.partition(fx.numpy.array([6, 8, 4, 3, 1, 9, 7, 5, 2, 3]), 4)
-    Array([1, 2, 3, 3, 4, 9, 8, 7, 6, 5], dtype=int32)
-    """
-    x, kth, axis = _partition_operand(a, kth, axis, "partition")
-    n = get_aval(x).shape[-1]
-    bottom = _smallest_first(x, kth + 1)[0]
-    if dtypes.is_unsigned_int(get_aval(x).dtype):
-        bottom = lax.sub(lax.neg(bottom), lax.full((), 1, get_aval(x).dtype))
-    else:
-        bottom = lax.neg(bottom)
-    top = lax.top_k(x, n - kth - 1)[0]
-    return swapaxes(lax.concatenate([bottom, top], get_aval(x).ndim - 1), -1, axis)
-
-
-def argpartition(a, kth: int, axis: int = -1):
-    """The indices that :func:`partition` ``a`` (int32), as jax's: those of the ``kth + 1``
-    smallest entries, smallest first (ties in index order), then the others in index order.
-
-    >>> fx.numpy.argpartition(fx.numpy.array([6, 8, 4, 3, 1, 9, 7, 5, 2, 3]), 4)
-    Array([4, 8, 3, 9, 2, 0, 1, 5, 6, 7], dtype=int32)
-    """
-    x, kth, axis = _partition_operand(a, kth, axis, "argpartition")
-    nd, n = get_aval(x).ndim, get_aval(x).shape[-1]
-    order = _smallest_first(x, n)[1]
-    # jax's top_k of a 0/1 mask of the rest: the remaining indices in increasing order.
-    rest = lax.sort(lax.slice_in_dim(order, kth + 1, n, 1, nd - 1), nd - 1)
-    out = lax.concatenate([lax.slice_in_dim(order, 0, kth + 1, 1, nd - 1), rest], nd - 1)
-    return swapaxes(out, -1, axis)
-
-
-def _check_kth(kth, n: int, name: str) -> int:
-    k = operator.index(kth)
-    if not -n <= k < n:
-        raise ValueError(f"fx.numpy.{name}: kth {k} is out of bounds for an axis of length {n}")
-    return k % n
-
-
-# --- applying functions -------------------------------------------------------------------------
-
-
-def apply_along_axis(func1d, axis: int, arr, *args, **kwargs):
-    """``func1d`` applied to every 1-D slice of ``arr`` along ``axis`` (vectorized with
-    ``fx.vmap``); the dimensions of ``func1d``'s result replace ``axis``.
-
-    >>> fx.numpy.apply_along_axis(lambda v: v.sum(), 1, fx.numpy.ones((2, 3)))
-    Array([3., 3.], dtype=float32)
-    """
-    from fx.vectorize import vmap  # noqa: PLC0415
-
-    x = _arr(arr, "apply_along_axis")
-    nd = get_aval(x).ndim
-    axis = canonical_axis(axis, nd, "fx.numpy.apply_along_axis")
-
-    def f(v):
-        return func1d(v, *args, **kwargs)
-
-    # Map over the dimensions after axis, then over those before it, innermost first, so the
-    # result's dimensions land where NumPy puts them.
-    for _ in range(nd - axis - 1):
-        f = vmap(f, in_axes=-1, out_axes=-1)
-    for _ in range(axis):
-        f = vmap(f, in_axes=0, out_axes=0)
-    return to_array(f(x), "fx.numpy.apply_along_axis")
-
-
-def apply_over_axes(func, a, axes):
-    """``func(a, axis)`` applied for each of ``axes`` in turn; a result with one dimension
-    fewer gets it back (``expand_dims``), so the rank stays ``a``'s.
-
-    >>> fx.numpy.apply_over_axes(fx.numpy.sum, fx.numpy.ones((2, 3)), [0, 1])
-    Array([[6.]], dtype=float32)
-    """
-    x = _arr(a, "apply_over_axes")
-    nd = get_aval(x).ndim
-    for ax in np.atleast_1d(axes):
-        ax = int(ax)
-        out = to_array(func(x, ax), "fx.numpy.apply_over_axes")
-        if get_aval(out).ndim == nd - 1:
-            out = expand_dims(out, ax)
-        elif get_aval(out).ndim != nd:
-            raise ValueError(f"fx.numpy.apply_over_axes: func must keep the rank {nd} or drop "
-                             f"one dimension, got shape {get_aval(out).shape}")
-        x = out
-    return x
-
