@@ -20,11 +20,11 @@ from fx import dtypes, lax
 from fx.array import Array
 from fx.core import get_aval
 from fx.random import _xla_math as xm
-from fx.random.distributions import _normal_erf_inv, _uniform, normal
+from fx.random.distributions import _normal_erf_inv, normal, sample_uniform
 from fx.random.sampling import (
-    _broadcast_to,
-    _param,
+    broadcast_to,
     check_cast,
+    converted_param,
     float_dtype,
     shape_of,
     value,
@@ -46,7 +46,7 @@ def _start(name: str, key, dtype):
 
 
 def _exponential(key, shape, dtype):
-    u = _uniform("exponential", key, shape, dtype, 0.0, 1.0)
+    u = sample_uniform("exponential", key, shape, dtype, 0.0, 1.0)
     # 1 - u moves log's argument to (0, 1].
     return lax.neg(xm.log1p(lax.neg(u)))
 
@@ -73,7 +73,7 @@ def laplace(key, shape: Shape = (), dtype=None) -> Array:
     key, dtype = _start("laplace", key, dtype)
     shape = canonical_shape("laplace", shape)
     lo = -1.0 + float(dtypes.finfo(dtype).epsneg)
-    u = _uniform("laplace", key, shape, dtype, lo, 1.0)
+    u = sample_uniform("laplace", key, shape, dtype, lo, 1.0)
     return lax.mul(lax.sign(u), xm.log1p(lax.neg(lax.abs(u))))
 
 
@@ -86,7 +86,7 @@ def logistic(key, shape: Shape = (), dtype=None) -> Array:
     """
     key, dtype = _start("logistic", key, dtype)
     shape = canonical_shape("logistic", shape)
-    x = _uniform("logistic", key, shape, dtype, float(dtypes.finfo(dtype).tiny), 1.0)
+    x = sample_uniform("logistic", key, shape, dtype, float(dtypes.finfo(dtype).tiny), 1.0)
     return lax.sub(xm.log(x), xm.log1p(lax.neg(x)))
 
 
@@ -102,8 +102,8 @@ def lognormal(key, sigma=_ONE_F32, shape: Shape | None = None, dtype=None) -> Ar
     key, dtype = _start(name, key, dtype)
     shape = shape_of(name, shape, value(name, "sigma", sigma))
     check_cast(name, dtype, sigma)
-    sigma = _param(name, "sigma", sigma, dtype)
-    return xm.exp(lax.mul(normal(key, shape, dtype), _broadcast_to(sigma, shape)))
+    sigma = converted_param(name, "sigma", sigma, dtype)
+    return xm.exp(lax.mul(normal(key, shape, dtype), broadcast_to(sigma, shape)))
 
 
 def cauchy(key, shape: Shape = (), dtype=None) -> Array:
@@ -116,7 +116,7 @@ def cauchy(key, shape: Shape = (), dtype=None) -> Array:
     """
     key, dtype = _start("cauchy", key, dtype)
     shape = canonical_shape("cauchy", shape)
-    u = _uniform("cauchy", key, shape, dtype, float(dtypes.finfo(dtype).eps), 1.0)
+    u = sample_uniform("cauchy", key, shape, dtype, float(dtypes.finfo(dtype).eps), 1.0)
     pi, half = lax.full_like(u, np.pi), lax.full_like(u, 0.5)
     return xm.tan(lax.mul(pi, lax.sub(u, half)))
 
@@ -133,12 +133,12 @@ def pareto(key, b, shape: Shape | None = None, dtype=None) -> Array:
     key, dtype = _start(name, key, dtype)
     shape = shape_of(name, shape, value(name, "b", b))
     check_cast(name, dtype, b)
-    b = _param(name, "b", b, dtype)
+    b = converted_param(name, "b", b, dtype)
     e = _exponential(key, shape, dtype)
     if get_aval(b).shape == shape:
         return xm.exp(lax.div(e, b))
     # XLA divides by a broadcast value as a multiplication by the broadcast reciprocal.
-    return xm.exp(lax.mul(e, _broadcast_to(lax.div(lax.full_like(b, 1), b), shape)))
+    return xm.exp(lax.mul(e, broadcast_to(lax.div(lax.full_like(b, 1), b), shape)))
 
 
 def weibull_min(key, scale, concentration, shape: Shape = (), dtype=None) -> Array:
@@ -154,7 +154,7 @@ def weibull_min(key, scale, concentration, shape: Shape = (), dtype=None) -> Arr
     key, dtype = _start(name, key, dtype)
     shape = canonical_shape(name, shape)
     fnp = _fnp()
-    u = _uniform(name, key, shape, dtype, 0.0, 1.0)
+    u = sample_uniform(name, key, shape, dtype, 0.0, 1.0)
     if isinstance(concentration, (int, float)) and not isinstance(concentration, bool):
         inv = 1.0 / concentration
     else:
@@ -203,7 +203,7 @@ def double_sided_maxwell(key, loc, scale, shape: Shape = (), dtype=None) -> Arra
 
         >>> fx.random.double_sided_maxwell(fx.random.key(0), 0.0, 1.0, (3,))
     """
-    from fx.random.discrete import _rademacher
+    from fx.random.discrete import sample_rademacher
 
     name = "double_sided_maxwell"
     key, dtype = _start(name, key, dtype)
@@ -216,7 +216,7 @@ def double_sided_maxwell(key, loc, scale, shape: Shape = (), dtype=None) -> Arra
     shape = shape + params
     maxwell_key, sign_key = split_pair(key)
     m = _maxwell(maxwell_key, shape, dtype)
-    sign = _rademacher(sign_key, shape, dtype)
+    sign = sample_rademacher(sign_key, shape, dtype)
     return fnp.add(fnp.multiply(fnp.multiply(sign, m), scale), loc)
 
 
@@ -232,8 +232,8 @@ def rayleigh(key, scale, shape: Shape | None = None, dtype=None) -> Array:
     key, dtype = _start(name, key, dtype)
     shape = shape_of(name, shape, value(name, "scale", scale))
     check_cast(name, dtype, scale)
-    u = _uniform(name, key, shape, dtype, 0.0, 1.0)
-    scale = _broadcast_to(_param(name, "scale", scale, dtype), shape)
+    u = sample_uniform(name, key, shape, dtype, 0.0, 1.0)
+    scale = broadcast_to(converted_param(name, "scale", scale, dtype), shape)
     root = lax.sqrt(lax.mul(xm.log(u), lax.full_like(u, -2)))
     return lax.mul(scale, root)
 
@@ -251,8 +251,8 @@ def wald(key, mean, shape: Shape | None = None, dtype=None) -> Array:
     shape = shape_of(name, shape, value(name, "mean", mean))
     check_cast(name, dtype, mean)
     k1, k2 = split_pair(key)
-    mean = _broadcast_to(_param(name, "mean", mean, dtype), shape)
-    z = _uniform(name, k2, shape, dtype, 0.0, 1.0)
+    mean = broadcast_to(converted_param(name, "mean", mean, dtype), shape)
+    z = sample_uniform(name, k2, shape, dtype, 0.0, 1.0)
     c = lambda x: lax.full_like(mean, x)  # noqa: E731
     mean_sq = lax.integer_pow(mean, 2)
     if shape or _batched(k1, mean):
@@ -296,10 +296,10 @@ def triangular(key, left, mode, right, shape: Shape | None = None, dtype=None) -
     vals = [value(name, w, x) for w, x in (("left", left), ("mode", mode), ("right", right))]
     shape = shape_of(name, shape, *vals)
     check_cast(name, dtype, left, mode, right)
-    left, mode, right = (_broadcast_to(_param(name, w, x, dtype), shape)
+    left, mode, right = (broadcast_to(converted_param(name, w, x, dtype), shape)
                          for w, x in (("left", left), ("mode", mode), ("right", right)))
     fc = lax.div(lax.sub(mode, left), lax.sub(right, left))
-    u = _uniform(name, key, shape, dtype, 0.0, 1.0)
+    u = sample_uniform(name, key, shape, dtype, 0.0, 1.0)
     span = lax.sub(right, left)
     out1 = lax.add(left, lax.sqrt(lax.mul(lax.mul(u, span), lax.sub(mode, left))))
     out2 = lax.sub(right, lax.sqrt(lax.mul(lax.mul(lax.sub(lax.full_like(u, 1), u), span),

@@ -27,8 +27,8 @@ from fx import dtypes, lax
 from fx.array import Array
 from fx.core import get_aval
 from fx.random import _xla_math as xm
-from fx.random.distributions import _uniform
-from fx.random.sampling import _broadcast_to, _const, int_or_float_dtype, shape_of, value
+from fx.random.distributions import sample_uniform
+from fx.random.sampling import broadcast_to, const, int_or_float_dtype, shape_of, value
 from fx.random.threefry import canonical_shape, check_key, split
 
 Shape = int | Sequence[int]
@@ -49,7 +49,7 @@ def _c(x, v):
 
 def _loop_cap(limit) -> Array:
     """jax's ``max_iters`` (the dtype's maximum), as an int32 counter can hold it."""
-    return _const(min(int(limit), 2**31 - 1), dtypes.int32)
+    return const(min(int(limit), 2**31 - 1), dtypes.int32)
 
 
 def _inexact(name: str, what: str, x):
@@ -64,10 +64,10 @@ def _inexact(name: str, what: str, x):
 # --- rademacher and geometric --------------------------------------------------------------------
 
 
-def _rademacher(key, shape: tuple[int, ...], dtype):
+def sample_rademacher(key, shape: tuple[int, ...], dtype):
     # bernoulli(key, 0.5): a Python float p is the mode's default float, as in jax.
     fdt = dtypes.default_float_dtype()
-    b = lax.lt(_uniform("rademacher", key, shape, fdt, 0.0, 1.0), lax.full(shape, 0.5, fdt))
+    b = lax.lt(sample_uniform("rademacher", key, shape, fdt, 0.0, 1.0), lax.full(shape, 0.5, fdt))
     b = lax.convert_element_type(b, dtype)
     return lax.sub(lax.mul(_c(b, 2), b), _c(b, 1))
 
@@ -82,7 +82,7 @@ def rademacher(key, shape: Shape = (), dtype=None) -> Array:
     """
     key = check_key("rademacher", key)
     dtype = int_or_float_dtype("rademacher", dtype)
-    return _rademacher(key, canonical_shape("rademacher", shape), dtype)
+    return sample_rademacher(key, canonical_shape("rademacher", shape), dtype)
 
 
 def geometric(key, p, shape: Shape | None = None, dtype=None) -> Array:
@@ -98,9 +98,9 @@ def geometric(key, p, shape: Shape | None = None, dtype=None) -> Array:
     dtype = int_or_float_dtype(name, dtype, "int")
     p = _inexact(name, "p", p)
     shape = shape_of(name, shape, p)
-    u = _uniform(name, key, shape, get_aval(p).dtype, 0.0, 1.0)
+    u = sample_uniform(name, key, shape, get_aval(p).dtype, 0.0, 1.0)
     u = lax.select(lax.eq(u, _c(u, 0)), _c(u, 1), u)
-    log_q = _broadcast_to(xm.log1p(lax.neg(p)), shape)
+    log_q = broadcast_to(xm.log1p(lax.neg(p)), shape)
     g = lax.add(lax.floor(lax.div(xm.log(u), log_q)), _c(u, 1))
     return lax.convert_element_type(g, dtype)
 
@@ -113,14 +113,14 @@ def _poisson_knuth(key, lam, shape, dtype, cap):
         i, k, rng, log_prod = carry
         rng, subkey = _keys(rng, 2)
         k = lax.select(lax.gt(log_prod, lax.neg(lam)), lax.add(k, _c(k, 1)), k)
-        u = _uniform("poisson", subkey, shape, dtypes.float32, 0.0, 1.0)
+        u = sample_uniform("poisson", subkey, shape, dtypes.float32, 0.0, 1.0)
         return lax.add(i, _c(i, 1)), k, rng, lax.add(log_prod, xm.log(u))
 
     def cond(carry):
         i, _, _, log_prod = carry
         return lax.and_(_any(lax.gt(log_prod, lax.neg(lam))), lax.lt(i, cap))
 
-    init = (_const(0, dtypes.int32), lax.full(shape, 0, dtype), key,
+    init = (const(0, dtypes.int32), lax.full(shape, 0, dtype), key,
             lax.full(shape, 0, dtypes.float32))
     k = lax.while_loop(cond, body, init)[1]
     return lax.sub(k, _c(k, 1))
@@ -139,8 +139,8 @@ def _poisson_rejection(key, lam, shape, dtype, cap):
     def body(carry):
         i, k_out, accepted, key = carry
         key, k0, k1 = _keys(key, 3)
-        u = lax.sub(_uniform("poisson", k0, shape, dtypes.float32, 0.0, 1.0), f32(0.5))
-        v = _uniform("poisson", k1, shape, dtypes.float32, 0.0, 1.0)
+        u = lax.sub(sample_uniform("poisson", k0, shape, dtypes.float32, 0.0, 1.0), f32(0.5))
+        v = sample_uniform("poisson", k1, shape, dtypes.float32, 0.0, 1.0)
         us = lax.sub(f32(0.5), lax.abs(u))
         k = lax.floor(lax.add(xm.fma(lax.add(lax.div(lax.mul(f32(2), a), us), b), u, lam),
                               f32(0.43)))
@@ -156,7 +156,7 @@ def _poisson_rejection(key, lam, shape, dtype, cap):
         i, _, accepted, _ = carry
         return lax.and_(_any(lax.bitwise_not(accepted)), lax.lt(i, cap))
 
-    init = (_const(0, dtypes.int32), lax.full(shape, -1, dtypes.float32),
+    init = (const(0, dtypes.int32), lax.full(shape, -1, dtypes.float32),
             lax.full(shape, False, dtypes.bool_), key)
     return lax.convert_element_type(lax.while_loop(cond, body, init)[1], dtype)
 
@@ -175,7 +175,7 @@ def poisson(key, lam, shape: Shape | None = None, dtype=None) -> Array:
     lam = value(name, "lam", lam)
     shape = get_aval(lam).shape if shape is None else canonical_shape(name, shape)
     try:
-        lam = _broadcast_to(lam, tuple(shape))
+        lam = broadcast_to(lam, tuple(shape))
     except Exception:
         raise ValueError(f"fx.random.poisson: lam of shape {get_aval(lam).shape} does not "
                          f"broadcast to the shape {shape}") from None
@@ -223,7 +223,7 @@ def _binomial_inversion(key, count, prob, shape, cap):
         subkey, key = _keys(key, 2)
         num_geom_out = lax.select(lax.le(geom_sum, count), lax.add(num_geom, _c(num_geom, 1)),
                                   num_geom)
-        u = _uniform("binomial", subkey, shape, dt, 0.0, 1.0)
+        u = sample_uniform("binomial", subkey, shape, dt, 0.0, 1.0)
         geom = lax.ceil(lax.div(xm.log(u), log1mp))
         return lax.add(i, _c(i, 1)), num_geom_out, lax.add(geom_sum, geom), key
 
@@ -231,7 +231,7 @@ def _binomial_inversion(key, count, prob, shape, cap):
         i, _, geom_sum, _ = carry
         return lax.and_(_any(lax.le(geom_sum, count)), lax.lt(i, cap))
 
-    init = (_const(0, dtypes.int32), lax.full(shape, 0, dt), lax.full(shape, 0, dt), key)
+    init = (const(0, dtypes.int32), lax.full(shape, 0, dt), lax.full(shape, 0, dt), key)
     k = lax.while_loop(cond, body, init)[1]
     return lax.sub(k, _c(k, 1))
 
@@ -256,8 +256,8 @@ def _btrs(key, count, prob, shape, cap):
     def body(carry):
         i, k_out, accepted, key = carry
         key, k0, k1 = _keys(key, 3)
-        u = _uniform("binomial", k0, shape, dt, 0.0, 1.0)
-        v = _uniform("binomial", k1, shape, dt, 0.0, 1.0)
+        u = sample_uniform("binomial", k0, shape, dt, 0.0, 1.0)
+        v = sample_uniform("binomial", k1, shape, dt, 0.0, 1.0)
         u = lax.sub(u, c_(0.5))
         us = lax.sub(c_(0.5), lax.abs(u))
         accept1 = lax.and_(lax.ge(us, c_(0.07)), lax.le(v, v_r))
@@ -281,7 +281,7 @@ def _btrs(key, count, prob, shape, cap):
         i, _, accepted, _ = carry
         return lax.and_(_any(lax.bitwise_not(accepted)), lax.lt(i, cap))
 
-    init = (_const(0, dtypes.int32), lax.full(shape, -1, dt), lax.full(shape, False, dtypes.bool_),
+    init = (const(0, dtypes.int32), lax.full(shape, -1, dt), lax.full(shape, False, dtypes.bool_),
             key)
     return lax.while_loop(cond, body, init)[1]
 
@@ -291,8 +291,8 @@ def _binomial(name: str, key, count, prob, shape, dtype):
     count = value(name, "n", count)
     shape = shape_of(name, shape, count, prob)
     pdt = get_aval(prob).dtype
-    count = _broadcast_to(lax.convert_element_type(count, pdt), shape)
-    prob = _broadcast_to(prob, shape)
+    count = broadcast_to(lax.convert_element_type(count, pdt), shape)
+    prob = broadcast_to(prob, shape)
     c_ = lambda v: _c(prob, v)  # noqa: E731
     p_lt_half = lax.lt(prob, c_(0.5))
     q = lax.select(p_lt_half, prob, lax.sub(c_(1.0), prob))
@@ -359,8 +359,8 @@ def multinomial(key, n, p, shape: Shape | None = None, dtype=None, unroll: int |
     if not shape:
         raise ValueError("fx.random.multinomial: p must have at least one dimension")
     out_dtype = int_or_float_dtype(name, float if dtype is None else dtype)
-    n = _broadcast_to(n, tuple(shape[:-1]))
-    p = _broadcast_to(p, tuple(shape))
+    n = broadcast_to(n, tuple(shape[:-1]))
+    p = broadcast_to(p, tuple(shape))
     nd = len(shape)
     p = lax.transpose(p, (nd - 1, *range(nd - 1)))
     remaining = lax.cumsum(p, 0, reverse=True)

@@ -22,8 +22,9 @@ from fx.array import Array
 from fx.core import get_aval
 from fx.lax.convert import to_dtype
 from fx.random import _xla_math as xm
+from fx.random.sampling import broadcast_shapes, broadcast_to, const, converted_param
 from fx.random.threefry import (
-    _as_value,
+    as_value,
     bits32,
     bits64,
     canonical_shape,
@@ -32,10 +33,6 @@ from fx.random.threefry import (
 )
 
 # --- argument helpers ----------------------------------------------------------------------------
-
-
-def _const(value, dtype) -> Array:
-    return Array(np.asarray(value, dtype=dtype))
 
 
 def _dtype(name: str, dtype, kind: str) -> np.dtype:
@@ -53,42 +50,13 @@ def _dtype(name: str, dtype, kind: str) -> np.dtype:
     return dt
 
 
-def _param(name: str, what: str, value, dtype):
-    """A distribution parameter converted to ``dtype`` (Python scalars exactly, in one
-    rounding, as jax converts them)."""
-    if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
-        return _const(value, dtype)
-    return lax.convert_element_type(_as_value(value, name, what), dtype)
-
-
-def _broadcast_shapes(name: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
-    try:
-        return tuple(np.broadcast_shapes(*shapes))
-    except ValueError:
-        raise ValueError(
-            f"fx.random.{name}: parameter shapes {', '.join(map(str, shapes))} do not broadcast"
-        ) from None
-
-
 def _check_shape(name: str, shape: tuple[int, ...], *param_shapes: tuple[int, ...]) -> None:
     """Parameters must broadcast to exactly ``shape`` (they may not enlarge it)."""
-    if param_shapes and _broadcast_shapes(name, shape, *param_shapes) != shape:
+    if param_shapes and broadcast_shapes(name, shape, *param_shapes) != shape:
         raise ValueError(
             f"fx.random.{name}: parameter shapes {', '.join(map(str, param_shapes))} must "
             f"broadcast to the requested shape {shape} without enlarging it"
         )
-
-
-def _broadcast_to(x, shape: tuple[int, ...]):
-    """Numpy-style broadcast of ``x`` to ``shape``. Rank-0 values are broadcast too: under
-    ``vmap`` a batched scalar meeting an unbatched array trips the elementwise batching rule."""
-    aval = get_aval(x)
-    if aval.shape == shape:
-        return x
-    lead = len(shape) - aval.ndim
-    x = lax.reshape(x, tuple(d for d in aval.shape if d != 1) or ())
-    dims = [lead + i for i, d in enumerate(aval.shape) if d != 1]
-    return lax.broadcast_in_dim(x, shape, dims)
 
 
 # --- uniform ------------------------------------------------------------------------------------
@@ -111,18 +79,18 @@ def _unit_floats(name: str, key, shape: tuple[int, ...], dtype: np.dtype):
         width = 8 if nmant < 8 else nbits
         m = bits32(name, key, shape)
         if width < 32:
-            m = lax.and_(m, _const(2**width - 1, dtypes.uint32))
-        m = lax.shift_right_logical(m, _const(width - nmant, dtypes.uint32))
-    return lax.mul(lax.convert_element_type(m, dtype), _const(2.0**-nmant, dtype))
+            m = lax.and_(m, const(2**width - 1, dtypes.uint32))
+        m = lax.shift_right_logical(m, const(width - nmant, dtypes.uint32))
+    return lax.mul(lax.convert_element_type(m, dtype), const(2.0**-nmant, dtype))
 
 
-def _uniform(name: str, key, shape: tuple[int, ...], dtype: np.dtype, minval, maxval):
-    minval = _param(name, "minval", minval, dtype)
-    maxval = _param(name, "maxval", maxval, dtype)
+def sample_uniform(name: str, key, shape: tuple[int, ...], dtype: np.dtype, minval, maxval):
+    minval = converted_param(name, "minval", minval, dtype)
+    maxval = converted_param(name, "maxval", maxval, dtype)
     _check_shape(name, shape, get_aval(minval).shape, get_aval(maxval).shape)
     floats = _unit_floats(name, key, shape, dtype)
     # jax's operations, in its order and dtype, so that every rounding is the same.
-    lo, hi = _broadcast_to(minval, shape), _broadcast_to(maxval, shape)
+    lo, hi = broadcast_to(minval, shape), broadcast_to(maxval, shape)
     return lax.max(lo, xm.fma(floats, lax.sub(hi, lo), lo))
 
 
@@ -141,14 +109,14 @@ def uniform(key, shape: int | Sequence[int] = (), dtype=None, minval=0.0,
     key = check_key("uniform", key)
     shape = canonical_shape("uniform", shape)
     dtype = _dtype("uniform", dtype, "float")
-    return _uniform("uniform", key, shape, dtype, minval, maxval)
+    return sample_uniform("uniform", key, shape, dtype, minval, maxval)
 
 
 # --- normal and truncated normal ----------------------------------------------------------------
 
 
 def _sqrt2(dtype) -> Array:
-    return _const(np.sqrt(2.0), dtype)
+    return const(np.sqrt(2.0), dtype)
 
 
 def normal(key, shape: int | Sequence[int] = (), dtype=None) -> Array:
@@ -172,7 +140,7 @@ def _normal_erf_inv(key, shape: tuple[int, ...], dtype):
     """``normal(key, shape, dtype) / sqrt(2)`` exactly: the ``erf_inv`` of its uniform draw."""
     # The smallest float above -1, so that erf_inv never sees -1 (which would give -inf).
     lo = -1.0 + 2.0 ** -(dtypes.finfo(dtype).nmant + 1)
-    return xm.erf_inv(_uniform("normal", key, shape, dtype, lo, 1.0))
+    return xm.erf_inv(sample_uniform("normal", key, shape, dtype, lo, 1.0))
 
 
 def truncated_normal(key, lower, upper, shape: int | Sequence[int] | None = None,
@@ -191,24 +159,24 @@ def truncated_normal(key, lower, upper, shape: int | Sequence[int] | None = None
     name = "truncated_normal"
     key = check_key(name, key)
     dtype = _dtype(name, dtype, "float")
-    lower = _param(name, "lower", lower, dtype)
-    upper = _param(name, "upper", upper, dtype)
+    lower = converted_param(name, "lower", lower, dtype)
+    upper = converted_param(name, "upper", upper, dtype)
     bounds = (get_aval(lower).shape, get_aval(upper).shape)
     if shape is None:
-        shape = _broadcast_shapes(name, *bounds)
+        shape = broadcast_shapes(name, *bounds)
     else:
         shape = canonical_shape(name, shape)
         _check_shape(name, shape, *bounds)
     sqrt2 = _sqrt2(dtype)
     # XLA divides by the constant sqrt(2) as a multiplication by its reciprocal (rounded).
-    inv_sqrt2 = _const(np.asarray(1, dtype) / np.asarray(np.sqrt(2.0), dtype), dtype)
+    inv_sqrt2 = const(np.asarray(1, dtype) / np.asarray(np.sqrt(2.0), dtype), dtype)
     a = xm.erf(lax.mul(lower, inv_sqrt2))
     b = xm.erf(lax.mul(upper, inv_sqrt2))
-    u = _uniform(name, key, shape, dtype, a, b)
+    u = sample_uniform(name, key, shape, dtype, a, b)
     out = lax.mul(sqrt2, xm.erf_inv(u))
-    lo = lax.nextafter(lax.stop_gradient(lower), _const(np.inf, dtype))
-    hi = lax.nextafter(lax.stop_gradient(upper), _const(-np.inf, dtype))
-    return lax.min(lax.max(out, _broadcast_to(lo, shape)), _broadcast_to(hi, shape))
+    lo = lax.nextafter(lax.stop_gradient(lower), const(np.inf, dtype))
+    hi = lax.nextafter(lax.stop_gradient(upper), const(-np.inf, dtype))
+    return lax.min(lax.max(out, broadcast_to(lo, shape)), broadcast_to(hi, shape))
 
 
 # --- Bernoulli ----------------------------------------------------------------------------------
@@ -227,8 +195,8 @@ def bernoulli(key, p=0.5, shape: int | Sequence[int] | None = None) -> Array:
     """
     key = check_key("bernoulli", key)
     if isinstance(p, float):
-        p = _const(p, dtypes.float32)
-    p = _as_value(p, "bernoulli", "p")
+        p = const(p, dtypes.float32)
+    p = as_value(p, "bernoulli", "p")
     aval = get_aval(p)
     if not dtypes.is_float(aval.dtype):
         raise TypeError(
@@ -240,8 +208,8 @@ def bernoulli(key, p=0.5, shape: int | Sequence[int] | None = None) -> Array:
     else:
         shape = canonical_shape("bernoulli", shape)
         _check_shape("bernoulli", shape, aval.shape)
-    u = _uniform("bernoulli", key, shape, aval.dtype, 0.0, 1.0)
-    return lax.lt(u, _broadcast_to(p, shape))
+    u = sample_uniform("bernoulli", key, shape, aval.dtype, 0.0, 1.0)
+    return lax.lt(u, broadcast_to(p, shape))
 
 
 # --- integers -----------------------------------------------------------------------------------
@@ -255,8 +223,8 @@ def _int_bound(name: str, what: str, value):
     if isinstance(value, (bool, int)) and not isinstance(value, np.generic):
         if not -(2**63) <= int(value) < 2**63:
             raise OverflowError(f"fx.random.{name}: {what}={value} does not fit in int64")
-        return _const(int(value), dtypes.int64)
-    x = _as_value(value, name, what)
+        return const(int(value), dtypes.int64)
+    x = as_value(value, name, what)
     if not dtypes.is_int(get_aval(x).dtype):
         x = to_dtype(x, dtypes.int64)
     return x
@@ -268,13 +236,13 @@ def _clip_convert(x, dtype: np.dtype):
     dst = dtypes.iinfo(dtype)
     lo, hi = max(src.min, dst.min), min(src.max, dst.max)
     src_dt = get_aval(x).dtype
-    x = lax.clamp(_const(lo, src_dt), x, _const(hi, src_dt))
+    x = lax.clamp(const(lo, src_dt), x, const(hi, src_dt))
     return lax.convert_element_type(x, dtype)
 
 
 def _ult(x, y):
     """Unsigned ``x < y`` for int64 values holding uint64 bits."""
-    flip = _const(_INT64_MIN, dtypes.int64)
+    flip = const(_INT64_MIN, dtypes.int64)
     return lax.lt(lax.xor(x, flip), lax.xor(y, flip))
 
 
@@ -283,7 +251,7 @@ def _urem(x, n):
     use ``rem``; int64 operands hold uint64 bits (fx has no uint64) and are reduced in halves."""
     if get_aval(x).dtype != dtypes.int64:
         return lax.rem(x, n)
-    zero, one = _const(0, dtypes.int64), _const(1, dtypes.int64)
+    zero, one = const(0, dtypes.int64), const(1, dtypes.int64)
     huge = lax.lt(n, zero)  # n >= 2**63 as unsigned: x mod n is x or x - n
     huge_rem = lax.select(_ult(x, n), x, lax.sub(x, n))
     # n < 2**63: x = 2h + b with h >= 0 a signed int, so (2 (h mod n) + b) mod n works.
@@ -318,10 +286,10 @@ def randint(key, shape: int | Sequence[int], minval, maxval, dtype=None) -> Arra
     info = dtypes.iinfo(dtype)
     max_dt = get_aval(maxval).dtype
     # maxval = dtype.max + 1 (e.g. 2**32 for uint32) must still reach dtype.max.
-    beyond = lax.gt(maxval, _const(min(info.max, dtypes.iinfo(max_dt).max), max_dt))
-    minval = _broadcast_to(_clip_convert(minval, dtype), shape)
-    maxval = _broadcast_to(_clip_convert(maxval, dtype), shape)
-    beyond = _broadcast_to(beyond, shape)
+    beyond = lax.gt(maxval, const(min(info.max, dtypes.iinfo(max_dt).max), max_dt))
+    minval = broadcast_to(_clip_convert(minval, dtype), shape)
+    maxval = broadcast_to(_clip_convert(maxval, dtype), shape)
+    beyond = broadcast_to(beyond, shape)
 
     wide = info.bits == 64
     # fx has no uint64: 64-bit unsigned values live in int64, with unsigned compares and rem.
@@ -330,7 +298,7 @@ def randint(key, shape: int | Sequence[int], minval, maxval, dtype=None) -> Arra
     k1, k2 = split_pair(key)
     higher, lower = draw(name, k1, shape), draw(name, k2, shape)
 
-    one = _const(1, udt)
+    one = const(1, udt)
     span = lax.convert_element_type(lax.sub(maxval, minval), udt)
     span = lax.select(lax.le(maxval, minval), lax.full_like(span, 1), span)
     span = lax.select(lax.and_(beyond, lax.gt(maxval, minval)), lax.add(span, one), span)
@@ -355,7 +323,7 @@ def gumbel(key, shape: int | Sequence[int] = (), dtype=None) -> Array:
 
 
 def _gumbel(name: str, key, shape, dtype):
-    u = _uniform(name, key, shape, dtype, float(dtypes.finfo(dtype).tiny), 1.0)
+    u = sample_uniform(name, key, shape, dtype, float(dtypes.finfo(dtype).tiny), 1.0)
     return lax.neg(xm.log(lax.neg(xm.log(u))))
 
 
@@ -373,7 +341,7 @@ def categorical(key, logits, axis: int = -1, shape: int | Sequence[int] | None =
     """
     name = "categorical"
     key = check_key(name, key)
-    logits = _as_value(logits, name, "logits")
+    logits = as_value(logits, name, "logits")
     aval = get_aval(logits)
     if not dtypes.is_float(aval.dtype):
         raise TypeError(f"fx.random.categorical: logits must be floating, got {aval.str_short()}")
@@ -391,5 +359,5 @@ def categorical(key, logits, axis: int = -1, shape: int | Sequence[int] | None =
     # The categories axis goes back in at its place within the batch part of ``shape``.
     full_shape = shape[: lead + axis] + (aval.shape[axis],) + shape[lead + axis :]
     g = _gumbel(name, key, full_shape, aval.dtype)
-    return lax.argmax(lax.add(g, _broadcast_to(logits, full_shape)), lead + axis, dtypes.int32)
+    return lax.argmax(lax.add(g, broadcast_to(logits, full_shape)), lead + axis, dtypes.int32)
 

@@ -40,12 +40,12 @@ from fx.core import get_aval
 from fx.custom_derivatives import custom_jvp
 from fx.random import _xla_math as xm
 from fx.random._xla_rsqrt import rsqrt
-from fx.random.distributions import _uniform, normal
+from fx.random.distributions import normal, sample_uniform
 from fx.random.sampling import (
-    _broadcast_to,
-    _const,
-    _param,
+    broadcast_to,
     check_cast,
+    const,
+    converted_param,
     float_dtype,
     shape_of,
     value,
@@ -58,7 +58,7 @@ Shape = int | Sequence[int]
 
 
 def _scalar(x, dtype) -> Array:
-    return _const(x, dtype)
+    return const(x, dtype)
 
 
 def _gamma_one(key, alpha, log_space: bool):
@@ -95,7 +95,7 @@ def _gamma_one(key, alpha, log_space: bool):
         key, x_key, u_key = (lax.reshape(lax.slice(keys, (i, 0), (i + 1, 2)), (2,))
                              for i in range(3))
         _, x, v = lax.while_loop(lambda s: lax.le(s[2], zero), next_xv, (x_key, zero, minus_one))
-        u = _uniform("gamma", u_key, (), dtype, 0.0, 1.0)
+        u = sample_uniform("gamma", u_key, (), dtype, 0.0, 1.0)
         return key, lax.mul(x, x), lax.mul(lax.mul(v, v), v), u
 
     key, subkey = split_pair(key)
@@ -105,13 +105,13 @@ def _gamma_one(key, alpha, log_space: bool):
         log_boost = lax.select(lax.or_(boost_mask, lax.eq(log_samples, zero)), zero,
                                lax.mul(log_samples, lax.div(one, alpha_orig)))
         return lax.add(lax.add(xm.log(d), xm.log(v)), log_boost)
-    samples = lax.sub(one, _uniform("gamma", subkey, (), dtype, 0.0, 1.0))
+    samples = lax.sub(one, sample_uniform("gamma", subkey, (), dtype, 0.0, 1.0))
     boost = lax.select(boost_mask, one, xm.pow(samples, lax.div(one, alpha_orig)))
     return lax.mul(lax.mul(d, v), boost)
 
 
 def _exponential(key, shape: tuple[int, ...], dtype):
-    u = _uniform("exponential", key, shape, dtype, 0.0, 1.0)
+    u = sample_uniform("exponential", key, shape, dtype, 0.0, 1.0)
     return lax.neg(xm.log1p(lax.neg(u)))
 
 
@@ -154,7 +154,7 @@ def _gamma_grad(sample, a, log_space: bool):
 
 def _gamma(name: str, key, a, shape, dtype, log_space: bool):
     shape = _shape_param(name, shape, a)
-    a = _broadcast_to(_param(name, "a", a, dtype), shape)
+    a = broadcast_to(converted_param(name, "a", a, dtype), shape)
     return _random_gamma(key, a, log_space)
 
 
@@ -210,8 +210,8 @@ def beta(key, a, b, shape: Shape | None = None, dtype=None) -> Array:
     dtype = float_dtype(name, dtype)
     check_cast(name, dtype, a, b)
     shape = shape_of(name, shape, value(name, "a", a), value(name, "b", b))
-    a = _broadcast_to(_param(name, "a", a, dtype), shape)
-    b = _broadcast_to(_param(name, "b", b, dtype), shape)
+    a = broadcast_to(converted_param(name, "a", a, dtype), shape)
+    b = broadcast_to(converted_param(name, "b", b, dtype), shape)
     key_a, key_b = split_pair(key)
     log_a = _random_gamma(key_a, a, True)
     log_b = _random_gamma(key_b, b, True)
@@ -242,7 +242,7 @@ def dirichlet(key, alpha, shape: Shape | None = None, dtype=None) -> Array:
     else:
         shape = shape_of(name, shape, np.empty(a_shape[:-1]))
     full = tuple(shape) + a_shape[-1:]
-    alpha = _broadcast_to(lax.convert_element_type(alpha, dtype), full)
+    alpha = broadcast_to(lax.convert_element_type(alpha, dtype), full)
     log_g = _random_gamma(key, alpha, True)
     # jax.nn.softmax: exp(x - max) / sum, the max outside the derivative; XLA divides by the
     # broadcast sum as a multiplication by the broadcast 1 / sum.
@@ -254,7 +254,7 @@ def dirichlet(key, alpha, shape: Shape | None = None, dtype=None) -> Array:
 
 
 def _chisquare(name: str, key, df, shape, dtype):
-    df = _broadcast_to(_param(name, "df", df, dtype), shape)
+    df = broadcast_to(converted_param(name, "df", df, dtype), shape)
     half = lax.div(df, lax.full_like(df, 2))
     return lax.mul(xm.exp(_random_gamma(key, half, True)), lax.full_like(df, 2))
 
@@ -291,8 +291,8 @@ def f(key, dfnum, dfden, shape: Shape | None = None, dtype=None) -> Array:
     key_dfd, key_dfn = split_pair(key)
     chi_n = _chisquare(name, key_dfn, dfnum, shape, dtype)
     chi_d = _chisquare(name, key_dfd, dfden, shape, dtype)
-    dfnum = _broadcast_to(_param(name, "dfnum", dfnum, dtype), shape)
-    dfden = _broadcast_to(_param(name, "dfden", dfden, dtype), shape)
+    dfnum = broadcast_to(converted_param(name, "dfnum", dfnum, dtype), shape)
+    dfden = broadcast_to(converted_param(name, "dfden", dfden, dtype), shape)
     # XLA rewrites jax's (chi_n / dfnum) / (chi_d / dfden) into (chi_n dfden) / (dfnum chi_d).
     return lax.div(lax.mul(chi_n, dfden), lax.mul(dfnum, chi_d))
 
@@ -310,7 +310,7 @@ def t(key, df, shape: Shape | None = None, dtype=None) -> Array:
     dtype = float_dtype(name, dtype)
     shape = shape_of(name, shape, value(name, "df", df))
     check_cast(name, dtype, df)
-    df = _broadcast_to(_param(name, "df", df, dtype), shape)
+    df = broadcast_to(converted_param(name, "df", df, dtype), shape)
     key_n, key_g = split_pair(key)
     n = normal(key_n, shape, dtype)
     half = lax.div(df, lax.full_like(df, 2))
@@ -319,11 +319,11 @@ def t(key, df, shape: Shape | None = None, dtype=None) -> Array:
 
 
 def _generalized_normal(key, p: float, shape: tuple[int, ...], dtype):
-    from fx.random.discrete import _rademacher
+    from fx.random.discrete import sample_rademacher
 
     k1, k2 = split_pair(key)
     g = _random_gamma(k1, lax.full(shape, 1 / p, dtype), False)
-    r = _rademacher(k2, shape, dtype)
+    r = sample_rademacher(k2, shape, dtype)
     return lax.mul(r, _power(g, 1 / p))
 
 

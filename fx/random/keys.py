@@ -20,7 +20,7 @@ from fx.random.prng import (
     random_wrap,
     resolve_impl,
 )
-from fx.random.threefry import _as_value
+from fx.random.threefry import as_value
 
 IMPL = THREEFRY.name
 
@@ -30,7 +30,7 @@ def _raw_keys(name: str, keys, what: str = "keys"):
     if isinstance(keys, (bool, int, float)):
         raise TypeError(f"fx.random.{name}: expected a PRNG key array, got the Python scalar "
                         f"{keys!r}; make a key with fx.random.key({keys!r})")
-    keys = _as_value(keys, name, what)
+    keys = as_value(keys, name, what)
     aval = get_aval(keys)
     if aval.dtype != dtypes.uint32 or not aval.shape or aval.shape[-1] != 2:
         raise TypeError(

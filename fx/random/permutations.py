@@ -18,7 +18,7 @@ from fx import dtypes, lax
 from fx.array import Array
 from fx.core import Tracer, get_aval
 from fx.random import _xla_math as xm
-from fx.random.distributions import _as_value, _gumbel, _uniform, randint
+from fx.random.distributions import _gumbel, as_value, randint, sample_uniform
 from fx.random.threefry import bits32, canonical_shape, check_key, split_pair
 
 
@@ -71,7 +71,7 @@ def permutation(key, x, axis: int = 0, independent: bool = False) -> Array:
     """
     key = check_key("permutation", key)
     if isinstance(x, bool) or not isinstance(x, int):
-        x = _as_value(x, "permutation", "x")
+        x = as_value(x, "permutation", "x")
         aval = get_aval(x)
         if aval.ndim:
             axis = _canonical_axis("permutation", axis, aval.ndim)
@@ -90,7 +90,7 @@ def shuffle(key, x, axis: int = 0) -> Array:
     """Shuffle each 1-d slice of ``x`` along ``axis`` independently: the same as
     ``permutation(key, x, axis, independent=True)`` (jax's former ``jax.random.shuffle``)."""
     key = check_key("shuffle", key)
-    x = _as_value(x, "shuffle", "x")
+    x = as_value(x, "shuffle", "x")
     aval = get_aval(x)
     if aval.ndim == 0:
         raise ValueError("fx.random.shuffle: x must be at least 1-dimensional")
@@ -119,7 +119,7 @@ def choice(key, a, shape: Sequence[int] = (), replace: bool = True, p=None,
     shape = canonical_shape(name, shape)
     if isinstance(a, (bool, int)) and not isinstance(a, np.generic):
         a = Array(np.asarray(a, dtype=dtypes.int32))
-    arr = _as_value(a, name, "a")
+    arr = as_value(a, name, "a")
     aval = get_aval(arr)
     if aval.ndim == 0:
         n_inputs = _static_int(name, arr)
@@ -144,7 +144,7 @@ def choice(key, a, shape: Sequence[int] = (), replace: bool = True, p=None,
     if p is None:
         ind = randint(key, shape, 0, n_inputs)
     else:
-        p = _as_value(p, name, "p")
+        p = as_value(p, name, "p")
         if not dtypes.is_float(get_aval(p).dtype):
             p = lax.convert_element_type(p, dtypes.float32)
         if get_aval(p).shape != (n_inputs,):
@@ -157,7 +157,7 @@ def choice(key, a, shape: Sequence[int] = (), replace: bool = True, p=None,
         if replace:
             cdf = lax.cumsum(p, axis=0)
             total = lax.reshape(lax.slice(cdf, (n_inputs - 1,), (n_inputs,)), ())
-            u = _uniform(name, key, shape, pdt, 0.0, 1.0)
+            u = sample_uniform(name, key, shape, pdt, 0.0, 1.0)
             r = lax.mul(lax.broadcast_in_dim(total, shape, ()),
                         lax.sub(Array(np.asarray(1, pdt)), u))
             ind = _count_below(cdf, r)

@@ -1,5 +1,7 @@
-"""Argument handling shared by the samplers of ``gamma.py``, ``continuous.py``, ``discrete.py``
-and ``multivariate.py``, with jax's defaults and errors.
+"""Argument handling shared by the samplers of ``distributions.py``, ``gamma.py``,
+``continuous.py``, ``discrete.py`` and ``multivariate.py``, with jax's defaults and errors:
+constants (``const``), parameters converted in one rounding (``converted_param``) and broadcast
+(``broadcast_shapes``, ``broadcast_to``, ``param``), dtypes and shapes checked as jax checks them.
 
 Unlike the older samplers of ``distributions.py`` (fixed float32/int32 defaults), these take
 jax's: ``dtype=None`` is the mode's default float (or int) type, and a Python scalar parameter
@@ -12,9 +14,42 @@ from __future__ import annotations
 import numpy as np
 
 from fx import dtypes, lax
+from fx.array import Array
 from fx.core import get_aval
-from fx.random.distributions import _broadcast_shapes, _broadcast_to, _const, _param
-from fx.random.threefry import _as_value, canonical_shape
+from fx.random.threefry import as_value, canonical_shape
+
+
+def const(value, dtype) -> Array:
+    return Array(np.asarray(value, dtype=dtype))
+
+
+def converted_param(name: str, what: str, value, dtype):
+    """A distribution parameter converted to ``dtype`` (Python scalars exactly, in one
+    rounding, as jax converts them)."""
+    if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+        return const(value, dtype)
+    return lax.convert_element_type(as_value(value, name, what), dtype)
+
+
+def broadcast_shapes(name: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ValueError(
+            f"fx.random.{name}: parameter shapes {', '.join(map(str, shapes))} do not broadcast"
+        ) from None
+
+
+def broadcast_to(x, shape: tuple[int, ...]):
+    """Numpy-style broadcast of ``x`` to ``shape``. Rank-0 values are broadcast too: under
+    ``vmap`` a batched scalar meeting an unbatched array trips the elementwise batching rule."""
+    aval = get_aval(x)
+    if aval.shape == shape:
+        return x
+    lead = len(shape) - aval.ndim
+    x = lax.reshape(x, tuple(d for d in aval.shape if d != 1) or ())
+    dims = [lead + i for i, d in enumerate(aval.shape) if d != 1]
+    return lax.broadcast_in_dim(x, shape, dims)
 
 
 def float_dtype(name: str, dtype) -> np.dtype:
@@ -37,8 +72,8 @@ def int_or_float_dtype(name: str, dtype, kind: str = "any") -> np.dtype:
 def value(name: str, what: str, x):
     """A parameter as an fx value (Python scalars weakly typed, as jax's ``asarray``)."""
     if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
-        return _const(x, dtypes.canonicalize(type(x)))
-    return _as_value(x, name, what)
+        return const(x, dtypes.canonicalize(type(x)))
+    return as_value(x, name, what)
 
 
 def check_cast(name: str, dtype: np.dtype, *args) -> None:
@@ -47,7 +82,7 @@ def check_cast(name: str, dtype: np.dtype, *args) -> None:
     for a in args:
         if isinstance(a, (bool, int, float)) and not isinstance(a, np.generic):
             continue
-        src = get_aval(_as_value(a, name, "a parameter")).dtype
+        src = get_aval(as_value(a, name, "a parameter")).dtype
         if src != dtype and dtypes.result_type(src, dtype) != dtype:
             raise dtypes.TypePromotionError(
                 f"fx.random.{name}: in arguments to {name}, cannot safely cast argument of "
@@ -65,13 +100,13 @@ def shape_of(name: str, shape, *params) -> tuple[int, ...]:
     shape), which the parameters must broadcast to without enlarging it."""
     shapes = [_shape(p) for p in params]
     if shape is None:
-        return _broadcast_shapes(name, *shapes) if shapes else ()
+        return broadcast_shapes(name, *shapes) if shapes else ()
     shape = canonical_shape(name, shape)
-    if shapes and _broadcast_shapes(name, shape, *shapes) != shape:
+    if shapes and broadcast_shapes(name, shape, *shapes) != shape:
         raise ValueError(
             f"fx.random.{name}: parameter shapes must be broadcast-compatible with shape "
             f"argument, and the result of broadcasting the shapes must equal the shape "
-            f"argument, but got result {_broadcast_shapes(name, shape, *shapes)} for shape "
+            f"argument, but got result {broadcast_shapes(name, shape, *shapes)} for shape "
             f"argument {shape}.")
     return shape
 
@@ -79,12 +114,12 @@ def shape_of(name: str, shape, *params) -> tuple[int, ...]:
 def result_shape(name: str, shape: tuple[int, ...], *params) -> tuple[int, ...]:
     """The numpy broadcast of ``shape`` with the parameters' shapes (for samplers like
     ``weibull_min`` whose parameters broadcast against the draw after sampling)."""
-    return _broadcast_shapes(name, shape, *(_shape(p) for p in params))
+    return broadcast_shapes(name, shape, *(_shape(p) for p in params))
 
 
 def param(name: str, what: str, x, dtype, shape: tuple[int, ...]):
     """``x`` converted to ``dtype`` and broadcast to ``shape``."""
-    return _broadcast_to(_param(name, what, x, dtype), shape)
+    return broadcast_to(converted_param(name, what, x, dtype), shape)
 
 
 def full(shape: tuple[int, ...], fill, dtype):

@@ -73,7 +73,7 @@ def threefry2x32(k1, k2, x1, x2):
 # --- keys ---------------------------------------------------------------------------------------
 
 
-def _as_value(x, name: str, what: str):
+def as_value(x, name: str, what: str):
     """An fx value for an argument: fx values pass through, nested Python data gets fx's
     default dtypes (as ``fx.numpy.asarray``), and numpy data (or anything with ``__array__``,
     like a jax array) becomes an Array of its canonical dtype."""
@@ -111,7 +111,7 @@ def check_key(name: str, key):
             f"uint32[2] array from PRNGKey), got the Python scalar {key!r}; make a key with "
             f"fx.random.key({key!r})"
         )
-    key = _as_value(key, name, "the key")
+    key = as_value(key, name, "the key")
     aval = get_aval(key)
     if aval.dtype != dtypes.uint32 or not aval.shape or aval.shape[-1] != 2:
         raise TypeError(
@@ -169,7 +169,7 @@ def _seed_data(seed, name: str):
     if isinstance(seed, float):
         raise TypeError(f"fx.random.{name}: the seed must be an integer, got the float "
                         f"{seed!r}")
-    seed = _as_value(seed, name, "the seed")
+    seed = as_value(seed, name, "the seed")
     aval = get_aval(seed)
     if aval.shape:
         raise TypeError(
@@ -270,7 +270,7 @@ def fold_in(key, data) -> Array:
             )
         data = _u32(int(data))
     else:
-        data = _as_value(data, "fold_in", "data")
+        data = as_value(data, "fold_in", "data")
         if get_aval(data).shape:
             raise TypeError(
                 f"fx.random.fold_in accepts a scalar, but was given an array of shape "
