@@ -3,15 +3,17 @@
 Instantiating a symbolic zero, accumulating cotangents, and moving or materializing a batch
 dimension need ``broadcast_in_dim``, ``add_any``, ``transpose``, ``reshape`` and ``reduce_sum``
 (the transpose of a broadcast). They are declared here, in the core layer below the
-interpreters, with the shape-rule helpers every primitive uses (``shape_error``,
-``canonical_axes``, ``accumulation_dtype``); their jvp, transpose and batching rules live in the
-interpreters' own modules (``fx.interpreters.jvp`` etc.), since those modules depend on them.
+interpreters, with the helpers fx.lax's primitives and composites share (``shape_error``,
+``canonical_axes``, ``canonical_axis``, ``accumulation_dtype``, ``as_array`` for operands);
+their jvp, transpose and batching rules live in the interpreters' own modules
+(``fx.interpreters.jvp`` etc.), since those modules depend on them.
 :mod:`fx.lax.base` gives the same names to fx.lax and the compiler. Every other primitive
 registers all of its rules beside its declaration.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 import numpy as np
@@ -19,7 +21,7 @@ import numpy as np
 from fx import dtypes
 from fx.array import Array
 from fx.avals import ShapedArray, physical_trailing
-from fx.core import Primitive, get_aval, physical_rules
+from fx.core import Primitive, Tracer, get_aval, physical_rules
 
 
 def shape_error(prim_name: str, message: str, *avals: ShapedArray,
@@ -45,6 +47,29 @@ def canonical_axes(axes: Sequence[int], ndim: int, name: str) -> tuple[int, ...]
 def accumulation_dtype(dtype: np.dtype) -> np.dtype:
     """Half-precision sums accumulate in float32 (as XLA does on CPU and GPU)."""
     return dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
+
+
+def as_array(x, name: str):
+    """An operand of a composite fx.lax function as an array: Python scalars become weakly typed
+    arrays; arrays, tracers and NumPy data pass; anything else is a TypeError naming
+    ``fx.lax.<name>``."""
+    if isinstance(x, (Array, Tracer)):
+        return x
+    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+        dt, weak = dtypes.dtype_and_weak(x)
+        return Array(np.asarray(x, dt), weak)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return Array(np.asarray(x))
+    raise TypeError(f"fx.lax.{name}: expected an array, got {type(x).__name__} ({x!r:.60})")
+
+
+def canonical_axis(axis, ndim: int, name: str, what: str = "axis") -> int:
+    """``axis`` (an int, negative counting from the end) in ``[0, ndim)``; ValueError naming
+    ``fx.lax.<name>`` if out of bounds."""
+    axis = operator.index(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"fx.lax.{name}: {what} {axis} is out of bounds for rank {ndim}")
+    return axis % ndim
 
 
 # --- add_any: accumulation of tangents and cotangents -------------------------------------------

@@ -16,13 +16,13 @@ import numpy as np
 from fx import dtypes
 from fx.core import get_aval
 from fx.lax import elementwise as ew
-from fx.lax.composites import _as_array
+from fx.lax.base import as_array
 
 _c = np.asarray
 
 
 def _int_operand(x, name: str):
-    x = _as_array(x, name)
+    x = as_array(x, name)
     aval = get_aval(x)
     if not dtypes.is_int(aval.dtype):
         raise TypeError(f"fx.lax.{name}: needs an integer operand, got {aval.str_short()}")
@@ -151,7 +151,7 @@ def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
         >>> fx.lax.reduce_precision(fx.numpy.array([1.0 + 2.0**-12, 70000.0]), 5, 10)
         Array([ 1., inf], dtype=float32)
     """
-    x = _as_array(operand, "reduce_precision")
+    x = as_array(operand, "reduce_precision")
     aval = get_aval(x)
     if not dtypes.is_float(aval.dtype):
         raise TypeError(f"fx.lax.reduce_precision: needs a floating operand, got "

@@ -29,30 +29,10 @@ from fx.core import Tracer, get_aval
 from fx.interpreters import batching
 from fx.lax import elementwise as ew
 from fx.lax import reductions, sorting
-from fx.lax.base import broadcast_in_dim, full, reduce_sum, reshape
+from fx.lax.base import as_array, broadcast_in_dim, canonical_axis, full, reduce_sum, reshape
 from fx.lax.general_indexing import gather, scatter_add
 from fx.lax.linalg import dot_general
 from fx.lax.structural import broadcasted_iota, concatenate, expand_dims, slice_in_dim, squeeze
-
-
-def _as_array(x, name: str):
-    """Python scalars become weakly typed arrays; arrays, tracers and NumPy data pass."""
-    if isinstance(x, (Array, Tracer)):
-        return x
-    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
-        dt, weak = dtypes.dtype_and_weak(x)
-        return Array(np.asarray(x, dt), weak)
-    if isinstance(x, (np.ndarray, np.generic)):
-        return Array(np.asarray(x))
-    raise TypeError(f"fx.lax.{name}: expected an array, got {type(x).__name__} ({x!r:.60})")
-
-
-def _axis(axis, ndim: int, name: str, what: str = "axis") -> int:
-    axis = operator.index(axis)
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"fx.lax.{name}: {what} {axis} is out of bounds for rank {ndim}")
-    return axis % ndim
-
 
 # --- stacking, splitting, tiling ----------------------------------------------------------------
 
@@ -66,24 +46,24 @@ def stack(operands: Sequence, axis: int = 0):
         Array([[1, 3],
                [2, 4]], dtype=int32)
     """
-    operands = [_as_array(x, "stack") for x in operands]
+    operands = [as_array(x, "stack") for x in operands]
     if not operands:
         raise ValueError("fx.lax.stack: needs at least one array to stack")
     shapes = {get_aval(x).shape for x in operands}
     if len(shapes) > 1:
         raise TypeError(f"fx.lax.stack: all arrays must have the same shape, got {sorted(shapes)}")
     ndim = len(shapes.pop())
-    axis = _axis(axis, ndim + 1, "stack")
+    axis = canonical_axis(axis, ndim + 1, "stack")
     return concatenate([expand_dims(x, (axis,)) for x in operands], axis)
 
 
 def unstack(x, axis: int = 0) -> tuple:
     """The slices of ``x`` along ``axis``, as a tuple (the inverse of :func:`stack`)."""
-    x = _as_array(x, "unstack")
+    x = as_array(x, "unstack")
     aval = get_aval(x)
     if aval.ndim == 0:
         raise ValueError("fx.lax.unstack: the operand must have rank >= 1, got a scalar")
-    axis = _axis(axis, aval.ndim, "unstack")
+    axis = canonical_axis(axis, aval.ndim, "unstack")
     return tuple(index_in_dim(x, i, axis, keepdims=False) for i in range(aval.shape[axis]))
 
 
@@ -95,9 +75,9 @@ def split(operand, sizes: Sequence[int], axis: int = 0) -> list:
         >>> [p.shape for p in fx.lax.split(fx.numpy.zeros((5, 2)), (2, 0, 3))]
         [(2, 2), (0, 2), (3, 2)]
     """
-    x = _as_array(operand, "split")
+    x = as_array(operand, "split")
     aval = get_aval(x)
-    axis = _axis(axis, aval.ndim, "split")
+    axis = canonical_axis(axis, aval.ndim, "split")
     sizes = [operator.index(s) for s in sizes]
     if any(s < 0 for s in sizes) or sum(sizes) != aval.shape[axis]:
         raise ValueError(
@@ -115,7 +95,7 @@ def tile(operand, reps: Sequence[int]):
         >>> fx.lax.tile(fx.numpy.array([1, 2]), (3,))
         Array([1, 2, 1, 2, 1, 2], dtype=int32)
     """
-    x = _as_array(operand, "tile")
+    x = as_array(operand, "tile")
     aval = get_aval(x)
     reps = tuple(operator.index(r) for r in reps)
     if len(reps) != aval.ndim or any(r < 0 for r in reps):
@@ -134,7 +114,7 @@ def tile(operand, reps: Sequence[int]):
 def broadcast(operand, sizes: Sequence[int], *, out_sharding=None):
     """Add leading dimensions of sizes ``sizes``: the result has shape
     ``tuple(sizes) + operand.shape``. ``out_sharding`` is accepted and ignored (one device)."""
-    x = _as_array(operand, "broadcast")
+    x = as_array(operand, "broadcast")
     aval = get_aval(x)
     sizes = tuple(operator.index(s) for s in sizes)
     if any(s < 0 for s in sizes):
@@ -144,7 +124,7 @@ def broadcast(operand, sizes: Sequence[int], *, out_sharding=None):
 
 def broadcast_to_rank(x, rank: int):
     """Prepend size-1 dimensions until ``x`` has rank ``rank`` (a no-op at or above it)."""
-    x = _as_array(x, "broadcast_to_rank")
+    x = as_array(x, "broadcast_to_rank")
     aval = get_aval(x)
     rank = operator.index(rank)
     if aval.ndim >= rank:
@@ -172,7 +152,7 @@ def broadcast_shapes(*shapes) -> tuple[int, ...]:
 
 def broadcast_like(arr, like_arr):
     """Broadcast ``arr`` (NumPy rules: trailing dimensions align) to the shape of ``like_arr``."""
-    x = _as_array(arr, "broadcast_like")
+    x = as_array(arr, "broadcast_like")
     aval, shape = get_aval(x), tuple(np.shape(like_arr)) if not isinstance(
         like_arr, (Array, Tracer)) else get_aval(like_arr).shape
     if broadcast_shapes(aval.shape, shape) != shape:
@@ -190,9 +170,9 @@ def broadcast_like(arr, like_arr):
 def index_in_dim(operand, index: int, axis: int = 0, keepdims: bool = True):
     """The slice at the static ``index`` (negative counts from the end) along ``axis``;
     ``keepdims=False`` drops that axis."""
-    x = _as_array(operand, "index_in_dim")
+    x = as_array(operand, "index_in_dim")
     aval = get_aval(x)
-    axis = _axis(axis, aval.ndim, "index_in_dim")
+    axis = canonical_axis(axis, aval.ndim, "index_in_dim")
     n, index = aval.shape[axis], operator.index(index)
     if not -n <= index < n:
         raise IndexError(f"fx.lax.index_in_dim: index {index} is out of bounds for axis {axis} "
@@ -206,10 +186,10 @@ def index_take(src, idxs: Sequence, axes: Sequence[int]):
     """``src`` at the positions ``idxs[j]`` along ``axes[j]`` (one index array per axis, all of
     one shape ``B``): the result has shape ``B + (the other dimensions of src)``. Negative
     indices count from the end; out-of-range ones are clamped (as jax)."""
-    x = _as_array(src, "index_take")
+    x = as_array(src, "index_take")
     aval = get_aval(x)
-    axes = tuple(_axis(a, aval.ndim, "index_take") for a in axes)
-    idxs = [_as_array(i, "index_take") for i in idxs]
+    axes = tuple(canonical_axis(a, aval.ndim, "index_take") for a in axes)
+    idxs = [as_array(i, "index_take") for i in idxs]
     if len(idxs) != len(axes) or len(set(axes)) != len(axes):
         raise ValueError(f"fx.lax.index_take: needs one index array per distinct axis, got "
                          f"{len(idxs)} arrays for axes {axes}")
@@ -276,7 +256,7 @@ def reduce(operands, init_values, computation: Callable, dimensions: Sequence[in
         Array([ 3., 12.], dtype=float32)
     """
     single = not isinstance(operands, (tuple, list))
-    xs = [_as_array(x, "reduce") for x in ([operands] if single else operands)]
+    xs = [as_array(x, "reduce") for x in ([operands] if single else operands)]
     inits = [init_values] if single else list(init_values)
     if len(inits) != len(xs):
         raise ValueError(f"fx.lax.reduce: {len(xs)} operands need as many init_values, got "
@@ -285,7 +265,7 @@ def reduce(operands, init_values, computation: Callable, dimensions: Sequence[in
     if len(shapes) > 1:
         raise TypeError(f"fx.lax.reduce: operands must share one shape, got {sorted(shapes)}")
     shape = shapes.pop()
-    dims = tuple(sorted(_axis(d, len(shape), "reduce", "dimension") for d in dimensions))
+    dims = tuple(sorted(canonical_axis(d, len(shape), "reduce", "dimension") for d in dimensions))
     if len(set(dims)) != len(dims):
         raise ValueError(f"fx.lax.reduce: repeated dimension in {tuple(dimensions)}")
     inits = [_init_like(i, x) for i, x in zip(inits, xs)]
@@ -347,7 +327,7 @@ def _init_like(init, x):
     aval = get_aval(x)
     if isinstance(init, (bool, int, float)) and not isinstance(init, np.generic):
         return Array(np.asarray(init, aval.dtype), weak_type=True)
-    init = _as_array(init, "reduce")
+    init = as_array(init, "reduce")
     ia = get_aval(init)
     if ia.shape != () or ia.dtype != aval.dtype:
         raise TypeError(f"fx.lax.reduce: each init value must be a scalar of its operand's "
@@ -383,11 +363,11 @@ def approx_min_k(operand, k: int, reduction_dimension: int = -1, recall_target: 
 
 def _approx_k(operand, k, dim, largest: bool):
     name = "approx_max_k" if largest else "approx_min_k"
-    x = _as_array(operand, name)
+    x = as_array(operand, name)
     aval = get_aval(x)
     if aval.ndim == 0:
         raise ValueError(f"fx.lax.{name}: the operand must have rank >= 1, got a scalar")
-    dim = _axis(dim, aval.ndim, name, "reduction_dimension")
+    dim = canonical_axis(dim, aval.ndim, name, "reduction_dimension")
     last = aval.ndim - 1
     perm = list(range(aval.ndim))
     perm[dim], perm[last] = last, dim
@@ -421,7 +401,7 @@ def _bottom_k(x, k: int):
 
 def batch_matmul(lhs, rhs, precision=None):
     """Matrix products over equal leading (batch) dimensions: ``(..., m, k) @ (..., k, n)``."""
-    lhs, rhs = _as_array(lhs, "batch_matmul"), _as_array(rhs, "batch_matmul")
+    lhs, rhs = as_array(lhs, "batch_matmul"), as_array(rhs, "batch_matmul")
     la, ra = get_aval(lhs), get_aval(rhs)
     if la.ndim < 2 or la.ndim != ra.ndim or la.shape[:-2] != ra.shape[:-2] or (
             la.shape[-1] != ra.shape[-2]):
@@ -439,8 +419,8 @@ def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=Non
     multiply ``rhs[g]`` (``rhs`` is ``g x k x n``, ``group_sizes`` an int32 ``(g,)``); rows
     after the last group are zero. Computed as one masked product per group, so it
     differentiates in ``lhs`` and ``rhs`` and batches like any other code."""
-    lhs, rhs = _as_array(lhs, "ragged_dot"), _as_array(rhs, "ragged_dot")
-    sizes = _as_array(group_sizes, "ragged_dot")
+    lhs, rhs = as_array(lhs, "ragged_dot"), as_array(rhs, "ragged_dot")
+    sizes = as_array(group_sizes, "ragged_dot")
     la, ra, sa = get_aval(lhs), get_aval(rhs), get_aval(sizes)
     if la.ndim != 2 or ra.ndim != 3 or la.shape[1] != ra.shape[1] or sa.shape != ra.shape[:1]:
         raise TypeError(
@@ -478,7 +458,7 @@ def scatter_sub(operand, indices, updates, axes: Sequence[int], *, mode=None,
     """``operand`` with ``updates`` subtracted at ``indices`` (fx's ``axes`` convention, see
     ``fx.lax.gather``, or jax's ``ScatterDimensionNumbers``); repeated indices subtract every
     update."""
-    return scatter_add(operand, indices, ew.neg(_as_array(updates, "scatter_sub")), axes,
+    return scatter_add(operand, indices, ew.neg(as_array(updates, "scatter_sub")), axes,
                        mode=mode)
 
 
@@ -491,14 +471,14 @@ def scatter_apply(operand, scatter_indices, func: Callable, dimension_numbers, *
     ``ScatterDimensionNumbers`` (then ``update_shape`` is the shape the updates would have)."""
     from fx.lax import control_flow
 
-    x = _as_array(operand, "scatter_apply")
+    x = as_array(operand, "scatter_apply")
     aval = get_aval(x)
-    idx = _as_array(scatter_indices, "scatter_apply")
+    idx = as_array(scatter_indices, "scatter_apply")
     ia = get_aval(idx)
     if hasattr(dimension_numbers, "update_window_dims"):
         shape = tuple(operator.index(d) for d in update_shape)
     else:
-        axes = tuple(_axis(a, aval.ndim, "scatter_apply") for a in dimension_numbers)
+        axes = tuple(canonical_axis(a, aval.ndim, "scatter_apply") for a in dimension_numbers)
         shape = ia.shape[:-1] + tuple(d for i, d in enumerate(aval.shape) if i not in axes)
     # How often each position is hit; then func is applied that many times there.
     counts = scatter_add(full(aval.shape, 0, dtypes.int32), idx, full(shape, 1, dtypes.int32),
@@ -520,7 +500,7 @@ def scatter_apply(operand, scatter_indices, func: Callable, dimension_numbers, *
 
 def reciprocal(x):
     """``1 / x`` elementwise, for floating ``x`` (integers raise, as in jax)."""
-    x = _as_array(x, "reciprocal")
+    x = as_array(x, "reciprocal")
     if not dtypes.is_float(get_aval(x).dtype):
         raise TypeError(f"fx.lax.reciprocal: needs a floating operand, got "
                         f"{get_aval(x).str_short()}")
@@ -550,17 +530,17 @@ def optimization_barrier(operand, /):
     """The identity on a pytree of arrays. XLA uses it to stop code motion across it; fx's
     passes never move a computation past its uses in a way this would prevent, so no
     primitive is needed."""
-    return tree_util.tree_map(lambda x: _as_array(x, "optimization_barrier"), operand)
+    return tree_util.tree_map(lambda x: as_array(x, "optimization_barrier"), operand)
 
 
 def with_sharding_constraint(x, shardings):
     """The identity: fx runs a program on one device, so every sharding is trivial."""
-    return tree_util.tree_map(lambda v: _as_array(v, "with_sharding_constraint"), x)
+    return tree_util.tree_map(lambda v: as_array(v, "with_sharding_constraint"), x)
 
 
 def stage(x, /):
     """The identity that makes a Python scalar or NumPy array an fx array."""
-    return _as_array(x, "stage")
+    return as_array(x, "stage")
 
 
 def composite(decomposition: Callable, name: str, version: int = 0) -> Callable:

@@ -19,8 +19,7 @@ import numpy as np
 
 from fx import dtypes
 from fx.core import get_aval
-from fx.lax.base import reshape, transpose
-from fx.lax.composites import _as_array
+from fx.lax.base import as_array, reshape, transpose
 from fx.lax.convolution import ConvDimensionNumbers, conv_dimension_numbers
 from fx.lax.elementwise import convert_element_type
 from fx.lax.linalg import dot_general
@@ -115,7 +114,7 @@ def conv_general_dilated_patches(lhs, filter_shape: Sequence[int],
         >>> fx.lax.conv_general_dilated_patches(x, (2, 2), (1, 1), "VALID").shape
         (2, 12, 3, 4)
     """
-    lhs = _as_array(lhs, "conv_general_dilated_patches")
+    lhs = as_array(lhs, "conv_general_dilated_patches")
     la = get_aval(lhs)
     if la.ndim < 2:
         raise TypeError(f"fx.lax.conv_general_dilated_patches: lhs needs rank >= 2 (batch, "
@@ -140,8 +139,8 @@ def conv_general_dilated_local(lhs, rhs, window_strides: Sequence[int], padding,
     ``C * prod(filter_shape)`` input features (channel-major, as the patches) and the output's
     spatial sizes as its spatial dimensions.
     """
-    lhs = _as_array(lhs, "conv_general_dilated_local")
-    rhs = _as_array(rhs, "conv_general_dilated_local")
+    lhs = as_array(lhs, "conv_general_dilated_local")
+    rhs = as_array(rhs, "conv_general_dilated_local")
     la, ra = get_aval(lhs), get_aval(rhs)
     if la.ndim < 2 or la.ndim != ra.ndim:
         raise TypeError(f"fx.lax.conv_general_dilated_local: lhs and rhs need one rank >= 2, "

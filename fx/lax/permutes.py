@@ -19,8 +19,8 @@ from fx import dtypes, tree_util
 from fx.core import get_aval
 from fx.interpreters import batching
 from fx.lax import elementwise as ew
-from fx.lax.base import reshape
-from fx.lax.composites import _as_array, _axis, index_in_dim, stack
+from fx.lax.base import as_array, canonical_axis, reshape
+from fx.lax.composites import index_in_dim, stack
 from fx.lax.dynamic_slicing import dynamic_index_in_dim
 from fx.lax.parallel import all_gather, axis_index, psum
 from fx.lax.structural import concatenate
@@ -67,12 +67,12 @@ def ppermute(x, axis_name, perm):
 
 
 def _from_lane(v, axis_name, source, receives):
-    v = _as_array(v, "ppermute")
+    v = as_array(v, "ppermute")
     everyone = all_gather(v, axis_name)                                   # (n, *shape)
     me = axis_index(axis_name)
-    src = dynamic_index_in_dim(_as_array(source, "ppermute"), me, 0, keepdims=False)
+    src = dynamic_index_in_dim(as_array(source, "ppermute"), me, 0, keepdims=False)
     got = dynamic_index_in_dim(everyone, src, 0, keepdims=False)
-    keep = dynamic_index_in_dim(_as_array(receives, "ppermute"), me, 0, keepdims=False)
+    keep = dynamic_index_in_dim(as_array(receives, "ppermute"), me, 0, keepdims=False)
     return ew.select(keep, got, ew.full_like(got, 0))
 
 
@@ -95,9 +95,9 @@ def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, axis_index_groups=
     n = batching.axis_size(axis_name)
 
     def one(v):
-        v = _as_array(v, "psum_scatter")
+        v = as_array(v, "psum_scatter")
         aval = get_aval(v)
-        d = _axis(scatter_dimension, aval.ndim, "psum_scatter", "scatter_dimension")
+        d = canonical_axis(scatter_dimension, aval.ndim, "psum_scatter", "scatter_dimension")
         size = aval.shape[d]
         if (size != n) if not tiled else (size % n):
             raise ValueError(
@@ -125,9 +125,9 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, axis_index_gr
     n = batching.axis_size(axis_name)
 
     def one(v):
-        v = _as_array(v, "all_to_all")
+        v = as_array(v, "all_to_all")
         aval = get_aval(v)
-        s = _axis(split_axis, aval.ndim, "all_to_all", "split_axis")
+        s = canonical_axis(split_axis, aval.ndim, "all_to_all", "split_axis")
         size = aval.shape[s]
         if (size != n) if not tiled else (size % n):
             raise ValueError(
@@ -143,11 +143,11 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, axis_index_gr
 
             mine = dynamic_slice_in_dim(everyone, starts, step, s + 1)
             pieces = [index_in_dim(mine, j, 0, keepdims=False) for j in range(n)]
-            c = _axis(concat_axis, aval.ndim, "all_to_all", "concat_axis")
+            c = canonical_axis(concat_axis, aval.ndim, "all_to_all", "concat_axis")
             return concatenate(pieces, c)
         mine = dynamic_index_in_dim(everyone, me, s + 1, keepdims=False)  # (n, *rest)
         pieces = [index_in_dim(mine, j, 0, keepdims=False) for j in range(n)]
-        c = _axis(concat_axis, aval.ndim, "all_to_all", "concat_axis")
+        c = canonical_axis(concat_axis, aval.ndim, "all_to_all", "concat_axis")
         return stack(pieces, c)
 
     return tree_util.tree_map(one, x)
