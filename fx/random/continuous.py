@@ -19,7 +19,7 @@ import numpy as np
 from fx import dtypes, lax
 from fx.array import Array
 from fx.core import get_aval
-from fx.random import _xla_math as xm
+from fx.random import xla_math as xm
 from fx.random.distributions import _normal_erf_inv, normal, sample_uniform
 from fx.random.sampling import (
     broadcast_to,

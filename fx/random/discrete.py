@@ -11,7 +11,7 @@
 
 The rejection loops are ``while_loop``s that draw for every element until all have accepted.
 ``rademacher`` and ``geometric`` are bit-identical to jax, and ``poisson``'s float arithmetic
-is XLA's (``_xla_math``'s ``log``/``lgamma``, the fused multiply-adds), so its counts match (no
+is XLA's (``xla_math``'s ``log``/``lgamma``, the fused multiply-adds), so its counts match (no
 difference in 21,000 draws checked). ``binomial``'s BTRS arithmetic has not been matched
 operation by operation (its counts agree for the tested keys): a draw sitting within an ulp
 of a threshold could differ.
@@ -26,7 +26,7 @@ import numpy as np
 from fx import dtypes, lax
 from fx.array import Array
 from fx.core import get_aval
-from fx.random import _xla_math as xm
+from fx.random import xla_math as xm
 from fx.random.distributions import sample_uniform
 from fx.random.sampling import broadcast_to, const, int_or_float_dtype, shape_of, value
 from fx.random.threefry import canonical_shape, check_key, split

@@ -21,7 +21,7 @@ from fx import dtypes, lax
 from fx.array import Array
 from fx.core import get_aval
 from fx.lax.convert import to_dtype
-from fx.random import _xla_math as xm
+from fx.random import xla_math as xm
 from fx.random.sampling import broadcast_shapes, broadcast_to, const, converted_param
 from fx.random.threefry import (
     as_value,

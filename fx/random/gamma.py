@@ -10,8 +10,8 @@ elements run side by side under ``vmap`` (a batched ``while_loop`` keeps iterati
 element has accepted, each keeping its accepted draw), which gives jax's numbers.
 
 Samples are bit-identical to jax's (XLA CPU's) on x86-64: the arithmetic is XLA's, its
-``log``/``exp``/``pow`` and fused multiply-adds from ``_xla_math``, and ``c = (1/3) / sqrt(d)``
-is computed as XLA rewrites it, ``(1/3) * rsqrt(d)`` with XLA's ``rsqrt`` (``_xla_rsqrt``: the
+``log``/``exp``/``pow`` and fused multiply-adds from ``xla_math``, and ``c = (1/3) / sqrt(d)``
+is computed as XLA rewrites it, ``(1/3) * rsqrt(d)`` with XLA's ``rsqrt`` (``xla_rsqrt``: the
 CPU's approximation instruction and two Newton steps where XLA uses it, float32 with AVX and
 float64 with AVX-512F, else ``1 / sqrt(d)``), and ``dirichlet``, ``f`` and ``ball`` follow
 XLA's rewrites of their divisions. Exceptions: in float32, ``dirichlet`` (its softmax
@@ -38,8 +38,7 @@ from fx import dtypes, lax
 from fx.array import Array
 from fx.core import get_aval
 from fx.custom_derivatives import custom_jvp
-from fx.random import _xla_math as xm
-from fx.random._xla_rsqrt import rsqrt
+from fx.random import xla_math as xm
 from fx.random.distributions import normal, sample_uniform
 from fx.random.sampling import (
     broadcast_to,
@@ -51,6 +50,7 @@ from fx.random.sampling import (
     value,
 )
 from fx.random.threefry import canonical_shape, check_key, split, split_pair
+from fx.random.xla_rsqrt import rsqrt
 
 Shape = int | Sequence[int]
 

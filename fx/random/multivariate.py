@@ -124,7 +124,7 @@ def _matvec(factor, z):
     """``einsum('...ij,...j->...i', factor, z)`` as XLA CPU's dot loop computes it: the first
     product, then one fma per further term, in order."""
     import fx.numpy as fnp
-    from fx.random import _xla_math as xm
+    from fx.random import xla_math as xm
 
     terms = [fnp.broadcast_arrays(factor[..., :, j], z[..., None, j])
              for j in range(get_aval(z).shape[-1])]

@@ -17,7 +17,7 @@ import numpy as np
 from fx import dtypes, lax
 from fx.array import Array
 from fx.core import Tracer, get_aval
-from fx.random import _xla_math as xm
+from fx.random import xla_math as xm
 from fx.random.distributions import _gumbel, as_value, randint, sample_uniform
 from fx.random.threefry import bits32, canonical_shape, check_key, split_pair
 

@@ -2,7 +2,7 @@
 
 Keys, split, fold_in, bits, uniform, bernoulli, randint, permutation, categorical, normal,
 truncated_normal and gumbel samples must be bit-identical to jax's (the last three use XLA
-CPU's own ``erf_inv``/``erf``/``log``, see ``fx/random/_xla_math.py``); in float16/bfloat16,
+CPU's own ``erf_inv``/``erf``/``log``, see ``fx/random/xla_math.py``); in float16/bfloat16,
 gumbel agrees to rounding only, since XLA keeps float32 between its two logs in one fused
 kernel. Dtypes are always explicit, since fx's defaults (float32/int32) differ from jax's
 64-bit mode.
@@ -27,7 +27,7 @@ import fx.numpy as fnp
 import fx.random as fr
 from fx import lax
 from fx.interpreters.eval import eval_jaxpr
-from fx.random._xla_math import fma as _fma
+from fx.random.xla_math import fma as _fma
 from fx.test_util import shapes
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -58,7 +58,7 @@ def _jax_fuses_float16() -> bool:
 
 def test_float16_fma_follows_this_cpus_xla():
     # fx decides from the CPU (AVX512-FP16: contracted); jax's answer on this CPU decides.
-    from fx.random._xla_rsqrt import float16_fma_fused
+    from fx.random.xla_rsqrt import float16_fma_fused
 
     assert float16_fma_fused() == _jax_fuses_float16()
 
@@ -208,7 +208,7 @@ def test_fma_is_correctly_rounded(dtype):
 
 
 def test_float16_fma_rounds_as_xla_here_and_differentiates_as_mul_add():
-    from fx.random._xla_rsqrt import float16_fma_fused
+    from fx.random.xla_rsqrt import float16_fma_fused
 
     rng = np.random.default_rng(1)
     a, b, c = (rng.uniform(-30, 30, 2000).astype(np.float16) for _ in range(3))

@@ -1,10 +1,10 @@
 """fx.random's distributions beyond uniform/normal/categorical against jax.random.
 
 Same key, same algorithm, same key splits, and the same floating-point operations as XLA CPU
-(jaxlib 0.10.2) runs them: ``fx/random/_xla_math.py`` reproduces XLA's inline ``log``/
+(jaxlib 0.10.2) runs them: ``fx/random/xla_math.py`` reproduces XLA's inline ``log``/
 ``log1p``/``exp``/``expm1``/``erf_inv`` polynomials with the LLVM backend's fused multiply-adds
 and flushed denormals, and calls glibc's ``log``/``tan``/``pow`` through compiled kernels, as
-XLA does; ``fx/random/_xla_rsqrt.py`` runs XLA's ``rsqrt`` (the CPU's approximation
+XLA does; ``fx/random/xla_rsqrt.py`` runs XLA's ``rsqrt`` (the CPU's approximation
 instruction and XLA's two Newton steps); the samplers fuse their own multiply-adds where XLA
 does. So these are bit-identical to jax in both modes, eagerly, under ``fx.jit`` and under
 ``fx.vmap`` (the ``BITWISE`` table: 5 keys x 3 shapes x parameter values each, the fuller sweep
@@ -53,7 +53,7 @@ from harness import assert_bitwise, same_mode
 import fx
 import fx.numpy as fnp
 import fx.random as fr
-from fx.random._xla_rsqrt import uses_hardware_approximation
+from fx.random.xla_rsqrt import uses_hardware_approximation
 
 RTOL = {np.dtype(np.float16): 2e-3, np.dtype(np.float32): 2e-6, np.dtype(np.float64): 5e-14}
 

@@ -1,5 +1,5 @@
-"""fx/random/_xla_math.py: XLA CPU's log, log1p, exp, expm1, erf, erf_inv, tan, pow and lgamma,
-and fx/random/_xla_rsqrt.py: its rsqrt.
+"""fx/random/xla_math.py: XLA CPU's log, log1p, exp, expm1, erf, erf_inv, tan, pow and lgamma,
+and fx/random/xla_rsqrt.py: its rsqrt.
 
 Each function against jax's ``jnp.log`` etc. under ``jax.jit`` on edge cases (zeros of both
 signs, subnormals, which XLA's CPU threads flush to zero, the overflow and underflow
@@ -22,8 +22,8 @@ import pytest
 from harness import assert_bitwise, same_mode
 
 import fx
-from fx.random import _xla_math as xm
-from fx.random._xla_rsqrt import rsqrt, uses_hardware_approximation
+from fx.random import xla_math as xm
+from fx.random.xla_rsqrt import rsqrt, uses_hardware_approximation
 
 ORACLE = {"log": jnp.log, "log1p": jnp.log1p, "exp": jnp.exp, "expm1": jnp.expm1,
           "erf": jax.lax.erf, "erf_inv": jax.lax.erf_inv, "tan": jnp.tan}

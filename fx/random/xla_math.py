@@ -23,7 +23,7 @@ What XLA CPU (jaxlib 0.10.2) emits, read off its optimized LLVM IR and object co
 * XLA's CPU threads run with denormals-are-zero and flush-to-zero set: subnormal inputs and
   results are zeros here too (``flush_denormals``).
 * ``rsqrt`` comes from the CPU's approximation instruction, which no exactly rounded
-  composition reproduces: ``_xla_rsqrt`` runs the instruction itself.
+  composition reproduces: ``xla_rsqrt`` runs the instruction itself.
 
 The match is to jaxlib's XLA on x86-64 with FMA (AVX2/AVX-512) and the process's glibc: on a
 CPU without FMA XLA would not fuse, and another libm gives other ``log``/``tan``/``pow`` bits.
@@ -45,7 +45,7 @@ from fx.core import get_aval
 from fx.custom_derivatives import custom_jvp
 from fx.jit_function import jit
 from fx.lax.convert import to_dtype
-from fx.random._xla_rsqrt import float16_fma_fused, flush_denormals
+from fx.random.xla_rsqrt import float16_fma_fused, flush_denormals
 
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
 
