@@ -181,7 +181,7 @@ def _gather(ctx: Ctx, operand: Value, indices: Value, *, axes, mode, fill_value)
     zero = ctx.ints([0] * k)
     safe = ctx.op("Min", ctx.op("Max", idx, zero), upper)
     out = ctx.op("GatherND", moved, safe, batch_dims=0)
-    if mode is GatherScatterMode.CLIP:
+    if mode in (GatherScatterMode.CLIP, GatherScatterMode.PROMISE_IN_BOUNDS):
         return out
     inside = ctx.op("And", ctx.op("GreaterOrEqual", idx, zero),
                     ctx.op("LessOrEqual", idx, upper))

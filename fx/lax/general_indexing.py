@@ -171,7 +171,7 @@ def general_scatter(kind: str, operand, scatter_indices, updates, dimension_numb
     if mode is GatherScatterMode.CLIP:
         starts = _clamp(starts, sizes, oa.shape)
     full_idx = _full_indices(starts, window_dims, window_sizes, batch, r)
-    if mode is GatherScatterMode.FILL_OR_DROP and r:
+    if mode is not GatherScatterMode.CLIP and r:
         # A window partly out of bounds is dropped whole: move all its points out of range.
         valid = broadcast_in_dim(_window_in_bounds(starts, sizes, oa.shape, batch), shape,
                                  tuple(range(nb)))
@@ -181,8 +181,7 @@ def general_scatter(kind: str, operand, scatter_indices, updates, dimension_numb
     upd = transpose(updates, tuple(update_batch) + tuple(sorted(update_window_dims)))
     fn = {"set": indexing.scatter, "add": indexing.scatter_add, "mul": indexing.scatter_mul,
           "min": indexing.scatter_min, "max": indexing.scatter_max}[kind]
-    return fn(operand, full_idx, upd, tuple(range(r)), mode="clip"
-              if mode is GatherScatterMode.CLIP else "drop")
+    return fn(operand, full_idx, upd, tuple(range(r)), mode=mode)
 
 
 # --- the public functions: the point form, or jax's dimension-numbers form ---------------------

@@ -64,9 +64,10 @@ from fx.lax.structural import broadcasted_iota, concatenate
 class GatherScatterMode(enum.Enum):
     """What an out-of-range index does: clamp into range, or fill (gather) / drop (scatter).
 
-    ``PROMISE_IN_BOUNDS`` promises that no index is out of range. The public functions keep
-    it as XLA does on CPU, as jax's: a gather clamps, a scatter drops; the primitives only see
-    ``CLIP`` and ``FILL_OR_DROP``.
+    ``PROMISE_IN_BOUNDS`` promises that no index is out of range. fx keeps it as XLA does on
+    CPU, as jax's: a gather clamps and a scatter drops, and the primitives keep the promise so
+    that their transposes do what jax's do (a gather's scatters back with drops, a scatter's
+    reads back clamped).
     """
 
     CLIP = "clip"
@@ -115,8 +116,9 @@ def _rest(ndim: int, axes: Sequence[int]) -> tuple[int, ...]:
     return tuple(d for d in range(ndim) if d not in axes)
 
 
-def _check_indices(name: str, operand: ShapedArray, indices: ShapedArray, axes, mode) -> None:
-    if not isinstance(mode, GatherScatterMode) or mode is PROMISE_IN_BOUNDS:
+def _check_indices(name: str, operand: ShapedArray, indices: ShapedArray, axes, mode,
+                   promise: bool = False) -> None:
+    if not isinstance(mode, GatherScatterMode) or (mode is PROMISE_IN_BOUNDS and not promise):
         raise ValueError(f"{name}: mode must be GatherScatterMode.CLIP or FILL_OR_DROP, got "
                          f"{mode!r} (the public functions resolve PROMISE_IN_BOUNDS)")
     if not dtypes.is_int(indices.dtype):
@@ -152,6 +154,8 @@ def _columns(operand, indices, axes, mode):
 
 
 def _gather_impl(operand, indices, *, axes, mode, fill_value):
+    if mode is PROMISE_IN_BOUNDS:  # read as XLA's gather reads it: clamped
+        mode = CLIP
     batch = indices.shape[:-1]
     rest_shape = tuple(operand.shape[d] for d in _rest(operand.ndim, axes))
     cols, ok, moved = _columns(operand, indices, axes, mode)
@@ -212,9 +216,10 @@ gather_p = Primitive("gather")  # params: axes, mode, fill_value (None: the dtyp
 
 @gather_p.def_abstract_eval
 def _gather_abstract_eval(operand, indices, *, axes, mode, fill_value):
-    _check_indices("gather", operand, indices, axes, mode)
+    _check_indices("gather", operand, indices, axes, mode, promise=True)
     batch = indices.shape[:-1]
-    if mode is CLIP and math.prod(batch) and any(operand.shape[a] == 0 for a in axes):
+    if mode in (CLIP, PROMISE_IN_BOUNDS) and math.prod(batch) and any(
+            operand.shape[a] == 0 for a in axes):
         raise shape_error(
             "gather", f"cannot clamp an index into a zero-size axis (axes={axes}); use "
             "mode='fill'", operand, indices,
@@ -240,9 +245,7 @@ def gather(operand, indices, axes: Sequence[int], slice_sizes=None, *, mode=None
     ``dimension_numbers`` form. ``slice_sizes`` is not read here.
     """
     mode = GatherScatterMode.parse(mode)
-    if mode is PROMISE_IN_BOUNDS:  # kept by clamping, as XLA's gather
-        mode = CLIP
-    if mode is CLIP:
+    if mode in (CLIP, PROMISE_IN_BOUNDS):  # (a promise reads clamped, as XLA's gather)
         fill_value = None
     elif fill_value is not None:
         fill_value = np.asarray(fill_value).item()
@@ -256,7 +259,7 @@ def _gather_jvp(primals, tangents, *, axes, mode, fill_value):
     if isinstance(t, Zero):
         return ans, Zero.like(ans)
     # Filled positions do not depend on the operand: their tangent is zero, not the fill.
-    t_fill = None if mode is CLIP else 0
+    t_fill = None if mode in (CLIP, PROMISE_IN_BOUNDS) else 0
     return ans, gather_p.bind(t, indices, axes=axes, mode=mode, fill_value=t_fill)
 
 
@@ -308,7 +311,7 @@ def _scatter_primitive(name: str, combine: str, allow_bool: bool) -> Primitive:
     prim = Primitive(name)  # params: axes, mode
 
     def abstract_eval(operand, indices, updates, *, axes, mode):
-        _check_indices(name, operand, indices, axes, mode)
+        _check_indices(name, operand, indices, axes, mode, promise=True)
         want = indices.shape[:-1] + tuple(operand.shape[d] for d in _rest(operand.ndim, axes))
         if updates.shape != want:
             raise shape_error(
@@ -353,9 +356,9 @@ scatter_max_p = _scatter_primitive("scatter_max", "max", allow_bool=True)
 def _scatter_fn(prim: Primitive, what: str):
     def f(operand, indices, updates, axes: Sequence[int], *, mode=None,
           indices_are_sorted: bool = False, unique_indices: bool = False):
+        # PROMISE_IN_BOUNDS stays on the primitive: it drops an out-of-range update, as XLA's
+        # scatter, and its transpose reads the cotangent back clamped, as XLA's gather.
         mode = GatherScatterMode.parse(mode)
-        if mode is PROMISE_IN_BOUNDS:  # kept by dropping, as XLA's scatter
-            mode = FILL_OR_DROP
         return prim.bind(operand, indices, updates, axes=tuple(int(a) for a in axes),
                          mode=mode)
 
@@ -379,7 +382,10 @@ scatter_max = _scatter_fn(scatter_max_p, "combined by maximum")
 
 def _gather_back(x, indices, axes, mode, fill_value=0):
     """The scatter's inverse read: each update's position in an operand-shaped ``x``
-    (``fill_value`` for updates a drop-mode scatter discards)."""
+    (``fill_value`` for updates a drop-mode scatter discards; clamped under a promise, as
+    jax's transposes read with a gather in the scatter's mode)."""
+    if mode is PROMISE_IN_BOUNDS:
+        mode = CLIP
     return gather_p.bind(x, indices, axes=axes, mode=mode,
                          fill_value=None if mode is CLIP else fill_value)
 

@@ -88,6 +88,10 @@ GATHERS = [
     ("oob_points", (3, 4), (0, 1), np.array([[1, 4], [2, 3], [-1, 0], [3, 3]], I64)),
 ]
 MODES = ["clip", "fill", "promise_in_bounds"]
+# Out-of-range indices under "promise_in_bounds" break the promise. fx then does what jax (XLA
+# on CPU) does, values and derivatives compared with jax: a gather clamps and its transpose
+# drops, a scatter drops and its transpose reads back clamped. Its vjp is then not the adjoint
+# of its jvp (jax's is not either), so those rows skip the finite-difference check.
 
 
 def _sum(x):
@@ -116,6 +120,8 @@ def test_gather(name, shape, axes, idx, mode):
     check_eval(case, args)
     check_jvp(case, args, rng)
     check_vjp(case, args, rng)
+    if name.startswith("oob") and mode == "promise_in_bounds":
+        return  # a broken promise (see the note above MODES)
     # Finite differences of a NaN fill are NaN; the derivative there is zero.
     check_grads_f64(_gather_case(name, shape, axes, idx, mode, fill_value=0.0), args)
 
@@ -173,6 +179,8 @@ def test_scatter_add_and_set(kind, name, shape, axes, idx, mode):
     check_eval(case, args)
     check_jvp(case, args, rng)
     check_vjp(case, args, rng)
+    if name == "oob" and mode == "promise_in_bounds":
+        return  # a broken promise (see the note above MODES)
     case.grad_order = 2 if mode == "drop" else 1  # second order once per case is enough
     check_grads_f64(case, args)
 
