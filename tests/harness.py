@@ -8,6 +8,7 @@ checks compare eval, jvp and vjp with jax, vmap with a Python loop (and jax.vmap
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -260,3 +261,21 @@ def same_mode(x64: bool):
             yield
     finally:
         fx.config.update("enable_x64", old)
+
+
+def python_calls(fn) -> int:
+    """How many Python functions ``fn()`` calls: a compiler's work, deterministically (unlike
+    its time)."""
+    calls = 0
+
+    def count(frame, event, arg):
+        nonlocal calls
+        if event == "call":
+            calls += 1
+
+    sys.setprofile(count)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return calls

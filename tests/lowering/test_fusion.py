@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+from harness import python_calls
 
 import fx
 import fx.lax as lax
@@ -225,29 +226,12 @@ def _shifted_chain(depth: int):
     return f
 
 
-def _python_calls(fn) -> int:
-    """How many Python functions ``fn()`` calls: the compiler's work, deterministically."""
-    calls = 0
-
-    def count(frame, event, arg):
-        nonlocal calls
-        if event == "call":
-            calls += 1
-
-    sys.setprofile(count)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return calls
-
-
 def _lowered_chain(depth: int) -> tuple[int, int]:
     """The source length and the lowering work of ``_shifted_chain(depth)``."""
     x = np.linspace(-1, 1, 64 + 2 * depth, dtype=np.float32)
     closed = fx.make_jaxpr(_shifted_chain(depth))(x)
     low = []
-    work = _python_calls(lambda: low.append(lower(closed, "cpu")))
+    work = python_calls(lambda: low.append(lower(closed, "cpu")))
     return len(low[0].source), work
 
 

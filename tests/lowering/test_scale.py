@@ -15,6 +15,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from harness import python_calls
 
 import fx
 import fx.lax as lax
@@ -177,23 +178,6 @@ def test_no_stage_recurses_once_per_equation(tmp_path):
     assert proc.stdout.split()[-1] == "ok"
 
 
-def _python_calls(fn) -> int:
-    """How many Python functions ``fn()`` calls (deterministic, unlike its time)."""
-    calls = 0
-
-    def count(frame, event, arg):
-        nonlocal calls
-        if event == "call":
-            calls += 1
-
-    sys.setprofile(count)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return calls
-
-
 def _mlp_gradient_work(layers: int) -> int:
     rng = np.random.default_rng(0)
     params = [(rng.standard_normal((8, 8)).astype(np.float32),
@@ -206,13 +190,13 @@ def _mlp_gradient_work(layers: int) -> int:
         return fnp.sum(fx.nn.log_softmax(x) * x)
 
     closed = []
-    work = _python_calls(lambda: closed.append(fx.make_jaxpr(fx.grad(loss))(params, x)))
-    return work + _python_calls(lambda: pipeline.lower(closed[0]))
+    work = python_calls(lambda: closed.append(fx.make_jaxpr(fx.grad(loss))(params, x)))
+    return work + python_calls(lambda: pipeline.lower(closed[0]))
 
 
 def _chain_work(n: int) -> int:
     closed = fx.make_jaxpr(exact_chain(n))(np.int32(1), np.float32(1))
-    return _python_calls(lambda: pipeline.lower(closed))
+    return python_calls(lambda: pipeline.lower(closed))
 
 
 @pytest.mark.parametrize("work, small", [(_mlp_gradient_work, 60), (_chain_work, 500)])
