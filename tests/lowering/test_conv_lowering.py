@@ -202,8 +202,9 @@ def test_selection_among_conv_impls(ls, rs, kw, best):
 @pytest.mark.parametrize("ls,rs,impl,anchor", [
     # Many channels: Winograd beats the patches and a matmul.
     ((2, 16, 16, 32), (3, 3, 32, 32), "cpu.conv_winograd", "conv_general_dilated"),
-    # Few: generated patches, then BLAS (fx.lowering.passes.lower_convolutions).
-    ((2, 9, 9, 8), (3, 3, 8, 8), "cpu.blas_gemm", "dot_general"),
+    # Few: the generated kernel reading the (padded) input in place, the bias and relu in its
+    # store (fx.lowering.passes.lower_convolutions, then kernels.cpu.conv_in_place).
+    ((2, 9, 9, 8), (3, 3, 8, 8), "cpu.in_place_conv", "conv_in_place, broadcast_in_dim, add, max"),
 ])
 def test_jit_conv_bias_relu(ls, rs, impl, anchor):
     rng = np.random.default_rng(3)
@@ -211,8 +212,9 @@ def test_jit_conv_bias_relu(ls, rs, impl, anchor):
     f = fx.jit(_conv_bias_relu)
     text = f.lower(*to_fx(args)).as_text()
     assert f"impl: {impl}" in text, text
-    assert f"gemm[{anchor}]" in text and "elementwise[" in text  # epilogue kernel
-    assert ("elementwise[conv_patches]" in text) == (anchor == "dot_general")
+    assert f"gemm[{anchor}]" in text
+    assert ("elementwise[broadcast_in_dim, add, max]" in text) == ("max" not in anchor)
+    assert "conv_patches" not in text
     want = jax.nn.relu(jax.lax.conv_general_dilated(
         args[0], args[1], (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")) + args[2])
     assert_allclose(f(*to_fx(args)), want, rtol=1e-4, atol=1e-4, what=impl)

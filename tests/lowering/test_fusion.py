@@ -145,14 +145,15 @@ def _group_of(low, name):
 
 
 def test_gathers_read_a_stored_producer_instead_of_recomputing_it():
-    # The patches read each input element 25 times, the max-pool gradient every window
-    # element for each of them: their (expensive) producers are stored once, not fused in.
+    # The convolution reads each input element 25 times (on the CPU in place, elsewhere
+    # through its patches), the max-pool gradient every window element for each of them:
+    # their (expensive) producers are stored once, not fused in.
     x = np.ones((2, 8, 8, 3), np.float32)
     w = np.ones((5, 5, 3, 4), np.float32)
     conv = fx.make_jaxpr(lambda x, w: lax.conv_general_dilated(
         fnp.tanh(x), w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")))(x, w)
     low = lower(conv)
-    assert _group_of(low, "tanh") != _group_of(low, "conv_patches")
+    assert _group_of(low, "tanh") != _group_of(low, "conv_in_place")
 
     def pool_grad(x):
         return fx.grad(lambda x: fnp.sum(fnp.cos(lax.reduce_window(

@@ -1,5 +1,6 @@
-"""The CPU family's matrix product: ``dot_general`` as one BLAS call through NumPy, into the
-planned buffer (``library.gemm_step``), registered when ``op_info`` imports this module.
+"""The CPU family's matrix products, registered when ``op_info`` imports this module:
+``dot_general`` as one BLAS call through NumPy, into the planned buffer
+(``library.gemm_step``), and ``conv_in_place``'s generated kernel.
 
 The family's other implementations register from the modules that hold them, imported by the
 pipeline: ``conv`` (the convolution strategies) and ``library_calls`` (LAPACK and FFT calls).
@@ -9,8 +10,10 @@ from __future__ import annotations
 
 from fx import dtypes
 from fx.lowering.fusion.groups import FusionGroup, GroupKind
-from fx.lowering.kernels.cpu.library import HALF_TO_F32, dot_step, is_dot
+from fx.lowering.kernels.cpu import conv_in_place
+from fx.lowering.kernels.cpu.library import HALF_TO_F32, dot_step, eqns_step, is_dot
 from fx.lowering.select.cost import group_flops
+from fx.lowering.select.generable import generable
 from fx.lowering.select.op_impl import OpImpl, register
 
 
@@ -24,3 +27,24 @@ register(OpImpl("cpu.blas_gemm", "cpu", GroupKind.GEMM,
                 _blas_cost,
                 "numpy/BLAS matmul into the planned buffer, then the fused epilogue in place",
                 applies=is_dot, library=dot_step))
+
+
+# Float32 convolutions reading their input in place (conv_in_place's pass makes them): the
+# generated register tiles, ~60 flops per ns on the machine's cores, epilogue fused in the
+# store; the NumPy form (gather, then BLAS) where the group has no kernel spelling.
+def _conv_in_place_library(step):
+    g = step.group
+    return eqns_step([*g.prologue, g.anchor], [g.anchor.outvars[0]])
+
+
+register(OpImpl("cpu.in_place_conv", "cpu", GroupKind.GEMM, frozenset([dtypes.float32]), {},
+                True, lambda g: 1000.0 + group_flops(g) / 60.0,
+                "generated float32 register tiles over the input's pixels, epilogue fused in "
+                "the store",
+                applies=lambda g: conv_in_place.applies(g) and generable(g),
+                kernel=conv_in_place.conv_kernel, fuses_epilogue=True,
+                describe=conv_in_place.describe))
+register(OpImpl("cpu.in_place_conv_numpy", "cpu", GroupKind.GEMM, frozenset([dtypes.float32]),
+                {}, False, lambda g: 1e9 + group_flops(g),
+                "the window gather and a BLAS product in NumPy (no kernel spelling)",
+                applies=conv_in_place.anchored, library=_conv_in_place_library))

@@ -14,10 +14,11 @@ from fx.lowering.render.renderer import Renderer, storage_type
 
 
 def epilogue_function(group: FusionGroup, name: str, inputs: list[Var], outputs: list[Var],
-                      dialect, free: tuple | None = None) -> dict:
+                      dialect, free: tuple | None = None, acc_dtype=dtypes.int32) -> dict:
     """For kernels whose source is written whole (``int8_vnni``, ``cuda_int8_gemm``): the
     group's epilogue as the body of a function ``(i0, i1, acc, params...)`` storing every
-    output at row ``i0``, column ``i1`` of the product, in ``dialect``. Returns the kernel's
+    output at row ``i0``, column ``i1`` of the product (``acc``, of ``acc_dtype``), in
+    ``dialect``. Returns the kernel's
     ``params`` and the template fields ``sig``, ``epilogue``, ``args``, ``A`` and ``B`` (the
     parameters holding the operands, read through the group's reshapes)."""
     dot = group.anchor
@@ -26,7 +27,7 @@ def epilogue_function(group: FusionGroup, name: str, inputs: list[Var], outputs:
                       inputs, outputs)
     i0, i1 = ir.Sym("i0", ir.INDEX), ir.Sym("i1", ir.INDEX)
     at = (*index_of(i0, lhs_free), *index_of(i1, rhs_free))
-    b.externals[(dot.outvars[0], at)] = ir.Sym("acc", dtypes.int32)  # the int32 sum
+    b.externals[(dot.outvars[0], at)] = ir.Sym("acc", acc_dtype)  # the sum
     b.push()
     b.store_all(outputs, at)
     body = b.pop()

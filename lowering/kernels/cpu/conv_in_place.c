@@ -1,0 +1,135 @@
+// The float32 convolution reading its input in place (see
+// fx.lowering.kernels.cpu.conv_in_place): C, with string.Template placeholders. Sections:
+//   kernel  the kernel ${name}, its parameters ${sig} (declared) and ${args} (passed), the
+//           group's epilogue ${epilogue}; ${A} the (padded) input, ${B} the kernel; ${L}
+//           vector lanes, ${splat} the initializer of a vector of L copies of s. The product
+//           C[m, n] = sum_k A[m, k] B[k, n] has ${M} ${N} ${K}. Rows: a tile's ${R} rows run
+//           along one free dimension of ${LM} rows, ${SM} apart in x and ${FM} in the flat
+//           product; the other free dimensions ${mdims} are ${mxs} apart in x, ${mfs} in the
+//           product. Columns: w's free dimensions ${ndims}, ${nws} apart in w, packed into
+//           panels of ${V} vectors (${VW} columns). k: the contracted dimensions ${kdims},
+//           ${kxs} apart in x and ${kws} in w, run as ${KO} outer steps (their x offsets in a
+//           table) of ${KI} inner ones ${SK} apart, in chunks of ${KC} outer steps (each
+//           chunk over every tile while its panel stays in cache); ${tile} a tile's body.
+//   tile    a tile's loop over a chunk: ${accumulators} its sums loaded from c, ${pointers}
+//           each row's pointer at the step's offset, ${steps} one step of every row and
+//           vector, ${stores} the sums stored back to c; ${VW} as above.
+//@ kernel
+
+#include <stdlib.h>
+#include <string.h>
+#if defined(__AVX512F__) || defined(__FMA__)
+#include <immintrin.h>
+#endif
+typedef float ${name}_v __attribute__((vector_size(${L} * 4)));
+static inline ${name}_v ${name}_fma(${name}_v a, ${name}_v b, ${name}_v c) {
+#if ${L} == 16 && defined(__AVX512F__)
+  return (${name}_v)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif ${L} == 8 && defined(__FMA__)
+  return (${name}_v)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#elif ${L} == 4 && defined(__FMA__)
+  return (${name}_v)_mm_fmadd_ps((__m128)a, (__m128)b, (__m128)c);
+#else
+  return a * b + c;
+#endif
+}
+static inline ${name}_v ${name}_splat(float s) { return (${name}_v){${splat}}; }
+static inline void ${name}_epilogue(int64_t i0, int64_t i1, float acc, ${sig}) {
+${epilogue}
+}
+/* One tile: rows a[0..R) of A (each a pointer to its row's first element) times KOc outer
+   steps of the panel wp (KI x VW columns each, zero beyond N), added to c. */
+static __attribute__((noinline)) void ${name}_tile(const float* const* a, const int64_t* ko,
+    int64_t KOc, const float* wp, float (*c)[${VW}]) {
+  const int64_t KI = ${KI}, SK = ${SK};
+${tile}
+}
+static void ${name}(${sig}) {
+  const int64_t M = ${M}, N = ${N}, K = ${K}, LM = ${LM}, SM = ${SM}, FM = ${FM};
+  const int64_t KO = ${KO}, KI = ${KI}, KC = ${KC}, R = ${R}, VW = ${VW};
+  static const int64_t mdims[] = {${mdims}}, mxs[] = {${mxs}}, mfs[] = {${mfs}};
+  static const int64_t kdims[] = {${kdims}}, kxs[] = {${kxs}}, kws[] = {${kws}};
+  static const int64_t ndims[] = {${ndims}}, nws[] = {${nws}};
+  const int64_t MD = sizeof mdims / sizeof mdims[0], KD = sizeof kdims / sizeof kdims[0];
+  const int64_t ND = sizeof ndims / sizeof ndims[0];
+  const float* x = (const float*)${A};
+  const float* w = (const float*)${B};
+  const int64_t NP = (N + VW - 1) / VW, MO = M / LM, TB = (LM + R - 1) / R;
+  const int64_t NC = (KO + KC - 1) / KC, TILES = NP * MO * TB;
+  float* wp = (float*)aligned_alloc(64, (size_t)(NP * K * VW) * sizeof(float));
+  int64_t* ko = (int64_t*)malloc((size_t)KO * sizeof(int64_t));
+  int64_t* mo = (int64_t*)malloc((size_t)MO * 2 * sizeof(int64_t));
+  int64_t* nw = (int64_t*)malloc((size_t)NP * VW * sizeof(int64_t));
+  /* the sums of every tile between chunks of k (one chunk: none) */
+  float* cs = NC > 1 ? (float*)calloc((size_t)(TILES * R * VW), sizeof(float)) : NULL;
+  if (!wp || !ko || !mo || !nw || (NC > 1 && !cs)) abort();
+  for (int64_t n = 0; n < NP * VW; n++) {
+    int64_t rest = n, wo = 0;
+    for (int64_t d = ND - 1; d >= 0; d--) {
+      wo += rest % ndims[d] * nws[d];
+      rest /= ndims[d];
+    }
+    nw[n] = n < N ? wo : -1;
+  }
+  /* The offsets of the contracted indices in x (outer ones) and w packed into panels. */
+  for (int64_t k = 0; k < K; k++) {
+    int64_t rest = k, xo = 0, wo = 0;
+    for (int64_t d = KD - 1; d >= 0; d--) {
+      const int64_t i = rest % kdims[d];
+      rest /= kdims[d];
+      xo += i * kxs[d];
+      wo += i * kws[d];
+    }
+    if (k % KI == 0) ko[k / KI] = xo;
+    for (int64_t n = 0; n < NP * VW; n++)
+      wp[(n / VW * K + k) * VW + n % VW] = nw[n] >= 0 ? w[wo + nw[n]] : 0.0f;
+  }
+  /* each outer row index: its offset in x and its flat row of the product */
+  for (int64_t o = 0; o < MO; o++) {
+    int64_t rest = o, xo = 0, fo = 0;
+    for (int64_t d = MD - 1; d >= 0; d--) {
+      const int64_t i = rest % mdims[d];
+      rest /= mdims[d];
+      xo += i * mxs[d];
+      fo += i * mfs[d];
+    }
+    mo[2 * o] = xo;
+    mo[2 * o + 1] = fo;
+  }
+  #pragma omp parallel if (M * N * K > 2000000)
+  for (int64_t ch = 0; ch < NC; ch++) {
+    const int64_t KOc = KO - ch * KC < KC ? KO - ch * KC : KC;
+    #pragma omp for schedule(static)
+    for (int64_t u = 0; u < TILES; u++) {
+      const int64_t p = u / (MO * TB), t = u % (MO * TB);
+      const int64_t o = t / TB, r0 = t % TB * R, live = LM - r0 < R ? LM - r0 : R;
+      const int64_t n0 = p * VW, cols = N - n0 < VW ? N - n0 : VW;
+      const float* rows[${R}];
+      for (int64_t r = 0; r < R; r++) rows[r] = x + mo[2 * o] + (r0 + (r < live ? r : 0)) * SM;
+      float one[${R}][${VW}] __attribute__((aligned(64)));
+      float (*c)[${VW}] = cs ? (float (*)[${VW}])(cs + u * R * VW) : one;
+      if (!cs) memset(one, 0, sizeof one);
+      ${name}_tile(rows, ko + ch * KC, KOc, wp + (p * K + ch * KC * KI) * VW, c);
+      if (ch == NC - 1)
+        for (int64_t r = 0; r < live; r++)
+          for (int64_t j = 0; j < cols; j++)
+            ${name}_epilogue(mo[2 * o + 1] + (r0 + r) * FM, n0 + j, c[r][j], ${args});
+    }
+  }
+  free(cs);
+  free(nw);
+  free(mo);
+  free(ko);
+  free(wp);
+}
+//@ tile
+${accumulators}
+  for (int64_t t = 0; t < KOc; t++) {
+    const int64_t off = ko[t];
+    const float* wt = wp + t * KI * ${VW};
+${pointers}
+    for (int64_t i = 0; i < KI; i++) {
+${steps}
+    }
+  }
+${stores}

@@ -1,0 +1,298 @@
+"""Float32 convolutions as register-blocked kernels reading their input in place.
+
+``lower_convolutions`` makes a float convolution a window gather (``conv_patches``) and a
+``dot_general``, which BLAS runs. The patches are the input copied once per kernel tap: for a
+5x5 window, 25 times the input written and read back, which cost more than the product itself
+in a small CNN's step. This pass, one of the CPU's constant passes, gives each such product of
+float32 patches the primitive ``conv_in_place(x, w)``, which takes the gather's operand
+itself (padded and dilated first, by an explicit ``pad``, when the gather pads or dilates: the
+kernel then reads no bounds), and its kernel (C, ``conv_in_place.c``) runs the product
+``C[m, n] = sum_k A[m, k] B[k, n]`` with ``A[m, k]`` read from the input at ``row(m) +
+col(k)``: every dimension of the patches is an affine offset into the input, so each row is a
+pointer and each contracted index an offset. The forward convolution (rows: batch and output
+positions; k: window taps and channels) and the weight gradient (the swapped form: rows: taps
+and channels; k: batch and positions) are both such products, as is the input gradient (a
+forward convolution of the output gradient).
+
+The kernel packs ``w`` into panels of ``V`` vectors of columns (zeros past ``N``), keeps a
+tile of ``R`` rows by ``V`` vectors of sums in registers (``R * V`` fused multiply-adds per
+``R`` broadcasts and ``V`` loads), and runs the tiles on the OpenMP threads; the group's
+elementwise epilogue (bias, activation) runs in the store. The vectors are GCC vectors of the
+target's widest float width (16 lanes with AVX-512, 8 with AVX, else 4), so it compiles for
+every ISA level.
+
+``conv_in_place``'s NumPy implementation is ``dot_general(conv_patches(x), w)``; like
+``conv_patches`` it exists only inside lowered programs (no transformation rules).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fx import dtypes
+from fx.avals import ShapedArray
+from fx.core import Primitive
+from fx.jaxpr import Jaxpr, JaxprEqn, Literal, Var
+from fx.lax import base, linalg, structural
+from fx.lowering import resources
+from fx.lowering.codegen.c_kernel import CKernel
+from fx.lowering.codegen.conv_patches import conv_patches_p, patches_shape
+from fx.lowering.fusion.groups import FusionGroup, GroupKind
+from fx.lowering.fusion.primitive_rules import Pattern, patterns
+from fx.lowering.kernels.int8.int8_epilogue import epilogue_function
+from fx.lowering.render.renderer import C
+from fx.lowering.select.cost import flops_rules
+from fx.runtime import cc
+
+# conv_in_place(x, w): dot_general(conv_patches(x), w); params ``patches`` (conv_patches's, as
+# a sorted tuple of items, never padding or dilating) and the dot's.
+conv_in_place_p = Primitive("conv_in_place")
+
+
+def _patches_aval(x, patches):
+    return conv_patches_p.abstract_eval(x, **dict(patches))
+
+
+@conv_in_place_p.def_abstract_eval
+def _abstract_eval(x, w, *, patches, **params):
+    return linalg.dot_general_p.abstract_eval(_patches_aval(x, patches), w, **params)
+
+
+@conv_in_place_p.def_impl
+def _impl(x, w, *, patches, **params):
+    return linalg.dot_general_p.impl(conv_patches_p.impl(x, **dict(patches)), w, **params)
+
+
+patterns[conv_in_place_p] = Pattern.OUT_ELEMENTWISE_FUSABLE
+
+
+def _flops(eqn) -> float:
+    (lc, _), _ = eqn.params["dimension_numbers"]
+    pat = patches_shape(eqn.invars[0].aval.shape, **dict(eqn.params["patches"]))
+    return 2.0 * math.prod(pat[d] for d in lc) * eqn.outvars[0].aval.size
+
+
+flops_rules[conv_in_place_p] = _flops
+
+
+# --- the pass -------------------------------------------------------------------------------
+
+def _eligible(dot: JaxprEqn, made: dict) -> bool:
+    """``dot`` multiplies float32 patches of a float32 operand by a float32 operand into
+    float32, without batch dimensions."""
+    if dot.primitive is not linalg.dot_general_p:
+        return False
+    pat, w = dot.invars
+    eqn = made.get(pat)
+    if eqn is None or eqn.primitive is not conv_patches_p or not isinstance(w, Var):
+        return False
+    (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
+    f32 = dtypes.float32
+    return (isinstance(eqn.invars[0], Var) and not lb and not rb and len(lc) > 0
+            and eqn.invars[0].aval.dtype == w.aval.dtype == dot.outvars[0].aval.dtype == f32
+            and dot.params["preferred_element_type"] in (None, f32)
+            and dot.outvars[0].aval.size > 0
+            and math.prod(pat.aval.shape[d] for d in lc) > 0)
+
+
+def _padded(x: Var, params: dict, eqn: JaxprEqn, new: list[JaxprEqn], made: dict) -> Var:
+    """``x`` (channels last) padded and base-dilated as the gather ``params`` read it."""
+    config = ((0, 0, 0), *((int(lo), int(hi), int(d) - 1)
+                           for (lo, hi), d in zip(params["padding"], params["base_dilation"])),
+              (0, 0, 0))
+    key = (x, config)
+    if key not in made:
+        zero = Literal(np.zeros((), x.aval.dtype), ShapedArray((), x.aval.dtype))
+        v = Var(structural.pad_p.abstract_eval(x.aval, zero.aval, padding_config=config))
+        new.append(JaxprEqn(structural.pad_p, [x, zero], [v], {"padding_config": config},
+                            eqn.source_info))
+        made[key] = v
+    return made[key]
+
+
+def convs_in_place(jaxpr: Jaxpr, consts: list, hoisted: tuple = ()) -> tuple[Jaxpr, list]:
+    """``jaxpr`` with each eligible product of patches as ``conv_in_place`` of the patches'
+    operand (see the module docstring), and the gathers no one reads any more dropped; the
+    constants are unchanged. Only where C kernels can be compiled."""
+    if cc.compiler() is None:
+        return jaxpr, consts
+    made = {v: e for e in jaxpr.eqns for v in e.outvars}
+    if not any(_eligible(e, made) for e in jaxpr.eqns):
+        return jaxpr, consts
+    eqns: list[JaxprEqn] = []
+    pads: dict = {}
+    for eqn in jaxpr.eqns:
+        if not _eligible(eqn, made):
+            eqns.append(eqn)
+            continue
+        gather = made[eqn.invars[0]]
+        p = gather.params
+        x = gather.invars[0]
+        if (any(pad != (0, 0) for pad in p["padding"])
+                or any(d != 1 for d in p["base_dilation"])):
+            x = _padded(x, p, gather, eqns, pads)
+            nsp = len(p["window_dimensions"])
+            p = {**p, "padding": ((0, 0),) * nsp, "base_dilation": (1,) * nsp}
+        eqns.append(eqn.replace(primitive=conv_in_place_p, invars=[x, eqn.invars[1]],
+                                params={**eqn.params, "patches": tuple(sorted(p.items()))}))
+    read = {v for e in eqns for v in e.invars if isinstance(v, Var)} | set(jaxpr.outvars)
+    eqns = [e for e in eqns
+            if e.primitive is not conv_patches_p or e.outvars[0] in read]
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns), consts
+
+
+# --- the kernel -----------------------------------------------------------------------------
+
+def anchored(g: FusionGroup) -> bool:
+    return g.kind is GroupKind.GEMM and g.anchor.primitive is conv_in_place_p
+
+
+def applies(g: FusionGroup) -> bool:
+    """Anchored by ``conv_in_place``, whose operands the kernel can read through the group's
+    prologue (see ``_source``)."""
+    return anchored(g) and all(_source(g, v) is not None for v in g.anchor.invars)
+
+
+def _source(g: FusionGroup, v: Var) -> tuple[Var, list[int]] | None:
+    """The buffer ``v`` is read from and the element stride there of each dimension of
+    ``v``: through the group's prologue of row-major reshapes (the flat order unchanged) and
+    at most one transpose (the strides permuted) before them; None through anything else."""
+    made = {e.outvars[0]: e for e in g.prologue}
+    eqn = made.get(v)
+    while eqn is not None and eqn.primitive is base.reshape_p:
+        v = eqn.invars[0]
+        eqn = made.get(v)
+    if eqn is None:
+        return v, _row_major(v.aval.shape)
+    if eqn.primitive is not base.transpose_p or eqn.outvars[0].aval.shape != v.aval.shape:
+        return None
+    src = eqn.invars[0]
+    if src in made:
+        return None
+    inner = _row_major(src.aval.shape)
+    return src, [inner[d] for d in eqn.params["permutation"]]
+
+
+def _row_major(shape) -> list[int]:
+    return [math.prod(shape[i + 1:]) for i in range(len(shape))]
+
+
+def lanes() -> int:
+    """float32 lanes of the target's widest vectors."""
+    m = cc.target_macros()
+    return 16 if "__AVX512F__" in m else 8 if "__AVX__" in m else 4
+
+
+def _rows(length: int, most: int) -> int:
+    """Rows of a tile along a dimension of ``length``: the fewest tiles, then the least
+    waste, with at most ``most`` rows."""
+    return min(range(1, most + 1), key=lambda r: (-(-length // r), -(-length // r) * r - length))
+
+
+def _tile_shape(n: int, lanes: int, mshape: tuple[int, ...]) -> tuple[int, int, int]:
+    """(rows, vectors, dimension) of a tile: up to 4 vectors of columns, rows as many as the
+    registers hold beside them (32 vector registers with AVX-512, 16 otherwise), along the
+    innermost free dimension of ``mshape`` (whose neighbouring rows read overlapping windows
+    of the input) unless its tiles would use fewer than half of that, then along the one
+    whose tiles waste the fewest rows."""
+    v = min(-(-n // lanes), 4)
+    most = max(1, min(14, (24 if lanes == 16 else 12) // v))
+
+    def used(d):  # rows computed per tile that are real
+        r = _rows(mshape[d], most)
+        return mshape[d] / -(-mshape[d] // r), d
+
+    if not mshape:
+        return 1, v, -1
+    d = len(mshape) - 1
+    if used(d)[0] < most / 2:
+        d = max(range(len(mshape)), key=used)
+    return _rows(mshape[d], most), v, d
+
+
+# Outer steps of k per chunk: a chunk of the packed panel (KI x VW floats per step) about this
+# many bytes, so that it and the rows' reads of the input stay in the core's L2 cache while
+# every tile runs over it.
+CHUNK_BYTES = 64 * 1024
+
+
+def _geometry(g: FusionGroup) -> dict:
+    dot = g.anchor
+    x, w = dot.invars
+    (_, xs), (_, ws) = _source(g, x), _source(g, w)
+    p = dict(dot.params["patches"])
+    pat = patches_shape(x.aval.shape, **p)
+    # each dimension of the patches (B, *Q, *K, F) as a stride into x
+    strides = [xs[0], *(s * xs[1 + j] for j, s in enumerate(p["window_strides"])),
+               *(d * xs[1 + j] for j, d in enumerate(p["window_dilation"])), xs[-1]]
+    (lc, rc), _ = dot.params["dimension_numbers"]
+    lc, rc = tuple(int(d) for d in lc), tuple(int(d) for d in rc)
+    mfree = [d for d in range(len(pat)) if d not in lc]
+    nfree = [d for d in range(w.aval.ndim) if d not in rc]
+    mshape = tuple(pat[d] for d in mfree)
+    N = math.prod(w.aval.shape[d] for d in nfree)
+    K = math.prod(pat[d] for d in lc)
+    rows, vecs, t = _tile_shape(N, lanes(), mshape)
+    flat = [math.prod(mshape[i + 1:]) for i in range(len(mshape))]
+    outer = [i for i in range(len(mshape)) if i != t]
+    ki = pat[lc[-1]]
+    return dict(M=math.prod(mshape), N=N, K=K, R=rows, V=vecs,
+                LM=mshape[t] if mshape else 1, SM=strides[mfree[t]] if mshape else 0,
+                FM=flat[t] if mshape else 0,
+                KO=K // ki, KI=ki, SK=strides[lc[-1]],
+                KC=max(1, CHUNK_BYTES // (ki * vecs * lanes() * 4)),
+                mdims=[mshape[i] for i in outer] or [1],
+                mxs=[strides[mfree[i]] for i in outer] or [0],
+                mfs=[flat[i] for i in outer] or [0],
+                kdims=[pat[d] for d in lc], kxs=[strides[d] for d in lc],
+                kws=[ws[d] for d in rc],
+                ndims=[w.aval.shape[d] for d in nfree], nws=[ws[d] for d in nfree],
+                lhs_free=mshape or (1,),
+                rhs_free=tuple(w.aval.shape[d] for d in nfree))
+
+
+def describe(g: FusionGroup) -> str:
+    d = _geometry(g)
+    r, v = d["R"], d["V"]
+    return (f"float32 convolution reading its input in place, {r}x{v * lanes()} register "
+            f"tiles, M={d['M']} N={d['N']} K={d['K']}")
+
+
+def conv_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[Var]):
+    d = _geometry(group)
+    lane = lanes()
+    rows, vecs = d["R"], d["V"]
+    fields = epilogue_function(group, name, inputs, outputs, C,
+                               free=(d.pop("lhs_free"), d.pop("rhs_free")),
+                               acc_dtype=dtypes.float32)
+    params = fields.pop("params")
+    names = {v: q.name for v, q in zip(inputs, params, strict=False)}
+    fields["A"], fields["B"] = (names[_source(group, v)[0]] for v in group.anchor.invars)
+    for key in ("mdims", "mxs", "mfs", "kdims", "kxs", "kws", "ndims", "nws"):
+        d[key] = ", ".join(str(int(s)) for s in d[key])
+    fields.update(d, L=lane, VW=vecs * lane,
+                  splat=", ".join(["s"] * lane), tile=_tile(name, rows, vecs, lane))
+    kernel = resources.sections(__package__, "conv_in_place.c")["kernel"]
+    return CKernel(name, params, kernel, tuple(fields.items()), None,
+                   work=d["M"] * d["N"] * d["K"])
+
+
+def _tile(name: str, rows: int, vecs: int, lane: int) -> str:
+    """The body of a tile of ``rows`` x ``vecs`` vectors (section tile of the C file)."""
+    v_t = f"{name}_v"
+    acc = "\n".join(f"  {v_t} c{r}_{v}; memcpy(&c{r}_{v}, &c[{r}][{v * lane}], sizeof c{r}_{v});"
+                    for r in range(rows) for v in range(vecs))
+    pointers = "\n".join(f"    const float* p{r} = a[{r}] + off;" for r in range(rows))
+    steps = [f"      const {v_t} w{v} = *(const {v_t}*)(wt + i * {vecs * lane} + {v * lane});"
+             for v in range(vecs)]
+    for r in range(rows):
+        steps.append(f"      {{ const {v_t} s = {name}_splat(p{r}[i * SK]);")
+        steps += [f"        c{r}_{v} = {name}_fma(s, w{v}, c{r}_{v});" for v in range(vecs)]
+        steps[-1] += " }"
+    stores = "\n".join(f"  memcpy(&c[{r}][{v * lane}], &c{r}_{v}, sizeof c{r}_{v});"
+                       for r in range(rows) for v in range(vecs))
+    return resources.template(__package__, "conv_in_place.c", "tile").substitute(
+        accumulators=acc, pointers=pointers, steps="\n".join(steps), stores=stores,
+        VW=vecs * lane)

@@ -1,0 +1,151 @@
+"""Float32 convolutions run by the generated kernel reading its input in place
+(``fx.lowering.kernels.cpu.conv_in_place``): jitted convolutions and their gradients agree with
+eager ``conv_general_dilated`` for every layout, stride, padding, dilation and rank; the
+forward pass, the input gradient and the weight gradient all run in place (no patches
+gather left), the bias and activation after a convolution run in its store, and the kernel
+compiles to fused multiply-adds at every ISA level."""
+
+from __future__ import annotations
+
+import platform
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import fx
+import fx.lax as lax
+import fx.numpy as fnp
+from fx.lowering.kernels.cpu import conv_in_place
+from fx.runtime import cc
+
+pytestmark = pytest.mark.skipif(cc.compiler() is None, reason="needs a C compiler")
+
+CONVS = [  # lhs shape, rhs shape, params
+    ((2, 3, 5, 6), (4, 3, 3, 2), dict(window_strides=(1, 1), padding="VALID")),
+    ((2, 7, 6, 3), (3, 3, 3, 4), dict(window_strides=(2, 1), padding="SAME",
+                                      dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+    ((2, 5, 6, 3), (3, 3, 3, 4), dict(window_strides=(1, 2), padding=((1, 2), (0, 1)),
+                                      rhs_dilation=(2, 1), lhs_dilation=(1, 2),
+                                      dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+    ((3, 9, 2), (3, 2, 4), dict(window_strides=(2,), padding="SAME",
+                                dimension_numbers=("NWC", "WIO", "NWC"))),
+    ((2, 4, 4, 4, 2), (2, 2, 2, 2, 3), dict(window_strides=(1, 2, 1), padding="SAME",
+                                            dimension_numbers=("NDHWC", "DHWIO", "NDHWC"))),
+    ((2, 6, 6, 1), (5, 5, 1, 2), dict(window_strides=(1, 1), padding="SAME",
+                                      dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+    ((3, 5, 4, 2), (2, 2, 2, 5), dict(window_strides=(1, 1), padding="VALID",
+                                      dimension_numbers=("NHWC", "HWIO", "NCHW"))),
+    ((2, 3, 3, 1), (3, 3, 1, 2), dict(window_strides=(1, 1), padding="VALID",
+                                      dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+    # cropping (negative padding), columns past one vector (40) and rows past a tile
+    ((2, 9, 11, 5), (3, 3, 5, 40), dict(window_strides=(1, 1), padding=((-1, 2), (1, -1)),
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+    # a 5x5 layer as the benchmark's (long contractions in the weight gradient: chunked)
+    ((8, 14, 14, 16), (5, 5, 16, 32), dict(window_strides=(1, 1), padding="SAME",
+                                           dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+    # NCHW / OIHW as PyTorch writes it, strided
+    ((2, 6, 9, 9), (8, 6, 3, 3), dict(window_strides=(2, 2), padding=((1, 1), (1, 1)))),
+]
+
+
+def _conv(p):
+    return lambda x, w: lax.conv_general_dilated(x, w, **p)
+
+
+def _operands(lhs, rhs, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(lhs).astype(np.float32),
+            rng.standard_normal(rhs).astype(np.float32))
+
+
+def _close(a, b, scale):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5 * scale)
+
+
+@pytest.mark.parametrize("lhs,rhs,params", CONVS)
+def test_jit_matches_eager_with_gradients(lhs, rhs, params):
+    x, w = _operands(lhs, rhs)
+    f = _conv(params)
+    k = int(np.prod(rhs)) // max(rhs)
+    _close(fx.jit(f)(x, w), f(x, w), k)
+
+    def loss(x, w):
+        y = f(x, w)
+        return fnp.sum(y * fnp.cos(y))
+
+    g_jit = fx.jit(fx.grad(loss, argnums=(0, 1)))(x, w)
+    g_eager = fx.grad(loss, argnums=(0, 1))(x, w)
+    for a, b in zip(g_jit, g_eager):
+        _close(a, b, 10 * k)
+
+
+def _steps(f, *args) -> str:
+    return fx.jit(f).lower(*args).compile().as_text()
+
+
+def test_forward_and_both_gradients_run_in_place():
+    lhs, rhs, params = CONVS[9]
+    x, w = _operands(lhs, rhs)
+    f = _conv(params)
+    text = _steps(fx.grad(lambda x, w: fnp.sum(f(x, w) ** 2), argnums=(0, 1)), x, w)
+    assert len(re.findall(r"impl: cpu\.in_place_conv ->", text)) == 3, text
+    assert "conv_patches" not in text, text
+
+
+def test_bias_and_relu_run_in_the_store():
+    lhs, rhs, params = CONVS[9]
+    x, w = _operands(lhs, rhs)
+    b = np.linspace(-1, 1, rhs[-1]).astype(np.float32)
+    f = lambda x, w, b: fnp.maximum(_conv(params)(x, w) + b, 0.0)  # noqa: E731
+    text = _steps(f, x, w, b)
+    assert re.search(r"gemm\[conv_in_place, [^\]]*add[^\]]*max", text), text
+    assert len(re.findall(r"^  step ", text, re.M)) <= 2, text  # (a pad, the conv)
+    _close(fx.jit(f)(x, w, b), f(x, w, b), 400)
+
+
+def test_other_dtypes_and_groups_keep_the_gather():
+    # float64 and grouped convolutions are not the kernel's: they keep their other forms.
+    x, w = _operands((2, 6, 6, 4), (3, 3, 2, 4))
+    grouped = lambda x, w: lax.conv_general_dilated(  # noqa: E731
+        x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+        feature_group_count=2)
+    assert "conv_in_place" not in _steps(grouped, x, w)
+    _close(fx.jit(grouped)(x, w), grouped(x, w), 20)
+
+
+@pytest.mark.parametrize("length,most,rows", [(14, 8, 7), (28, 14, 14), (16, 14, 8),
+                                              (5, 14, 5), (1, 8, 1), (13, 8, 7), (100, 6, 6)])
+def test_tile_rows_fewest_tiles_then_least_waste(length, most, rows):
+    assert conv_in_place._rows(length, most) == rows
+
+
+def test_tile_dimension_with_the_least_waste():
+    # the weight gradient of a one-channel 5x5 layer: rows (kh, kw, c=1) tile along kw, not c
+    r, v, d = conv_in_place._tile_shape(16, 16, (5, 5, 1))
+    assert (r, v, d) == (5, 1, 1)
+    r, v, d = conv_in_place._tile_shape(32, 16, (64, 14, 14))
+    assert (r, v, d) == (7, 2, 2)
+    assert conv_in_place._tile_shape(200, 8, (3, 9))[:2] == (3, 4)
+
+
+_X86 = platform.machine() in ("x86_64", "AMD64")
+
+
+@pytest.mark.skipif(not _X86 or shutil.which("gcc") is None, reason="needs GCC for x86-64")
+@pytest.mark.parametrize("march,lanes,instruction", [
+    ("skylake-avx512", 16, r"vfmadd\w+ps\s+.*%zmm"),
+    ("x86-64-v3", 8, r"vfmadd\w+ps\s+.*%ymm"),
+    ("x86-64-v2", 4, r"mulps\s+.*%xmm"),
+])
+def test_kernel_compiles_at_every_level(monkeypatch, march, lanes, instruction):
+    monkeypatch.setattr(conv_in_place, "lanes", lambda: lanes)
+    lhs, rhs, params = CONVS[9]
+    x, w = _operands(lhs, rhs)
+    source = fx.jit(_conv(params)).lower(x, w).as_text("source")
+    flags = [f for f in cc.FLAGS if not f.startswith("-march") and f not in ("-shared", "-fPIC")]
+    asm = subprocess.run(["gcc", *flags, f"-march={march}", "-S", "-o", "-", "-x", "c", "-"],
+                         input=source, capture_output=True, text=True, check=True).stdout
+    assert re.search(instruction, asm), march
