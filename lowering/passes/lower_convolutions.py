@@ -22,7 +22,8 @@ bias, activation and pooling after them then fuse into one generated kernel.
 A 1x1 convolution of stride 1 without padding or dilation needs no gather: the product reads
 its input directly. Grouped convolutions (``feature_group_count`` or ``batch_group_count``
 above 1), other integer or bool ones, and those a library implementation does more cheaply
-(Winograd, for 3x3 kernels with many channels) stay as they are, for operator selection
+than the product form (Winograd, for 3x3 kernels with many channels, where the CPU's kernel
+reading the input in place cannot run them) stay as they are, for operator selection
 among the implementations in :mod:`fx.lowering.kernels.cpu.conv`. The pass is pure and keeps
 every output variable and its type.
 """
@@ -39,7 +40,13 @@ from fx.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from fx.lax import base, elementwise, linalg, structural
 from fx.lax.convolution import conv_general_dilated_p
 from fx.lowering.codegen.conv_patches import conv_patches_p, patches_shape
-from fx.lowering.kernels.cpu.conv import patches_matmul_cost, winograd_cost, winograd_eligible
+from fx.lowering.kernels.cpu import conv_in_place
+from fx.lowering.kernels.cpu.conv import (
+    conv_flops,
+    patches_matmul_cost,
+    winograd_cost,
+    winograd_eligible,
+)
 
 
 def lower_convolutions(jaxpr: Jaxpr) -> Jaxpr:
@@ -94,7 +101,7 @@ def _as_matmul(eqn: JaxprEqn) -> list[JaxprEqn] | None:
             or not (int8 or dtypes.is_float(lhs.aval.dtype) and dtypes.is_float(res.aval.dtype))
             or not isinstance(lhs, Var) or not isinstance(rhs, Var) or res.aval.size == 0):
         return None
-    if not int8 and winograd_eligible(eqn) and winograd_cost(eqn) < patches_matmul_cost(eqn):
+    if not int8 and winograd_eligible(eqn) and winograd_cost(eqn) < _product_cost(eqn):
         return None
     ls, rs, os_ = p["dimension_numbers"]
     nsp = lhs.aval.ndim - 2
@@ -151,6 +158,14 @@ def _as_matmul(eqn: JaxprEqn) -> list[JaxprEqn] | None:
         new.append(JaxprEqn(base.transpose_p, [prod], [res], {"permutation": perm},
                             eqn.source_info))
     return new
+
+
+def _product_cost(eqn: JaxprEqn) -> float:
+    """What the product form costs: the kernel reading the input in place where the CPU
+    runs it (``kernels.cpu.conv_in_place``), else the patches and a BLAS product."""
+    if conv_in_place.available(eqn.outvars[0].aval.dtype):
+        return min(patches_matmul_cost(eqn), conv_in_place.cost(conv_flops(eqn)))
+    return patches_matmul_cost(eqn)
 
 
 # Convolutions whose contraction is tiny (a first layer: 3x3 taps of one channel) are sums of

@@ -200,8 +200,10 @@ def test_selection_among_conv_impls(ls, rs, kw, best):
 
 
 @pytest.mark.parametrize("ls,rs,impl,anchor", [
-    # Many channels: Winograd beats the patches and a matmul.
-    ((2, 16, 16, 32), (3, 3, 32, 32), "cpu.conv_winograd", "conv_general_dilated"),
+    # Many channels: Winograd beats the patches and a matmul, but not the kernel reading the
+    # input in place (fx.lowering.kernels.cpu.conv_in_place); there are no patches either way.
+    ((2, 16, 16, 32), (3, 3, 32, 32), "cpu.in_place_conv",
+     "conv_in_place, broadcast_in_dim, add, max"),
     # Few: the generated kernel reading the (padded) input in place, the bias and relu in its
     # store (fx.lowering.passes.lower_convolutions, then kernels.cpu.conv_in_place).
     ((2, 9, 9, 8), (3, 3, 8, 8), "cpu.in_place_conv", "conv_in_place, broadcast_in_dim, add, max"),
@@ -223,11 +225,15 @@ def test_jit_conv_bias_relu(ls, rs, impl, anchor):
 @pytest.mark.xfail(not hasattr(cost, "flops_rules"), strict=True,
                    reason="until fx.lowering.select.cost counts conv flops, the op-by-op NumPy "
                           "fallback looks cheaper for a convolution without epilogue")
-def test_as_text_picks_winograd_for_a_plain_3x3_conv():
-    x = np.ones((2, 32, 32, 32), np.float32)
-    w = np.ones((32, 32, 3, 3), np.float32)
+@pytest.mark.parametrize("dtype,impl", [
+    (np.float16, "cpu.conv_winograd"),  # no kernel in place: Winograd beats the patches
+    (np.float32, "cpu.in_place_conv"),  # the kernel in place beats Winograd in NumPy
+])
+def test_as_text_picks_the_cheapest_form_of_a_plain_3x3_conv(dtype, impl):
+    x = np.ones((2, 32, 32, 32), dtype)
+    w = np.ones((32, 32, 3, 3), dtype)
     text = fx.jit(lambda x, w: lax.conv(x, w, (1, 1), "SAME")).lower(*to_fx([x, w])).as_text()
-    assert "impl: cpu.conv_winograd" in text, text
+    assert f"impl: {impl}" in text, text
 
 
 def test_jit_of_gradients_and_half_precision():

@@ -76,6 +76,20 @@ def _flops(eqn) -> float:
 
 flops_rules[conv_in_place_p] = _flops
 
+# The kernel's cost in nanoseconds for ``flops`` (operator selection's unit): ~60 flops per ns
+# on the machine's cores, after a call's setup (packing w, the offset tables).
+RATE = 60.0
+
+
+def cost(flops: float) -> float:
+    return 1000.0 + flops / RATE
+
+
+def available(dtype) -> bool:
+    """Whether a convolution computing in ``dtype`` can run in place here (float32, with a C
+    compiler for the kernels)."""
+    return dtype == dtypes.float32 and cc.compiler() is not None
+
 
 # --- the pass -------------------------------------------------------------------------------
 
@@ -116,7 +130,7 @@ def convs_in_place(jaxpr: Jaxpr, consts: list, hoisted: tuple = ()) -> tuple[Jax
     """``jaxpr`` with each eligible product of patches as ``conv_in_place`` of the patches'
     operand (see the module docstring), and the gathers no one reads any more dropped; the
     constants are unchanged. Only where C kernels can be compiled."""
-    if cc.compiler() is None:
+    if not available(dtypes.float32):
         return jaxpr, consts
     made = {v: e for e in jaxpr.eqns for v in e.outvars}
     if not any(_eligible(e, made) for e in jaxpr.eqns):

@@ -30,15 +30,15 @@ register(OpImpl("cpu.blas_gemm", "cpu", GroupKind.GEMM,
 
 
 # Float32 convolutions reading their input in place (conv_in_place's pass makes them): the
-# generated register tiles, ~60 flops per ns on the machine's cores, epilogue fused in the
-# store; the NumPy form (gather, then BLAS) where the group has no kernel spelling.
+# generated register tiles (conv_in_place.cost), epilogue fused in the store; the NumPy form
+# (gather, then BLAS) where the group has no kernel spelling.
 def _conv_in_place_library(step):
     g = step.group
     return eqns_step([*g.prologue, g.anchor], [g.anchor.outvars[0]])
 
 
 register(OpImpl("cpu.in_place_conv", "cpu", GroupKind.GEMM, frozenset([dtypes.float32]), {},
-                True, lambda g: 1000.0 + group_flops(g) / 60.0,
+                True, lambda g: conv_in_place.cost(group_flops(g)),
                 "generated float32 register tiles over the input's pixels, epilogue fused in "
                 "the store",
                 applies=lambda g: conv_in_place.applies(g) and generable(g),
