@@ -253,6 +253,22 @@ def cnn(stax_lib):
         s.Flatten, s.Dense(128), s.Relu, s.Dense(10), s.LogSoftmax)
 
 
+def residual_cnn(stax_lib):
+    """The issue's residual CNN (NHWC, 3x3 convs of 32 and 64 channels, 32x32x3 inputs): a
+    stem, a residual block, a strided conv to 64 channels, a residual block, global average
+    pooling, a dense layer."""
+    s = stax_lib
+
+    def block(c):
+        body = s.serial(s.Conv(c, (3, 3), padding="SAME"), s.Relu,
+                        s.Conv(c, (3, 3), padding="SAME"))
+        return s.serial(s.FanOut(2), s.parallel(body, s.Identity), s.FanInSum, s.Relu)
+
+    return s.serial(s.Conv(32, (3, 3), padding="SAME"), s.Relu, block(32),
+                    s.Conv(64, (3, 3), (2, 2), padding="SAME"), s.Relu, block(64),
+                    s.AvgPool((16, 16)), s.Flatten, s.Dense(10), s.LogSoftmax)
+
+
 def cnn_value_and_grad(np_, value_and_grad, apply):
     def loss(params, x, y):
         return -np_.mean(np_.sum(apply(params, x) * y, axis=1))
@@ -446,6 +462,23 @@ def main():
     row("CNN value_and_grad (batch 64, 28x28x1)", *times)
     peak_share("CNN step", vg_fx.lower(params_f, xcf, ycf).cost_analysis()["flops"], times[0],
                machine_peaks)
+
+    # 2b2. the residual CNN value-and-grad, batch 32 of 32x32x3
+    init_fx, apply_fx = residual_cnn(fstax)
+    init_jax, apply_jax = residual_cnn(jstax)
+    _, res_j = init_jax(jax.random.PRNGKey(1), (32, 32, 32, 3))
+    res_f = fx.tree_util.tree_map(lambda a: fnp.asarray(np.asarray(a)), res_j)
+    xr = rng.standard_normal((32, 32, 32, 3)).astype(np.float32)
+    yr = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 32)]
+    rvg_fx = fx.jit(cnn_value_and_grad(fnp, fx.value_and_grad, apply_fx))
+    rvg_jax = jax.jit(cnn_value_and_grad(jnp, jax.value_and_grad, apply_jax))
+    xrf, yrf, xrj, yrj = fnp.asarray(xr), fnp.asarray(yr), jnp.asarray(xr), jnp.asarray(yr)
+    times = timeit_each([lambda: rvg_fx(res_f, xrf, yrf),
+                         lambda: jax.block_until_ready(rvg_jax(res_j, xrj, yrj))],
+                        max(repeat // 2, 3))
+    row("residual CNN value_and_grad (batch 32, 32x32x3)", *times)
+    peak_share("residual CNN step", rvg_fx.lower(res_f, xrf, yrf).cost_analysis()["flops"],
+               times[0], machine_peaks)
 
     # 2b'. the same two steps while another process keeps one core busy (a data loader, a
     # second job): fx's threads (OpenMP kernels, BLAS, the wave workers) must not lose more
