@@ -37,6 +37,7 @@ from fx.lowering.passes.lower_convolutions import lower_convolutions
 from fx.lowering.passes.merge_reduced_axes import merge_reduced_axes
 from fx.lowering.passes.simplify_algebra import simplify_algebra
 from fx.lowering.passes.sink_reshapes import sink_reshapes
+from fx.lowering.passes.split_dilated_convolutions import split_dilated_convolutions
 from fx.lowering.program import control_flow, operations
 from fx.lowering.program.memory import BufferSpec, MemoryPlan, plan_memory
 from fx.lowering.program.operations import Buffer
@@ -49,8 +50,9 @@ from fx.lowering.select.op_info import Choice, select
 # Primitives running the user's Python on the host (their steps are host callbacks).
 CALLBACKS = frozenset([pure_callback_p, debug_print_p])
 
-PASSES = (lower_convolutions, expand_window_sums, merge_reduced_axes, simplify_algebra,
-          sink_reshapes, fold_constants, eliminate_common_subexpressions, eliminate_dead_code)
+PASSES = (split_dilated_convolutions, lower_convolutions, expand_window_sums, merge_reduced_axes,
+          simplify_algebra, sink_reshapes, fold_constants, eliminate_common_subexpressions,
+          eliminate_dead_code)
 
 # Called with every Compilation ``lower`` makes (tests use this to compile every generated
 # kernel for CUDA; debugging tools can dump programs).
