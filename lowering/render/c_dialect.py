@@ -32,8 +32,11 @@ C = Dialect(
     simd_loop="#pragma omp simd",
     stage_narrow_stores=True,
     # OpenMP may reassociate a sum or product within a row (the same way every run); max/min
-    # reduce per lane with the prelude's NaN-propagating reductions fx_max/fx_min.
+    # reduce per lane with the prelude's NaN-propagating reductions fx_max/fx_min. A row
+    # shorter than one vector of float32 gains nothing from lanes, so it is summed in order,
+    # left to right, as XLA sums a row (a softmax over a few classes then rounds as jax's).
     simd_reduction="reduction({op}:{acc})",
+    simd_reduction_min=8,
     # (A uint16 product is taken in uint32, see _COMMON: OpenMP's own '*' would multiply in int.)
     simd_reduction_ops={("add", "*"): "+", ("mul", "*"): "*", ("mul", "u16"): "fx_mul_u16",
                         ("max", "*"): "fx_max", ("min", "*"): "fx_min"},

@@ -145,8 +145,10 @@ class Dialect:
     # into the buffer (see Renderer.staged_loop). GCC sizes a loop's vectors by its narrowest
     # type: a 16-iteration loop storing int8 ran its float arithmetic in 128-bit vectors.
     stage_narrow_stores: bool = False
-    # A pragma vectorizing a cooperative loop that reduces with these ops ("" = none).
+    # A pragma vectorizing a cooperative loop that reduces with these ops ("" = none), for
+    # rows of at least ``simd_reduction_min`` elements; shorter rows reduce in order.
     simd_reduction: str = ""
+    simd_reduction_min: int = 0
     simd_reduction_ops: dict = field(default_factory=dict)  # (op, kind) as in _COMMON
     # Wide memory access for flat loops marked ``vector`` (see kernel_ir.Loop): (width,
     # storage type) -> vector type, the test that pointers are aligned for it, and a wide

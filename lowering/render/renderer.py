@@ -173,7 +173,8 @@ class Renderer:
                 elif s.cooperative:
                     ops = [(a, _reduction_op(self.d, op, self.accumulators[a]))
                            for a, op in s.reductions]
-                    if self.d.simd_reduction and ops and all(o for _, o in ops):
+                    if (self.d.simd_reduction and s.extent >= self.d.simd_reduction_min
+                            and ops and all(o for _, o in ops)):
                         clauses = " ".join(self.d.simd_reduction.format(op=o, acc=a)
                                            for a, o in ops)
                         out.append(f"{pad}#pragma omp simd {clauses}")

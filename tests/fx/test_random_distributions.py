@@ -249,13 +249,7 @@ JIT_DEFAULT = ["cauchy", "wald"]  # glibc tan; fmas and erf_inv
 
 @pytest.mark.parametrize("x64", MODES, ids=["x64", "default"])
 @pytest.mark.parametrize("name", _default_or_slow(JIT_DEFAULT))
-def test_bitwise_under_jit(name, x64, request):
-    if name == "dirichlet" and x64:
-        # Since fusion stores a value it would compute at several index maps (52bd1a0), the
-        # jitted x64 dirichlet differs from jax in the last bit of 2 of 6 elements (seed 0);
-        # eager fx still matches. To find: which kernel's arithmetic changed with the split.
-        request.applymarker(pytest.mark.xfail(strict=True, reason="last-bit difference "
-                                              "under jit since 52bd1a0"))
+def test_bitwise_under_jit(name, x64):
     with same_mode(x64):
         dt = F(x64)
         for seed in SEEDS[:2] if name in JIT_DEFAULT else SEEDS:

@@ -196,3 +196,23 @@ def test_values_invariant_in_an_inner_loop_are_bound_before_it():
     # every value computed from them.
     (outer,) = ir.hoist_invariants(dataclasses.replace(k, restrict=False)).body
     assert [type(s).__name__ for s in outer.body] == ["Loop"]
+
+
+
+def test_short_float64_rows_are_summed_in_order():
+    # A row shorter than C.simd_reduction_min is summed left to right, as XLA sums it: with
+    # these rows another order rounds differently (the two small terms meet first, or the
+    # large one does). Longer rows may be summed in SIMD lanes. (A float32 sum accumulates
+    # in float64, where these rows are exact.)
+    from harness import same_mode
+
+    with same_mode(True):
+        tiny = float(np.finfo(np.float64).eps) / 2
+        rows = np.array([[tiny, tiny, 1.0], [1.0, tiny, tiny], [tiny, 1.0, tiny]])
+        want = np.array([((0.0 + a) + b) + c for a, b, c in rows])
+        assert len(set(want.tolist())) == 2  # the orders disagree on these rows
+        f = lambda x: lax.reduce_sum(x * 1, (1,))  # noqa: E731
+        assert "omp simd reduction" not in fx.jit(f).lower(rows).as_text("source")
+        np.testing.assert_array_equal(np.asarray(fx.jit(f)(rows)), want)
+        long_rows = np.ones((4, C.simd_reduction_min))
+        assert "omp simd reduction" in fx.jit(f).lower(long_rows).as_text("source")
