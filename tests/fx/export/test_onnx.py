@@ -97,7 +97,7 @@ UNARY_FLOAT = {
     "cbrt": lax.cbrt, "tanh": lax.tanh, "logistic": lax.logistic, "sin": lax.sin,
     "cos": lax.cos, "tan": lambda x: lax.tan(x * 0.5), "asin": lambda x: lax.asin(x * 0.4),
     "acos": lambda x: lax.acos(x * 0.4), "atan": lax.atan, "sinh": lax.sinh, "cosh": lax.cosh,
-    "asinh": lax.asinh, "acosh": lambda x: lax.acosh(lax.abs(x) + 1.0),
+    "asinh": lax.asinh, "acosh": lambda x: lax.acosh(lax.abs(x) + 1.0625),
     "atanh": lambda x: lax.atanh(x * 0.4), "erf": lax.erf, "erfc": lax.erfc,
     "is_finite": lambda x: lax.is_finite(lax.log(x)),
     "round_even": lambda x: lax.round(x * 2.0, 1), "round_away": lambda x: lax.round(x * 2.0),
@@ -143,6 +143,15 @@ IDX = np.array([2, 0, 3, 3, 1], np.int32)
 KERNEL_OIHW = rng.standard_normal((4, 2, 3, 3)).astype(np.float32)
 KERNEL_HWIO = rng.standard_normal((3, 3, 2, 4)).astype(np.float32)
 KERNEL_GROUPED = rng.standard_normal((4, 1, 3, 3)).astype(np.float32)
+_RNG_AFTER_IMPORT = rng.bit_generator.state
+
+
+@pytest.fixture(autouse=True)
+def _inputs_independent_of_test_order():
+    """Each test draws its inputs from the state ``rng`` has after the module's own draws:
+    what a test compares does not depend on which tests ran before it, so a row that fails
+    in a whole run fails alone too."""
+    rng.bit_generator.state = _RNG_AFTER_IMPORT
 
 
 def _at(x):
@@ -504,6 +513,11 @@ NO_FLOAT64_KERNEL = {"acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", 
                      "sinh", "tan"}
 
 
+# onnxruntime's CPU provider has no float16 kernels for most of these operators: it runs a
+# chain of them in float32 and rounds to float16 only where the chain ends, where fx (as jax)
+# rounds every operation's result. So a float16 row agrees to the tolerance only where its
+# intermediate roundings move the result little: acosh's argument keeps off 1, where acosh's
+# slope is unbounded (at |x| + 1.0, |x| < 1e-3 rounded to 1.0 gave 0 against ORT's 0.014-0.03).
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype", [np.float64, np.float16])
 @pytest.mark.parametrize("name", sorted(UNARY_FLOAT))
