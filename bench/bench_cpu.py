@@ -191,7 +191,7 @@ def print_machine() -> peaks.Peaks:
     print(blas_kernels())
     p = peaks.measure(refresh=True)
     print(f"peaks measured now: {p.flops / 1e9:.0f} GFLOP/s float32 FMA on {p.threads} threads, "
-          f"{p.bytes_per_s / 1e9:.1f} GB/s copy (fx.runtime.peaks)")
+          f"{p.bytes_per_s / 1e9:.1f} GB/s stream (fx.runtime.peaks)")
     return p
 
 

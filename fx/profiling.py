@@ -6,9 +6,9 @@ schedule: kernels, library steps (BLAS, LAPACK, NumPy) and control flow. Beside 
 puts the step's floating-point operations and the bytes it reads and writes (the estimates of
 ``Lowered.cost_analysis``), the FLOP/s and bytes/s achieved, its arithmetic intensity (FLOPs
 per byte), and where that puts it on the machine's roofline: a step whose intensity is above
-the machine's balance (peak FLOP/s over copy bandwidth, measured once per machine by
+the machine's balance (peak FLOP/s over stream bandwidth, measured once per machine by
 ``fx.runtime.peaks``) is compute-bound, and its ``% peak`` is its FLOP/s over the FMA peak;
-below, it is memory-bound, and its ``% peak`` is its bytes/s over the copy bandwidth.
+below, it is memory-bound, and its ``% peak`` is its bytes/s over the stream bandwidth.
 
 The peak is float32's (fused multiply-adds on every lane of the widest vectors the kernels'
 ``-march`` has): a float64 step's compute ceiling is half of it. Times are medians over
@@ -47,7 +47,7 @@ class CallProfile:
         return "compute" if self.intensity >= peaks.balance else "memory"
 
     def fraction_of_peak(self, peaks: Peaks) -> float:
-        """Achieved FLOP/s over the peak for a compute-bound call, bytes/s over the copy
+        """Achieved FLOP/s over the peak for a compute-bound call, bytes/s over the stream
         bandwidth for a memory-bound one (0 for a call that took no measurable time)."""
         if self.seconds <= 0:
             return 0.0
@@ -83,7 +83,7 @@ class Profile:
             f"(sum of medians over {self.repeat} runs), {self.flops / 1e9:.3f} GFLOP, "
             f"{self.flops / total / 1e9 if total else 0.0:.1f} GFLOP/s",
             f"machine: {p.flops / 1e9:.1f} GFLOP/s float32 FMA peak, {p.bytes_per_s / 1e9:.1f} "
-            f"GB/s copy, balance {p.balance:.1f} FLOP/byte ({p.threads} threads, "
+            f"GB/s stream, balance {p.balance:.1f} FLOP/byte ({p.threads} threads, "
             f"-march={p.march})",
             f"{'steps':>9}  {'us':>10} {'%time':>6} {'MFLOP':>10} {'MB':>9} {'GFLOP/s':>8} "
             f"{'GB/s':>7} {'FLOP/B':>7} {'bound':>7} {'%peak':>6}  what",
