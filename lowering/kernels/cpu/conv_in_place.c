@@ -99,7 +99,7 @@ static void ${name}(${sig}) {
   #pragma omp parallel if (M * N * K > 2000000)
   for (int64_t ch = 0; ch < NC; ch++) {
     const int64_t KOc = KO - ch * KC < KC ? KO - ch * KC : KC;
-    #pragma omp for schedule(static)
+    #pragma omp for schedule(guided)
     for (int64_t u = 0; u < TILES; u++) {
       const int64_t p = u / (MO * TB), t = u % (MO * TB);
       const int64_t o = t / TB, r0 = t % TB * R, live = LM - r0 < R ? LM - r0 : R;
