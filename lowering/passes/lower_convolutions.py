@@ -3,11 +3,14 @@
 Every ungrouped floating-point convolution becomes a window gather of its channels-last
 input and one ``dot_general`` with the kernel (BLAS or cuBLAS, with the bias and activation
 epilogue fused after it like any matmul), plus the transposes its dimension numbers ask for
-(none for NHWC/HWIO). The weight gradient reverse mode makes — a convolution of the forward
-input with the output gradient as its "kernel", whose window is larger than its output — is
-written in the swapped form: the patches of the forward input with the forward geometry,
-contracted over batch and positions. Those patches are exactly the forward pass's, so CSE
-computes them once for both.
+(none for NHWC/HWIO). On the CPU a float32 product of patches then becomes one generated
+kernel reading the gather's operand in place, the epilogue in its store
+(:mod:`fx.lowering.kernels.cpu.conv_in_place`): the gather is the form the passes reason
+about, not a buffer the program writes. The weight gradient reverse mode makes — a
+convolution of the forward input with the output gradient as its "kernel", whose window is
+larger than its output — is written in the swapped form: the patches of the forward input
+with the forward geometry, contracted over batch and positions. Those patches are exactly
+the forward pass's, so CSE computes them once for both.
 
 An int8 × int8 → int32 convolution (``fx.quant``'s) becomes the same gather and product
 (never the swapped form), which operator selection gives the exact int8 GEMM kernel

@@ -1,7 +1,10 @@
-"""Convolutions in the compiler: ``conv_general_dilated`` anchors a GEMM group, like
-``dot_general``, so bias and activation epilogues fuse after it; operator selection picks one
-of three CPU implementations, each a library step writing the convolution into its planned
-output buffer:
+"""Convolutions the compiler keeps whole: ``conv_general_dilated`` anchors a GEMM group, like
+``dot_general``, so bias and activation epilogues fuse after it. Most convolutions never get
+here (``lower_convolutions`` makes them patches and a product, which on the CPU runs as the
+kernel reading its input in place, ``conv_in_place``); grouped ones, and those whose
+product form costs more than a library implementation (Winograd for a 3x3 float16 or float64
+layer), do. Operator selection picks one of three CPU implementations, each a library step
+writing the convolution into its planned output buffer:
 
 - ``cpu.conv_im2col``: every window copied once into a matrix, then one batched matmul (BLAS
   for floats). The general case: any layout, stride, padding, dilation and group count.
