@@ -159,6 +159,37 @@ def convs_in_place(jaxpr: Jaxpr, consts: list, hoisted: tuple = ()) -> tuple[Jax
 
 # --- the kernel -----------------------------------------------------------------------------
 
+# Products of at most this many flops run as the same kernel (a dot_general of plain operands
+# is the case of a window of one element): there BLAS's call and the wake-up of its own thread
+# pool cost more than the product, and a pool thread that finds its core taken by another
+# process stalls the whole call; the kernel runs on one thread below OpenMP's threshold and
+# hands its tiles out guided above it. Larger products keep BLAS.
+SMALL_PRODUCT_FLOPS = 8e6
+
+
+def small_product(g: FusionGroup) -> bool:
+    """A GEMM group anchored by a float32 ``dot_general`` of two operands with free
+    dimensions, without batch dimensions, of at most ``SMALL_PRODUCT_FLOPS``, whose operands
+    the kernel can read (see ``applies``)."""
+    if g.kind is not GroupKind.GEMM or g.anchor.primitive is not linalg.dot_general_p:
+        return False
+    dot = g.anchor
+    x, w = dot.invars
+    (lc, _), (lb, _) = dot.params["dimension_numbers"]
+    f32 = dtypes.float32
+    if (lb or not lc or not isinstance(x, Var) or not isinstance(w, Var)
+            or not x.aval.dtype == w.aval.dtype == dot.outvars[0].aval.dtype == f32
+            or dot.params["preferred_element_type"] not in (None, f32)
+            or dot.outvars[0].aval.size == 0):
+        return False
+    (lc, rc), _ = dot.params["dimension_numbers"]
+    if len(lc) == x.aval.ndim or len(rc) == w.aval.ndim:
+        return False  # a vector operand: no rows or no columns to tile
+    k = math.prod(x.aval.shape[d] for d in lc)
+    return (0 < 2.0 * k * dot.outvars[0].aval.size <= SMALL_PRODUCT_FLOPS
+            and all(_source(g, v) is not None for v in dot.invars))
+
+
 def anchored(g: FusionGroup) -> bool:
     return g.kind is GroupKind.GEMM and g.anchor.primitive is conv_in_place_p
 
@@ -171,22 +202,22 @@ def applies(g: FusionGroup) -> bool:
 
 def _source(g: FusionGroup, v: Var) -> tuple[Var, list[int]] | None:
     """The buffer ``v`` is read from and the element stride there of each dimension of
-    ``v``: through the group's prologue of row-major reshapes (the flat order unchanged) and
-    at most one transpose (the strides permuted) before them; None through anything else."""
+    ``v``: through the group's prologue of row-major reshapes (the flat order unchanged, so
+    ``v``'s own row-major strides) or one transpose (the source's strides permuted); None
+    through anything else."""
     made = {e.outvars[0]: e for e in g.prologue}
     eqn = made.get(v)
-    while eqn is not None and eqn.primitive is base.reshape_p:
-        v = eqn.invars[0]
-        eqn = made.get(v)
     if eqn is None:
         return v, _row_major(v.aval.shape)
-    if eqn.primitive is not base.transpose_p or eqn.outvars[0].aval.shape != v.aval.shape:
+    if eqn.primitive is base.reshape_p:
+        src = eqn.invars[0]
+        while src in made and made[src].primitive is base.reshape_p:
+            src = made[src].invars[0]
+        return None if src in made else (src, _row_major(v.aval.shape))
+    if eqn.primitive is not base.transpose_p or eqn.invars[0] in made:
         return None
-    src = eqn.invars[0]
-    if src in made:
-        return None
-    inner = _row_major(src.aval.shape)
-    return src, [inner[d] for d in eqn.params["permutation"]]
+    inner = _row_major(eqn.invars[0].aval.shape)
+    return eqn.invars[0], [inner[d] for d in eqn.params["permutation"]]
 
 
 def _row_major(shape) -> list[int]:
@@ -236,11 +267,14 @@ def _geometry(g: FusionGroup) -> dict:
     dot = g.anchor
     x, w = dot.invars
     (_, xs), (_, ws) = _source(g, x), _source(g, w)
-    p = dict(dot.params["patches"])
-    pat = patches_shape(x.aval.shape, **p)
-    # each dimension of the patches (B, *Q, *K, F) as a stride into x
-    strides = [xs[0], *(s * xs[1 + j] for j, s in enumerate(p["window_strides"])),
-               *(d * xs[1 + j] for j, d in enumerate(p["window_dilation"])), xs[-1]]
+    if dot.primitive is conv_in_place_p:
+        p = dict(dot.params["patches"])
+        pat = patches_shape(x.aval.shape, **p)
+        # each dimension of the patches (B, *Q, *K, F) as a stride into x
+        strides = [xs[0], *(s * xs[1 + j] for j, s in enumerate(p["window_strides"])),
+                   *(d * xs[1 + j] for j, d in enumerate(p["window_dilation"])), xs[-1]]
+    else:  # a product of x itself
+        pat, strides = x.aval.shape, xs
     (lc, rc), _ = dot.params["dimension_numbers"]
     lc, rc = tuple(int(d) for d in lc), tuple(int(d) for d in rc)
     mfree = [d for d in range(len(pat)) if d not in lc]
@@ -270,7 +304,9 @@ def _geometry(g: FusionGroup) -> dict:
 def describe(g: FusionGroup) -> str:
     d = _geometry(g)
     r, v = d["R"], d["V"]
-    return (f"float32 convolution reading its input in place, {r}x{v * lanes()} register "
+    what = ("convolution reading its input in place" if g.anchor.primitive is conv_in_place_p
+            else "product (small: BLAS's threads would cost more)")
+    return (f"float32 {what}, {r}x{v * lanes()} register "
             f"tiles, M={d['M']} N={d['N']} K={d['K']}")
 
 
