@@ -3,4 +3,5 @@
 (``KernelBuilder``, index maps), ``loop_kernels`` the elementwise and reduction loop nests
 (``KERNEL_BUILDERS``), ``window_maps`` pooling as index maps, ``conv_patches`` the convolution
 window gather (a compiler-internal primitive), ``c_kernel`` kernels whose C is written whole
-beside their loop IR."""
+beside their loop IR, ``index_ranges`` the clamps and tests a kernel's loop extents decide,
+folded before it is rendered."""

@@ -15,6 +15,7 @@ import numpy as np
 
 from fx import dtypes
 from fx.lowering.codegen import kernel_ir as ir
+from fx.lowering.codegen.index_ranges import fold_ranges
 from fx.lowering.render.dialects import (  # noqa: F401  (C, CUDA, Dialect, storage_type: re-exported)
     CUDA,
     F32,
@@ -380,7 +381,7 @@ class Renderer:
                                      expr=expr, shfl=_shfl_operand(c.name, c.dtype))
 
     def kernel(self, k: ir.Kernel) -> str:
-        k = ir.hoist_invariants(k)
+        k = ir.hoist_invariants(fold_ranges(k))
         restrict = self.d.restrict if k.restrict else ""
         params = ", ".join(
             f"{self.d.pointer_space}{'' if p.is_output else 'const '}{storage_type(p.dtype)}* "
