@@ -20,6 +20,7 @@ Half-precision values are loaded into float32, computed in float32, and rounded 
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from collections.abc import Generator
 
@@ -208,11 +209,12 @@ class KernelBuilder:
             if eqn is None:
                 return self.load(v, index)
             mapper = index_maps.get(eqn.primitive)
-            if mapper is None:
+            # Only a generator map can be a pure remap. The others (iota, the pooling maps)
+            # compute their value when called, emitting its reads at ``index``: not
+            # called here, where ``index`` may be out of bounds.
+            if mapper is None or not inspect.isgeneratorfunction(mapper):
                 return None
             gen = mapper(self, eqn, index)
-            if not isinstance(gen, Generator):
-                return None
             marker = ir.Sym("fx_direct", v.aval.dtype)  # a pure remap returns what it reads
             try:
                 operand, at = next(gen)

@@ -2,7 +2,8 @@
 never changes a value. Random kernels of nested loops, ``Let`` s and stores of random integer
 expressions (clamps, C's truncating division and remainder, comparisons, selects) are
 interpreted with C's semantics before and after ``fold_ranges``, at every iteration; and the
-clamps and tests a padded pooling kernel does not need are gone from its C."""
+clamps and tests a padded pooling kernel does not need are gone from its C, whose every
+unconditional load is in bounds."""
 
 from __future__ import annotations
 
@@ -189,6 +190,33 @@ def _relu_pool_pad(x):
     return fx.lax.pad(p, np.float32(0), ((0, 0, 0), (2, 2, 0), (2, 2, 0), (0, 0, 0)))
 
 
+def _unconditional_loads(body, env, found):
+    """Every load a ``Let`` makes whatever the values (not under a select), with the loop
+    indices in ``env``: ``(buffer, index value)`` into ``found``."""
+    for s in body:
+        if isinstance(s, ir.Loop):
+            for i in range(s.extent):
+                _unconditional_loads(s.body, {**env, s.var: i}, found)
+            continue
+        stack = [getattr(s, "value", None) or getattr(s, "init", None)]
+        while stack:
+            e = stack.pop()
+            if isinstance(e, ir.Load):
+                found.append((e.buf, _eval(e.index, env)))
+            elif isinstance(e, ir.Op) and e.op != "select":
+                stack.extend(e.args)
+        if isinstance(s, ir.Let) and np.dtype(s.value.dtype) == I64:
+            env[s.name] = _eval(s.value, env)
+
+
+def test_a_padded_pool_reads_in_bounds():
+    x = np.zeros((2, 6, 6, 3), np.float32)
+    (k,) = lower(fx.make_jaxpr(_relu_pool_pad)(x), "cpu").kernels
+    found: list = []
+    _unconditional_loads(k.body, {}, found)
+    assert found and all(0 <= i < x.size for _, i in found)
+
+
 def test_a_padded_pool_clamps_and_tests_only_the_padded_dimensions():
     x = np.zeros((64, 28, 28, 16), np.float32)  # the CNN benchmark's (loops i0 ... i3)
     (k,) = lower(fx.make_jaxpr(_relu_pool_pad)(x), "cpu").kernels
@@ -196,3 +224,4 @@ def test_a_padded_pool_clamps_and_tests_only_the_padded_dimensions():
     assert "fx_max_i64((i1 - " in src and "fx_max_i64((i2 - " in src
     assert "fx_max_i64(i0" not in src and "fx_max_i64(i3" not in src
     assert "(i0 >= " not in src and "(i3 < " not in src
+    assert src.count("in0[") == 4  # the window's taps, once
