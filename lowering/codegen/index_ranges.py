@@ -11,11 +11,19 @@ arithmetic (C's: division and remainder by a positive constant truncate). With t
 
 - ``max(a, b)`` / ``min(a, b)`` of integers is the operand the ranges say it always is;
 - a comparison of integers the ranges decide is that constant, and so is ``and`` / ``or`` of
-  booleans with a decided operand, and a ``select`` on a decided condition is its branch.
+  booleans with a decided operand, and a ``select`` on a decided condition is its branch;
+  index arithmetic of one value is that constant (``x + 0`` is ``x``).
 
-Each rewrite gives the same value at every point of the ranges, so the kernel computes the
-same results. A range that leaves int64 is unknown (the C arithmetic would wrap), as are the
-ranges of loads, casts, mutable locals (``Decl``/``Assign``) and anything else not listed.
+A sequential loop around another loop whose body tests its variable alone (a pad's border:
+``i - 2 >= 0``, ``i - 2 < 14``) is split where those tests change, into consecutive loops
+over the pieces of its range (border, interior, border); in each piece the tests are decided,
+so the interior computes its values without selects or clamps, a border only the fill, and
+the values a piece no longer uses are dropped.
+
+Each rewrite gives the same value at every point of the ranges, and the pieces run the same
+iterations in the same order, so the kernel computes the same results. A range that leaves
+int64 is unknown (the C arithmetic would wrap), as are the ranges of loads, casts, mutable
+locals (``Decl``/``Assign``) and anything else not listed.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ Range = tuple[int, int]  # inclusive bounds
 
 _I64 = (-(2**63), 2**63 - 1)
 _COMPARISONS = ("lt", "le", "gt", "ge", "eq", "ne")
+_IDENTITIES = {"add": ir.iadd, "sub": ir.isub, "mul": ir.imul}
 
 
 def _fits(lo: int, hi: int) -> Range | None:
@@ -82,6 +91,7 @@ class _Folder:
 
     def __init__(self):
         self.env: dict[str, Range] = {}
+        self.copies = 1  # copies of the body being folded that splitting has made
 
     def range(self, e: ir.Expr) -> Range | None:
         """The range of an integer or boolean expression (booleans as 0/1), None if unknown."""
@@ -167,6 +177,14 @@ class _Folder:
             known = self._known_bool(args[0])
             if known is not None:
                 return args[1] if known else args[2]
+        if np.dtype(e.dtype) == ir.INDEX:
+            if e.op in _IDENTITIES:  # x + 0, x * 1, x * 0, x - 0
+                e = _IDENTITIES[e.op](*args)
+                if not isinstance(e, ir.Op):
+                    return e
+            r = self.range(e)
+            if r is not None and r[0] == r[1]:  # one value: constant arithmetic
+                return ir.const_index(r[0])
         return e
 
     def _known_bool(self, e: ir.Expr) -> bool | None:
@@ -200,16 +218,190 @@ class _Folder:
                 if index is not s.index or value is not s.value:
                     s = dataclasses.replace(s, index=index, value=value)
             elif isinstance(s, ir.Loop) and s.extent >= 1:
-                # Every target runs the body with the variable in [0, extent - 1] (a thread
-                # index past the extent is guarded off); what the body binds stays inside it.
-                outer = self.env
-                self.env = {**outer, s.var: (0, s.extent - 1)}
-                inner = self.body(s.body)
-                self.env = outer
-                if any(x is not y for x, y in zip(inner, s.body)):
-                    s = dataclasses.replace(s, body=inner)
+                pieces = self._split(s)
+                copies = self.copies
+                self.copies *= len(pieces)
+                if len(pieces) == 1:
+                    out.append(self._loop(s))
+                else:  # a piece's folding leaves values it no longer uses
+                    out += [_without_dead(self._loop(piece)) for piece in pieces]
+                self.copies = copies
+                continue
             out.append(s)
         return tuple(out)
+
+    def _loop(self, s: ir.Loop) -> ir.Loop:
+        # Every target runs the body with the variable in [0, extent - 1] (a thread index
+        # past the extent is guarded off); what the body binds stays inside it.
+        outer = self.env
+        self.env = {**outer, s.var: (0, s.extent - 1)}
+        inner = self.body(s.body)
+        self.env = outer
+        return s if _same(inner, s.body) else dataclasses.replace(s, body=inner)
+
+    def _split(self, s: ir.Loop) -> list[ir.Loop]:
+        """``s`` as consecutive loops over pieces of its range, each where the comparisons of
+        its variable alone that the body makes are decided (a pad's border and interior),
+        or ``[s]``. A piece from ``a`` binds the variable as ``Let(var, j + a)`` over its own
+        index ``j``; the iterations run in the same order. Only sequential loops around
+        another loop are split: a test of an outer variable is one value for the whole
+        inner loop, and a select on it keeps GCC from vectorizing that loop, where a test
+        of the innermost variable is a vector mask it handles (and the invariants
+        ``hoist_invariants`` moves out of an innermost loop would meet their copies in the
+        scope around split pieces). At most ``MAX_PIECES`` pieces, while the body's copies
+        in the kernel stay within ``MAX_COPIES`` and its statements within
+        ``MAX_SPLIT_STATEMENTS``."""
+        if (s.parallel or s.cooperative or s.lanes != 1 or s.vector != 1 or s.extent < 2
+                or not any(isinstance(t, ir.Loop) for t in s.body)
+                or _statements(s.body) > MAX_SPLIT_STATEMENTS):
+            return [s]
+        cuts = set()
+        for c in _comparisons_of(s.body, s.var):
+            cut = _flip(c, s.var, s.extent)
+            if cut is not None:
+                cuts.add(cut)
+        pieces = len(cuts) + 1
+        if not cuts or pieces > MAX_PIECES or self.copies * pieces > MAX_COPIES:
+            return [s]
+        bounds = [0, *sorted(cuts), s.extent]
+        out = [ir.Loop(s.var, bounds[1], s.body)]
+        for a, b in zip(bounds[1:], bounds[2:]):
+            j = f"{s.var}_{a}"
+            start = ir.Let(s.var, ir.iadd(ir.Sym(j, ir.INDEX), ir.const_index(a)))
+            out.append(ir.Loop(j, b - a, (start, *s.body)))
+        return out
+
+
+def _without_dead(loop: ir.Loop) -> ir.Loop:
+    """``loop`` without the values its nest computes and never uses: a ``Let`` nothing reads,
+    a local (``Decl``) only its own assignments read. Dropping them changes no result (they
+    load and compute, nothing else)."""
+    body = tuple(_without_dead(s) if isinstance(s, ir.Loop) else s for s in loop.body)
+    while True:
+        reads: dict[str, int] = {}  # name -> reads by statements other than its assignments
+        for st in _walk(body):
+            names = set()
+            if isinstance(st, ir.Combine):
+                names = {st.name, st.index}
+            elif isinstance(st, ir.Loop):
+                names = {a for a, _ in st.reductions}
+            for e in _own_exprs(st):
+                names |= _symbols(e) - ({st.name} if isinstance(st, ir.Assign) else set())
+            for n in names:
+                reads[n] = reads.get(n, 0) + 1
+        dead = {st.name for st in body if isinstance(st, (ir.Let, ir.Decl))
+                and not reads.get(st.name)}
+        if not dead:
+            break
+        body = _dropped(body, dead)
+    return loop if _same(body, loop.body) else dataclasses.replace(loop, body=body)
+
+
+def _dropped(body: tuple, dead: set) -> tuple:
+    """``body`` without the lets and locals named in ``dead`` and the assignments to them."""
+    out = []
+    for st in body:
+        if isinstance(st, (ir.Let, ir.Decl, ir.Assign)) and st.name in dead:
+            continue
+        if isinstance(st, ir.Loop):
+            st = dataclasses.replace(st, body=_dropped(st.body, dead))
+        out.append(st)
+    return tuple(out)
+
+
+def _walk(body: tuple):
+    """The statements of ``body``, nested loops' included."""
+    stack = list(body)
+    while stack:
+        st = stack.pop()
+        yield st
+        if isinstance(st, ir.Loop):
+            stack.extend(st.body)
+
+
+def _own_exprs(st: ir.Stmt) -> list:
+    return [e for name in ("value", "init", "index")
+            if isinstance(e := getattr(st, name, None), ir.Expr)]
+
+
+# Limits on splitting a loop (see _Folder._split): pieces of one loop, copies of a body in
+# the kernel (a pad of two dimensions makes 3 x 3), statements of a loop body split.
+MAX_PIECES = 3
+MAX_COPIES = 9
+MAX_SPLIT_STATEMENTS = 400
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
+def _exprs(body: tuple):
+    """The expressions of statements, nested loops' included."""
+    for st in _walk(body):
+        yield from _own_exprs(st)
+
+
+def _statements(body: tuple) -> int:
+    n, stack = 0, list(body)
+    while stack:
+        s = stack.pop()
+        n += 1
+        if isinstance(s, ir.Loop):
+            stack.extend(s.body)
+    return n
+
+
+def _comparisons_of(body: tuple, var: str) -> set:
+    """The integer comparisons in ``body`` whose only symbol is ``var``."""
+    found, stack = set(), list(_exprs(body))
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ir.Load):
+            stack.append(e.index)
+        elif isinstance(e, ir.Op):
+            if e.op in _COMPARISONS and _int(e.args[0].dtype) and _symbols(e) == {var}:
+                found.add(e)
+            else:
+                stack.extend(e.args)
+    return found
+
+
+def _symbols(e: ir.Expr) -> set:
+    out, stack = set(), [e]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ir.Sym):
+            out.add(e.name)
+        elif isinstance(e, ir.Load):
+            stack.append(e.index)
+        elif isinstance(e, ir.Op):
+            stack.extend(e.args)
+    return out
+
+
+def _flip(c: ir.Op, var: str, extent: int) -> int | None:
+    """Where comparison ``c`` of ``var`` alone changes once over ``[0, extent)``, as a bounds
+    test does: the first value at which it has its value at ``extent - 1``, found by
+    bisection; None where it has one value at both ends, is not decided at a point probed,
+    or is not decided on either side of the cut."""
+    def at(x):
+        folded = fold_expr(c, {var: (x, x)})
+        return bool(folded.value) if isinstance(folded, ir.Const) else None
+
+    first, last = at(0), at(extent - 1)
+    if first is None or last is None or first == last:
+        return None
+    lo, hi = 0, extent - 1  # at(lo) == first, at(hi) == last
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        v = at(mid)
+        if v is None:
+            return None
+        lo, hi = (mid, hi) if v == first else (lo, mid)
+    # A cut only where it decides the comparison on both sides (not one that changes
+    # several times, as a test of a remainder does).
+    sides = (fold_expr(c, {var: (0, hi - 1)}), fold_expr(c, {var: (hi, extent - 1)}))
+    return hi if all(isinstance(side, ir.Const) for side in sides) else None
 
 
 def index_range(e: ir.Expr, ranges: dict[str, Range]) -> Range | None:
@@ -232,4 +424,4 @@ def fold_ranges(k: ir.Kernel) -> ir.Kernel:
     """``k`` with the clamps, comparisons and selects its loops' extents decide folded away
     (see the module docstring): the same values at every iteration."""
     body = _Folder().body(k.body)
-    return k if all(x is y for x, y in zip(body, k.body)) else dataclasses.replace(k, body=body)
+    return k if _same(body, k.body) else dataclasses.replace(k, body=body)

@@ -1,9 +1,9 @@
 """Index ranges (fx.lowering.codegen.index_ranges): folding what the loops' extents decide
 never changes a value. Random kernels of nested loops, ``Let`` s and stores of random integer
 expressions (clamps, C's truncating division and remainder, comparisons, selects) are
-interpreted with C's semantics before and after ``fold_ranges``, at every iteration; and the
-clamps and tests a padded pooling kernel does not need are gone from its C, whose every
-unconditional load is in bounds."""
+interpreted with C's semantics before and after ``fold_ranges`` (which splits loops at their
+bounds tests), at every iteration; and a padded pooling kernel's interior is computed without
+clamps or selects, its every unconditional load in bounds, its results exact."""
 
 from __future__ import annotations
 
@@ -101,6 +101,11 @@ def _bool_expr(draw, names, depth):
                           draw(_bool_expr(names, depth - 1))), BOOL)
     if draw(st.integers(0, 5)) == 0:
         return ir.Const(draw(st.booleans()), BOOL)
+    if names and draw(st.booleans()):  # a bounds test, as a pad's (what splits a loop)
+        shifted = ir.isub(ir.Sym(draw(st.sampled_from(names)), I64),
+                          ir.const_index(draw(st.integers(0, 3))))
+        return ir.Op(draw(st.sampled_from(_CMP)), (shifted, ir.const_index(draw(
+            st.integers(-1, 6)))), BOOL)
     return ir.Op(draw(st.sampled_from(_CMP)), (draw(_int_expr(names, max(depth - 1, 0))),
                                                draw(_int_expr(names, max(depth - 1, 0)))),
                  BOOL)
@@ -217,11 +222,22 @@ def test_a_padded_pool_reads_in_bounds():
     assert found and all(0 <= i < x.size for _, i in found)
 
 
-def test_a_padded_pool_clamps_and_tests_only_the_padded_dimensions():
+def test_a_padded_pool_s_interior_is_computed_without_clamps_or_selects():
     x = np.zeros((64, 28, 28, 16), np.float32)  # the CNN benchmark's (loops i0 ... i3)
     (k,) = lower(fx.make_jaxpr(_relu_pool_pad)(x), "cpu").kernels
     src = Renderer(C).kernel(k)
-    assert "fx_max_i64((i1 - " in src and "fx_max_i64((i2 - " in src
-    assert "fx_max_i64(i0" not in src and "fx_max_i64(i3" not in src
-    assert "(i0 >= " not in src and "(i3 < " not in src
+    # The rows and columns split into border, interior, border: the window is computed
+    # once, in the interior, where no index needs a clamp and no value a select.
+    assert src.count("for (int64_t i1") == 3 and src.count("for (int64_t i2") == 9
+    assert "fx_max_i64" not in src and "fx_min_i64" not in src and "?" not in src
     assert src.count("in0[") == 4  # the window's taps, once
+
+
+def test_a_padded_pool_split_into_pieces_computes_the_same():
+    x = np.random.default_rng(0).standard_normal((4, 12, 12, 16)).astype(np.float32)
+    (k,) = lower(fx.make_jaxpr(_relu_pool_pad)(x), "cpu").kernels
+    src = Renderer(C).kernel(k)  # (the batch and the rows are one loop at this size)
+    assert "for (int64_t i2_2 = 0; i2_2 < 6;" in src and "i0_" not in src
+    pooled = np.maximum(x, 0).reshape(4, 6, 2, 6, 2, 16).max(axis=(2, 4))
+    want = np.pad(pooled, ((0, 0), (2, 2), (2, 2), (0, 0)))
+    np.testing.assert_array_equal(np.asarray(fx.jit(_relu_pool_pad)(x)), want)
