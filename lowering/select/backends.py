@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fx.lowering.kernels.cpu.conv_in_place import convs_in_place
+from fx.lowering.kernels.cuda import conv_in_place as cuda_conv_in_place
 from fx.lowering.kernels.int8.int8_conv import pack_int8_convs
 from fx.lowering.kernels.int8.pack_int8_weights import pack_int8_weights
 from fx.lowering.render import c_program, renderer
@@ -109,7 +110,8 @@ CPU = Backend("cpu", platforms.CPU, renderer.C, alignment=64, source=_c_source,
               constant_passes=(pack_int8_weights, pack_int8_convs, convs_in_place))
 CUDA = Backend("cuda", platforms.CUDA, renderer.CUDA, alignment=256, source=_cuda_source,
                native_loops=False, executor=CudaExecutable, device_loops=True,
-               concurrent_cost=20_000.0, apart="on side streams")
+               concurrent_cost=20_000.0, apart="on side streams",
+               constant_passes=(cuda_conv_in_place.convs_in_place,))
 
 # OpenCL devices (PoCL's CPU runtime here; AMD and Intel GPUs): device memory as on CUDA, the
 # alignment PoCL and most GPU drivers report as CL_DEVICE_MEM_BASE_ADDR_ALIGN (sub-buffers of

@@ -28,6 +28,7 @@ every ISA level.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -126,10 +127,12 @@ def _padded(x: Var, params: dict, eqn: JaxprEqn, new: list[JaxprEqn], made: dict
     return made[key]
 
 
-def convs_in_place(jaxpr: Jaxpr, consts: list, hoisted: tuple = ()) -> tuple[Jaxpr, list]:
+def convs_in_place(jaxpr: Jaxpr, consts: list, hoisted: tuple = (),
+                   available: Callable[[np.dtype], bool] = available) -> tuple[Jaxpr, list]:
     """``jaxpr`` with each eligible product of patches as ``conv_in_place`` of the patches'
     operand (see the module docstring), and the gathers no one reads any more dropped; the
-    constants are unchanged. Only where C kernels can be compiled."""
+    constants are unchanged. Only where ``available`` says the target's kernel runs float32
+    (here: where C kernels can be compiled; ``kernels.cuda.conv_in_place`` passes CUDA's)."""
     if not available(dtypes.float32):
         return jaxpr, consts
     made = {v: e for e in jaxpr.eqns for v in e.outvars}

@@ -1,6 +1,7 @@
 """The CUDA family's matrix products, registered when ``op_info`` imports this module: cuBLAS
-through CuPy (``cuda.cublas_gemm``) and the generated tiled GEMM (``cuda_gemm``,
-``cuda.tiled_gemm``).
+through CuPy (``cuda.cublas_gemm``), the generated tiled GEMM (``cuda_gemm``,
+``cuda.tiled_gemm``) and the convolution reading its input in place (``conv_in_place``,
+``cuda.in_place_conv``).
 
 The family's other implementations register from the modules that hold them: the int8 tile
 (``cuda_int8_gemm``) with the int8 family (``fx.lowering.kernels.int8.impls``), the cuSOLVER,
@@ -12,8 +13,9 @@ from __future__ import annotations
 from fx import dtypes
 from fx.lowering.fusion.groups import FusionGroup, GroupKind
 from fx.lowering.kernels.cpu.library import dot_step, is_dot
-from fx.lowering.kernels.cuda import cuda_gemm
+from fx.lowering.kernels.cuda import conv_in_place, cuda_gemm
 from fx.lowering.select.cost import group_flops, output_elements
+from fx.lowering.select.generable import generable
 from fx.lowering.select.op_impl import OpImpl, register
 
 
@@ -39,3 +41,13 @@ register(OpImpl("cuda.tiled_gemm", "cuda", GroupKind.GEMM,
                 "generated 128x128x8 tiled GEMM, float32 accumulation, epilogue fused in its "
                 "store", applies=lambda g: is_dot(g) and cuda_gemm.applies(g),
                 kernel=cuda_gemm.gemm_kernel, fuses_epilogue=True))
+
+
+# Float32 convolutions reading their input in place (the constant pass makes them): the
+# generated block tiles, epilogue fused in the store.
+register(OpImpl("cuda.in_place_conv", "cuda", GroupKind.GEMM, frozenset([dtypes.float32]), {},
+                False, lambda g: conv_in_place.cost(group_flops(g)),
+                "generated float32 block tiles over the input's pixels, epilogue fused in the "
+                "store", applies=lambda g: conv_in_place.applies(g) and generable(g),
+                kernel=conv_in_place.conv_kernel, fuses_epilogue=True,
+                describe=conv_in_place.describe))
