@@ -2,7 +2,9 @@
 
 1. fused elementwise bandwidth against a plain device-to-device copy (target >= 80%);
 2. the generated FP32 GEMM against cuBLAS at 1024/2048/4096 (TF32 off; target >= 70% at 4096);
-3. MLP train step (784-512-512-10, batch 256) and CNN value-and-grad, fx vs jax (target 1.2x).
+3. MLP train step (784-512-512-10, batch 256), fx vs jax (target 1.2x);
+4. the CNN and residual CNN value-and-grad (bench_cpu's), fx (convolutions reading their input
+   in place) vs jax.
 """
 
 from __future__ import annotations
@@ -105,9 +107,52 @@ def mlp_step():
           f"(fx/jax {t_fx / t_jax:.2f}x)")
 
 
+def cnn_steps():
+    """The issue's two CNNs (bench_cpu's), value_and_grad from the same initial weights, fx on
+    the GPU (each convolution, its input gradient and its weight gradient one kernel reading
+    its input in place: ``cuda.in_place_conv``) vs jax on the GPU."""
+    from bench_cpu import cnn, residual_cnn
+
+    rng = np.random.default_rng(0)
+    _cnn_row("CNN value_and_grad (batch 64, 28x28x1)", cnn, (64, 28, 28, 1), 0, rng)
+    _cnn_row("residual CNN value_and_grad (batch 32, 32x32x3)", residual_cnn, (32, 32, 32, 3),
+             1, rng)
+
+
+def _cnn_row(name, make, shape, seed, rng):
+    import jax
+    import jax.example_libraries.stax as jstax
+    import jax.numpy as jnp
+    from bench_cpu import cnn_value_and_grad
+
+    from fx.example_libraries import stax as fstax
+
+    gpu = jax.devices("gpu")[0]
+    _, apply_fx = make(fstax)
+    init_jax, apply_jax = make(jstax)
+    _, params_j = init_jax(jax.random.PRNGKey(seed), shape)
+    params = jax.tree_util.tree_map(np.asarray, params_j)
+    xb = rng.standard_normal(shape).astype(np.float32)
+    yb = np.eye(10, dtype=np.float32)[rng.integers(0, 10, shape[0])]
+    p_fx = fx.tree_util.tree_map(lambda a: fx.device_put(a, "cuda"), params)
+    x_fx, y_fx = fx.device_put(xb, "cuda"), fx.device_put(yb, "cuda")
+    vg_fx = fx.jit(cnn_value_and_grad(fnp, fx.value_and_grad, apply_fx), backend="cuda")
+    p_jax = jax.device_put(params_j, gpu)
+    x_jax, y_jax = jax.device_put(xb, gpu), jax.device_put(yb, gpu)
+    vg_jax = jax.jit(cnn_value_and_grad(jnp, jax.value_and_grad, apply_jax))
+    in_place = vg_fx.lower(p_fx, x_fx, y_fx).as_text().count("impl: cuda.in_place_conv ->")
+    loss_fx = float(np.asarray(vg_fx(p_fx, x_fx, y_fx)[0]))
+    loss_jax = float(vg_jax(p_jax, x_jax, y_jax)[0])
+    t_fx = gpu_time(lambda: vg_fx(p_fx, x_fx, y_fx))
+    t_jax = gpu_time(lambda: jax.block_until_ready(vg_jax(p_jax, x_jax, y_jax)))
+    print(f"{name}: fx {t_fx * 1e3:.3f} ms, jax {t_jax * 1e3:.3f} ms "
+          f"(fx/jax {t_fx / t_jax:.2f}x); {in_place} convolution steps in place; "
+          f"loss fx {loss_fx:.6f} jax {loss_jax:.6f}")
+
+
 def main():
     print(cp.cuda.runtime.getDeviceProperties(0)["name"].decode())
-    for bench in (elementwise_bandwidth, gemm, mlp_step):
+    for bench in (elementwise_bandwidth, gemm, mlp_step, cnn_steps):
         try:
             bench()
         except Exception as e:  # report and go on: one failure must not hide the others

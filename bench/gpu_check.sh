@@ -3,8 +3,9 @@
 # with CUDA, numpy, pytest, hypothesis; nothing is installed). Run from the repository root:
 #     OUT=/some/dir bash bench/gpu_check.sh
 # Writes to $OUT: nvidia-smi.txt, cuda_tests.txt (the `cuda`-marked tests), gpu_bench.txt
-# (elementwise bandwidth vs a device copy, generated GEMM vs cuBLAS, MLP step and CNN
-# value-and-grad vs jax), nccl_check.txt (fx.distributed on NCCL). Finishes in a few minutes.
+# (elementwise bandwidth vs a device copy, generated GEMM vs cuBLAS, MLP step, CNN and
+# residual-CNN value-and-grad vs jax), nccl_check.txt (fx.distributed on NCCL). Finishes in a
+# few minutes.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu_check_out}
 mkdir -p "$OUT"
@@ -25,7 +26,8 @@ jax.devices())"; } > "$OUT/nvidia-smi.txt" 2>&1
 # -P: do not put the repository root (an uninstalled fx/) ahead of the assembled package.
 timeout 300 $PY -P -m pytest -q -m cuda -p no:cacheprovider --rootdir "$ROOT" -c "$ROOT/pyproject.toml" \
     "$ROOT/tests/runtime/test_cuda.py" "$ROOT/tests/lowering/test_cuda_library.py" \
-    "$ROOT/tests/lowering/test_cuda_int8_gemm.py" 2>&1 | tee "$OUT/cuda_tests.txt"
+    "$ROOT/tests/lowering/test_cuda_int8_gemm.py" \
+    "$ROOT/tests/lowering/test_cuda_conv_in_place.py" 2>&1 | tee "$OUT/cuda_tests.txt"
 
 timeout 300 $PY -P "$ROOT/bench/bench_gpu.py" 2>&1 | tee "$OUT/gpu_bench.txt"
 
