@@ -23,6 +23,7 @@ SHIM = r"""
 #include <thread>
 #include <vector>
 struct dim3 { unsigned x, y, z; };
+struct alignas(8) float2 { float x, y; };
 struct alignas(16) float4 { float x, y, z, w; };
 struct alignas(16) int4 { int x, y, z, w; };
 struct alignas(16) uint4 { unsigned x, y, z, w; };

@@ -36,13 +36,29 @@ ${kofs}
   *kx = x;
   *kw = w;
 }
+/* r[0..R) = s[0..R), s 16-byte aligned where R is a multiple of 4, else 8-byte aligned. */
+template <int R>
+static __device__ __forceinline__ void ${name}_row_of(float (&r)[R], const float* s) {
+  #pragma unroll
+  for (int i = 0; i < R; i += R % 4 ? 2 : 4) {
+    if (R % 4 == 0) {
+      const float4 v = *reinterpret_cast<const float4*>(s + i);
+      r[i] = v.x; r[(i + 1) % R] = v.y; r[(i + 2) % R] = v.z; r[(i + 3) % R] = v.w;
+    } else {
+      const float2 v = *reinterpret_cast<const float2*>(s + i);
+      r[i] = v.x; r[(i + 1) % R] = v.y;
+    }
+  }
+}
 extern "C" __global__ void __launch_bounds__(256) ${name}(${sig}) {
   constexpr long long M = ${M}, N = ${N}, K = ${K};
   constexpr int TM = ${TM}, TN = ${TN}, TK = 8, RM = TM / 16, RN = TN / 16;
   constexpr int LA = TM * TK / 256, LB = TN * TK / 256;  // loads per thread per step
   constexpr long long MT = (M + TM - 1) / TM;
-  __shared__ float As[2][TK][TM + 4];
-  __shared__ float Bs[2][TK][TN + 4];
+  // (rows of TM + 4 and TN + 4 floats: 16-byte multiples, so each thread's RM or RN
+  // neighbours load as float4 or float2)
+  __align__(16) __shared__ float As[2][TK][TM + 4];
+  __align__(16) __shared__ float Bs[2][TK][TN + 4];
   __shared__ long long rowx[TM];  // each row's offset in x (-1: past M)
   __shared__ long long colw[TN];  // each column's offset in w (-1: past N)
   const int tid = threadIdx.x;
@@ -104,10 +120,8 @@ extern "C" __global__ void __launch_bounds__(256) ${name}(${sig}) {
     #pragma unroll
     for (int kk = 0; kk < TK; kk++) {
       float a[RM], b[RN];
-      #pragma unroll
-      for (int i = 0; i < RM; i++) a[i] = As[cur][kk][ty * RM + i];
-      #pragma unroll
-      for (int j = 0; j < RN; j++) b[j] = Bs[cur][kk][tx * RN + j];
+      ${name}_row_of(a, &As[cur][kk][ty * RM]);
+      ${name}_row_of(b, &Bs[cur][kk][tx * RN]);
       #pragma unroll
       for (int i = 0; i < RM; i++)
         #pragma unroll
