@@ -75,6 +75,17 @@ class Decl(Stmt):
 
 
 @dataclass(frozen=True)
+class Array(Stmt):
+    """A local array of ``size`` elements, uninitialized, read with :class:`Load` and written
+    with :class:`Store` by its name as a buffer is. Declared inside a parallel loop's body,
+    each iteration has its own."""
+
+    name: str
+    dtype: np.dtype
+    size: int
+
+
+@dataclass(frozen=True)
 class Assign(Stmt):
     name: str
     value: Expr

@@ -211,6 +211,20 @@ _INIT = {
 }
 
 
+def accumulator_dtype(eqn: JaxprEqn) -> np.dtype:
+    """The dtype a (non-arg) reduction accumulates in: float32 sums in float64, others in
+    their compute dtype."""
+    dt = compute_dtype(eqn.outvars[0].aval.dtype)
+    add = reduction_prims[eqn.primitive] == "add"
+    return dtypes.float64 if dt == dtypes.float32 and add else dt
+
+
+def initial(eqn: JaxprEqn) -> ir.Const:
+    """A (non-arg) reduction's identity, in its accumulator dtype."""
+    acc_dt = accumulator_dtype(eqn)
+    return ir.Const(_INIT[reduction_prims[eqn.primitive]](eqn.outvars[0].aval.dtype), acc_dt)
+
+
 def _emit_reduction(b: KernelBuilder, eqn: JaxprEqn, k: int, o_idx, red_shape, full_index):
     combine = reduction_prims[eqn.primitive]
     x = eqn.invars[0]
@@ -255,9 +269,8 @@ def _emit_reduction(b: KernelBuilder, eqn: JaxprEqn, k: int, o_idx, red_shape, f
         b.externals[(out, o_idx)] = ir.Op("max", (ir.Sym(acc, idx_dt), ir.Const(0, idx_dt)),
                                           idx_dt)
         return
-    dt = compute_dtype(out.aval.dtype)
-    acc_dt = dtypes.float64 if dt == dtypes.float32 and combine == "add" else dt
-    b.emit(ir.Decl(acc, acc_dt, ir.Const(_INIT[combine](out.aval.dtype), acc_dt)))
+    dt, acc_dt = compute_dtype(out.aval.dtype), accumulator_dtype(eqn)
+    b.emit(ir.Decl(acc, acc_dt, initial(eqn)))
 
     def body(r_idx):
         v = b.value(x, full_index(o_idx, r_idx))

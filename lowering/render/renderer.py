@@ -145,6 +145,8 @@ class Renderer:
             elif isinstance(s, ir.Decl):
                 self.accumulators[s.name] = np.dtype(s.dtype)
                 out.append(f"{pad}{compute_type(s.dtype)} {s.name} = {self.expr(s.init)};")
+            elif isinstance(s, ir.Array):
+                out.append(f"{pad}{compute_type(s.dtype)} {s.name}[{s.size}];")
             elif isinstance(s, ir.Assign):
                 out.append(f"{pad}{s.name} = {self.assigned(s.value)};")
             elif isinstance(s, ir.Store):

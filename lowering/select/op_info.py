@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fx.lowering.codegen import column_reductions
 from fx.lowering.codegen.loop_kernels import KERNEL_BUILDERS
 from fx.lowering.fusion.groups import FusionGroup, GroupKind
 from fx.lowering.kernels.cpu.library import dot_step, is_dot
@@ -53,6 +54,13 @@ for _backend in backends.BACKENDS:  # every target renders the kernel IR
     register(OpImpl(f"{_backend}.fused_reduction", _backend, GroupKind.REDUCTION, ANY, {}, True,
                     lambda g: 500.0 + _touched(g), "generated row-reduction kernel",
                     applies=generable, kernel=KERNEL_BUILDERS[GroupKind.REDUCTION]))
+# A column reduction streams contiguous rows through a row of accumulators, on threads over
+# blocks of rows (its kernel runs two loops one after the other: CPU only).
+register(OpImpl("cpu.column_reduction", "cpu", GroupKind.REDUCTION, ANY, {}, True,
+                lambda g: 500.0 + _touched(g) / 4.0,
+                "generated column reduction: rows through a vector of partials",
+                applies=column_reductions.applies,
+                kernel=column_reductions.column_reduction_kernel))
 
 # The kernel families' GEMM implementations, in this order (see the module docstring).
 # isort: off

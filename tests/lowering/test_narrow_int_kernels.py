@@ -28,7 +28,7 @@ NARROW = ("int8", "int16", "uint8", "uint16", "uint64")
 ALL = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
        "float16", "bfloat16", "float32", "float64")
 FLOATS = ("float16", "bfloat16", "float32", "float64")
-KERNELS = {"cpu.fused_elementwise", "cpu.fused_reduction"}
+KERNELS = {"cpu.fused_elementwise", "cpu.fused_reduction", "cpu.column_reduction"}
 
 # One entry per primitive: ``fn(lax, x, y)`` with ``lax`` fx.lax or jax.lax (whose abs refuses
 # unsigned operands: there the identity fx's abs is).

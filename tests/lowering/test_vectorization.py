@@ -154,16 +154,19 @@ def hot_loops(source: str, kernels: list[str]) -> list[Loop]:
 def vectorized_lines(compiler: list[str], source: str, march: str, tmp_path,
                      extra: tuple[str, ...] = ()) -> set[int]:
     """Compile ``source`` with the project's flags for ``march``; the source lines where GCC
-    reports a vectorized loop."""
+    reports a vectorized loop, or a loop it replaced whole by library calls (a fill or a copy
+    of a local array became memset or memcpy)."""
     flags = [f"-march={march}" if f.startswith("-march=") else f for f in cc.FLAGS]
     flags = [f for f in flags if f not in ("-shared", "-w")]
     src = tmp_path / f"kernels_{march}.c"
     src.write_text(source)
     proc = subprocess.run([*compiler, *flags, *extra, "-c", str(src), "-o",
-                           str(tmp_path / "kernels.o"), "-fopt-info-vec-optimized"],
+                           str(tmp_path / "kernels.o"), "-fopt-info-vec-optimized",
+                           "-fopt-info-loop-optimized"],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    pattern = re.compile(rf"{re.escape(src.name)}:(\d+):\d+: optimized: loop vectorized")
+    pattern = re.compile(rf"{re.escape(src.name)}:(\d+):\d+: optimized: (loop vectorized|Loop "
+                         rf"\d+ distributed: split to 0 loops and \d+ library calls)")
     return {int(m.group(1)) for m in pattern.finditer(proc.stderr)}
 
 
