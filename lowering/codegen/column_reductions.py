@@ -25,8 +25,8 @@ order, which rounds no worse.
 
 :func:`applies` says which groups it takes: non-arg reductions with no input-space outputs,
 none of whose operands depends on another reduction of the group, with between 2 and
-``MAX_COLUMNS`` columns. The local rows and the block partials live on the stack, bounded by
-``MAX_COLUMNS`` and ``MAX_PARTIALS``.
+``MAX_COLUMNS`` columns and no empty dimension. The local rows and the block partials live on
+the stack, bounded by ``MAX_COLUMNS`` and ``MAX_PARTIALS``.
 """
 
 from __future__ import annotations
@@ -42,14 +42,14 @@ from fx.lowering.fusion.primitive_rules import compute_dtype, wrapping
 from fx.lowering.select.generable import generable
 
 MAX_COLUMNS = 2048  # a local row of accumulators per thread (16 KiB of float64)
-MAX_PARTIALS = 32768  # elements of all blocks' partial rows together (256 KiB of float64)
+MAX_PARTIALS = 8192  # elements of all blocks' partial rows together (64 KiB of float64)
 BLOCK_WORK = 16384  # input elements a block of rows reads, at least
 BLOCKS = 64  # blocks (times outer rows) that keep any core count busy
 
 
 def applies(g: FusionGroup) -> bool:
     """Whether :func:`column_reduction_kernel` builds ``g`` (see the module docstring)."""
-    if g.kind is not GroupKind.REDUCTION or not g.in_shape or not g.axes:
+    if g.kind is not GroupKind.REDUCTION or not g.axes or not math.prod(g.in_shape):
         return False
     if len(g.in_shape) - 1 in g.axes or not 2 <= g.in_shape[-1] <= MAX_COLUMNS:
         return False

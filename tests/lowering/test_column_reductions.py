@@ -92,6 +92,13 @@ def test_reduction_of_a_reduction_stays_generic():
     np.testing.assert_allclose(got, want, rtol=1e-5)
 
 
+@pytest.mark.parametrize("shape,axes", [((0, 16), 0), ((3, 0, 16), (0, 1)), ((0, 5, 16), 1)])
+def test_empty_operands(shape, axes):
+    x = np.ones(shape, np.float32)
+    got = np.asarray(fx.jit(lambda v: fnp.sum(v, axis=axes))(x))
+    np.testing.assert_array_equal(got, x.sum(axis=axes))
+
+
 def test_half_sums_as_jax():
     jnp = pytest.importorskip("jax.numpy")
     h = (_RNG.standard_normal((40000, 3)) + 3).astype(np.float16)
