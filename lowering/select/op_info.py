@@ -7,13 +7,14 @@ a cost estimate. :func:`select` picks the cheapest applicable one and says why; 
 shown by ``Compilation.as_text()``.
 
 This module registers the implementations every backend has: the generated elementwise and
-reduction kernels (for groups ``generable.generable`` accepts), compiled control flow, and the
-NumPy fallbacks (the primitives' impls op by op; NumPy's matmul for dtypes BLAS lacks). The
-hand-written kernel families under ``fx.lowering.kernels`` register their own: each family's
-``impls`` module registers its GEMM implementations when imported, and this module imports
-them (below) between the generated kernels and the NumPy fallbacks, in a fixed order: a new
-family adds its ``impls`` module there. Registration order is part of the choice: ``select``
-keeps the first of equally cheap implementations and ``applicable`` lists them in that order.
+reduction kernels (for groups ``generable.generable`` accepts; on the CPU also the column
+reduction kernel, ``codegen.column_reductions``), compiled control flow, and the NumPy fallbacks
+(the primitives' impls op by op; NumPy's matmul for dtypes BLAS lacks). The hand-written kernel
+families under ``fx.lowering.kernels`` register their own: each family's ``impls`` module
+registers its GEMM implementations when imported, and this module imports them (below) between
+the generated kernels and the NumPy fallbacks, in a fixed order: a new family adds its ``impls``
+module there. Registration order is part of the choice: ``select`` keeps the first of equally
+cheap implementations and ``applicable`` lists them in that order.
 Convolutions and library calls register from ``fx.lowering.kernels.cpu.conv`` and
 ``library_calls`` (imported by the pipeline), libraries above the compiler from their own
 modules (``fx.distributed``'s collectives).
