@@ -28,6 +28,7 @@ from fx.lowering.kernels.cpu import conv as _conv  # noqa: F401  (registers the 
 from fx.lowering.kernels.cpu import library_calls as _library_calls  # noqa: F401  (LAPACK, FFT)
 from fx.lowering.kernels.cpu.library import eqns_step, host_step
 from fx.lowering.kernels.sparse import sparse_gemm
+from fx.lowering.passes.assign_layouts import assign_layouts
 from fx.lowering.passes.eliminate_common_subexpressions import eliminate_common_subexpressions
 from fx.lowering.passes.eliminate_dead_code import eliminate_dead_code
 from fx.lowering.passes.expand_window_sums import expand_window_sums
@@ -50,9 +51,9 @@ from fx.lowering.select.op_info import Choice, select
 # Primitives running the user's Python on the host (their steps are host callbacks).
 CALLBACKS = frozenset([pure_callback_p, debug_print_p])
 
-PASSES = (split_dilated_convolutions, lower_convolutions, expand_window_sums, merge_reduced_axes,
-          simplify_algebra, sink_reshapes, fold_constants, eliminate_common_subexpressions,
-          eliminate_dead_code)
+PASSES = (split_dilated_convolutions, lower_convolutions, assign_layouts, expand_window_sums,
+          merge_reduced_axes, simplify_algebra, sink_reshapes, fold_constants,
+          eliminate_common_subexpressions, eliminate_dead_code)
 
 # Called with every Compilation ``lower`` makes (tests use this to compile every generated
 # kernel for CUDA; debugging tools can dump programs).

@@ -1,0 +1,483 @@
+"""Layout assignment: each array value gets the axis order it is stored in, chosen for the whole
+program so that transposes cancel instead of running.
+
+``lower_convolutions`` computes every convolution channels-last and brackets it with transposes
+from and back to the user's layout (NCHW, OIHW), so a network written channels-first moves its
+activations out of and back into NCHW around every convolution, and its gradient does the same.
+This pass stores values in a permuted order where that removes transposes: a value ``v`` is
+held as ``transpose(v, Q)`` for its layout ``Q`` (the identity: the user's layout).
+
+Protocol:
+- Values joined by an equation that works the same in any axis order (elementwise operations,
+  ``broadcast_in_dim`` between equal ranks, ``reduce_window_*``, ``select_and_scatter_add``,
+  ``select_and_gather_add``, ``pad``, ``rev``, ``slice``, ``concatenate``) share one layout: a
+  *component*. Its equations are rewritten with their axis parameters permuted. A window
+  operation keeps the order of its window axes (which element of a window is "first", and the
+  order of a windowed sum, stay the same).
+- Equations between components whose parameters can absorb a layout (``transpose``,
+  ``broadcast_in_dim`` from a lower rank, reductions that keep the order of the axes they
+  reduce and of those they keep, ``dot_general`` whose free axes keep their order, ``reshape``
+  that only adds or drops axes of size one) are rewritten to read and write the assigned
+  layouts; a transpose whose two sides' layouts differ by exactly its permutation disappears.
+- Any other equation (and the program's inputs and outputs) reads and writes the user's layout:
+  where a value is held in another, one transpose converts it, once per value and layout.
+- The layouts are chosen greedily, one component at a time, among the layouts that would
+  cancel an adjacent transpose or match a neighbour, keeping a change only where it lowers the
+  program's transposes (by count, then by elements moved). The pass therefore never adds a
+  transpose; the ones that remain are layout changes where the user's layout meets the chosen
+  one, and each is labelled as such (its name stack reads ``layout: ...``, which ``as_text()``
+  prints beside the equation and its step).
+- A transpose that moves only axes of size one becomes the reshape it is.
+
+Pure: every output variable and its type are kept. Bits are kept wherever the equations'
+implementations compute in an order that does not depend on the layout (elementwise operations,
+windows, reductions in the reduced axes' row-major order); a product reads its operands in
+another memory order, which a BLAS may round differently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+
+from fx.jaxpr import Atom, Jaxpr, JaxprEqn, Literal, SourceInfo, Var, has_effects
+from fx.lax import base, linalg, reductions, structural, windowed
+from fx.lowering.codegen.conv_patches import conv_patches_p
+from fx.lowering.fusion.primitive_rules import Pattern, pattern_of
+
+Perm = tuple[int, ...]
+
+_WINDOW_PARAMS = ("window_dimensions", "window_strides", "padding", "base_dilation",
+                  "window_dilation")
+_WINDOWS = frozenset([windowed.reduce_window_max_p, windowed.reduce_window_min_p,
+                      windowed.reduce_window_sum_p, windowed.select_and_scatter_add_p,
+                      windowed.select_and_gather_add_p])
+_REDUCTIONS = frozenset([base.reduce_sum_p, reductions.reduce_max_p, reductions.reduce_min_p,
+                         reductions.reduce_prod_p, reductions.reduce_and_p,
+                         reductions.reduce_or_p, reductions.reduce_xor_p, reductions.argmax_p,
+                         reductions.argmin_p])
+
+
+def _identity(n: int) -> Perm:
+    return tuple(range(n))
+
+
+def _inverse(p: Perm) -> Perm:
+    inv = [0] * len(p)
+    for i, d in enumerate(p):
+        inv[d] = i
+    return tuple(inv)
+
+
+def _then(p: Perm, q: Perm) -> Perm:
+    """The permutation of ``transpose(transpose(x, p), q)``."""
+    return tuple(p[i] for i in q)
+
+
+def _permuted(xs, q: Perm) -> tuple:
+    return tuple(xs[i] for i in q)
+
+
+def _increasing(xs) -> bool:
+    return all(a < b for a, b in zip(xs, xs[1:]))
+
+
+def _rank(v: Atom) -> int:
+    return len(v.aval.shape)
+
+
+# --- the equations whose operands and results share one layout ----------------------------------
+
+def _same_layout(eqn: JaxprEqn) -> bool:
+    """Whether ``eqn``'s operands and results of its results' rank share one layout."""
+    if has_effects(eqn) or len(eqn.outvars) != 1:
+        return False
+    prim, shape = eqn.primitive, eqn.outvars[0].aval.shape
+    if pattern_of(prim) is Pattern.ELEMENTWISE:
+        return all(_rank(v) == 0 or v.aval.shape == shape for v in eqn.invars)
+    if prim is base.broadcast_in_dim_p:
+        return _rank(eqn.invars[0]) == len(shape)
+    if prim in _WINDOWS or prim in (structural.pad_p, structural.rev_p, structural.slice_p,
+                                    structural.concatenate_p):
+        return all(_rank(v) in (0, len(shape)) for v in eqn.invars)
+    return False
+
+
+def _same_layout_params(eqn: JaxprEqn, q: Perm) -> dict | None:
+    """``eqn``'s parameters for operands and results held in layout ``q``, or None where it
+    cannot run so."""
+    prim, p = eqn.primitive, eqn.params
+    if pattern_of(prim) is Pattern.ELEMENTWISE:
+        return p
+    if prim is base.broadcast_in_dim_p:
+        return {**p, "shape": _permuted(p["shape"], q)}
+    if prim in _WINDOWS:
+        big = [d for d in q if p["window_dimensions"][d] > 1]
+        if not _increasing(big):
+            return None  # the window's taps would be visited in another order
+        return {**p, **{k: _permuted(p[k], q) for k in _WINDOW_PARAMS}}
+    if prim is structural.pad_p:
+        return {**p, "padding_config": _permuted(p["padding_config"], q)}
+    if prim is structural.rev_p:
+        inv = _inverse(q)
+        return {**p, "dimensions": tuple(sorted(inv[d] for d in p["dimensions"]))}
+    if prim is structural.slice_p:
+        strides = p["strides"]
+        return {**p, "start_indices": _permuted(p["start_indices"], q),
+                "limit_indices": _permuted(p["limit_indices"], q),
+                "strides": None if strides is None else _permuted(strides, q)}
+    if prim is structural.concatenate_p:
+        return {**p, "dimension": _inverse(q)[p["dimension"]]}
+    return None
+
+
+# --- the equations between components that absorb layouts --------------------------------------
+# rule(eqn, operand layouts, result layouts) -> the parameters that compute the results in their
+# layouts from the operands in theirs, or None.
+
+Rule = Callable[[JaxprEqn, list, list], "dict | None"]
+
+
+def _broadcast(eqn: JaxprEqn, qin: list, qout: list) -> dict | None:
+    (qi,), (qo,) = qin, qout
+    inv = _inverse(qo)
+    dims = tuple(inv[eqn.params["broadcast_dimensions"][a]] for a in qi)
+    if not _increasing(dims):
+        return None
+    return {**eqn.params, "shape": _permuted(eqn.params["shape"], qo),
+            "broadcast_dimensions": dims}
+
+
+def _kept_order(q: Perm, dropped) -> Perm:
+    """The layout, among the axes ``q`` does not drop (renumbered), that ``q`` leaves."""
+    kept = [d for d in range(len(q)) if d not in dropped]
+    return tuple(kept.index(d) for d in q if d not in dropped)
+
+
+def _reduction(eqn: JaxprEqn, qin: list, qout: list) -> dict | None:
+    (qi,), (qo,) = qin, qout
+    axes = eqn.params["axes"]
+    if not _increasing([d for d in qi if d in axes]) or _kept_order(qi, axes) != qo:
+        return None
+    inv = _inverse(qi)
+    return {**eqn.params, "axes": tuple(sorted(inv[a] for a in axes))}
+
+
+def _dot_general(eqn: JaxprEqn, qin: list, qout: list) -> dict | None:
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    ql, qr = qin
+    (qo,) = qout
+    # Each operand's free axes keep their order; the result is then in its own layout.
+    for q, used in ((ql, (*lc, *lb)), (qr, (*rc, *rb))):
+        if not _increasing([d for d in q if d not in used]):
+            return None
+    if qo != _identity(len(qo)):
+        return None
+    il, ir = _inverse(ql), _inverse(qr)
+    dims = ((tuple(il[d] for d in lc), tuple(ir[d] for d in rc)),
+            (tuple(il[d] for d in lb), tuple(ir[d] for d in rb)))
+    return {**eqn.params, "dimension_numbers": dims}
+
+
+def _reshape(eqn: JaxprEqn, qin: list, qout: list) -> dict | None:
+    """A reshape that adds or drops axes of size one: the others keep their order."""
+    (qi,), (qo,) = qin, qout
+    x, y = eqn.invars[0].aval.shape, eqn.outvars[0].aval.shape
+    big_in = [d for d in range(len(x)) if x[d] != 1]
+    big_out = [d for d in range(len(y)) if y[d] != 1]
+    if [x[d] for d in big_in] != [y[d] for d in big_out]:
+        return None
+    to_out = dict(zip(big_in, big_out))
+    if [to_out[d] for d in qi if x[d] != 1] != [d for d in qo if y[d] != 1]:
+        return None
+    return {**eqn.params, "new_sizes": _permuted(y, qo)}
+
+
+_RULES: dict = {base.broadcast_in_dim_p: _broadcast, linalg.dot_general_p: _dot_general,
+                base.reshape_p: _reshape, **{p: _reduction for p in _REDUCTIONS}}
+
+
+# --- choosing the layouts -----------------------------------------------------------------------
+
+class _Components:
+    """Union-find over the values of rank two or more; each root holds its layout."""
+
+    def __init__(self):
+        self.parent: dict[Var, Var] = {}
+        self.layout: dict[Var, Perm] = {}
+
+    def add(self, v: Var) -> None:
+        if v not in self.parent:
+            self.parent[v] = v
+            self.layout[v] = _identity(_rank(v))
+
+    def root(self, v: Var) -> Var:
+        path = []
+        while self.parent[v] is not v:
+            path.append(v)
+            v = self.parent[v]
+        for u in path:
+            self.parent[u] = v
+        return v
+
+    def union(self, a: Var, b: Var) -> None:
+        ra, rb = self.root(a), self.root(b)
+        if ra is not rb:
+            self.parent[rb] = ra
+
+
+class _Program:
+    """The equations' classification and the cost of a layout assignment."""
+
+    def __init__(self, jaxpr: Jaxpr):
+        self.jaxpr = jaxpr
+        self.comps = _Components()
+        self.producer: dict[Var, JaxprEqn] = {}
+        self.consumers: dict[Var, list[JaxprEqn]] = {}
+        self.same: set[int] = set()  # ids of same-layout equations
+        self.outputs = {v for v in jaxpr.outvars if isinstance(v, Var)}
+        for v in jaxpr.invars:
+            self._add(v)
+        for eqn in jaxpr.eqns:
+            for v in eqn.outvars:
+                self._add(v)
+                self.producer[v] = eqn
+            for v in eqn.invars:
+                if isinstance(v, Var):
+                    self._add(v)
+                    self.consumers.setdefault(v, []).append(eqn)
+            if _same_layout(eqn):
+                self.same.add(id(eqn))
+                out = eqn.outvars[0]
+                for v in eqn.invars:
+                    if isinstance(v, Var) and _rank(v) == _rank(out) >= 2:
+                        self.comps.union(out, v)
+
+    def _add(self, v: Var) -> None:
+        if _rank(v) >= 2:
+            self.comps.add(v)
+
+    def q(self, v: Atom) -> Perm:
+        if isinstance(v, Var) and v in self.comps.parent:
+            return self.comps.layout[self.comps.root(v)]
+        return _identity(_rank(v))
+
+    def params(self, eqn: JaxprEqn) -> dict | None:
+        """``eqn``'s parameters in the assigned layouts, or None where it runs in the user's."""
+        if eqn.primitive is base.transpose_p:
+            return eqn.params
+        qin = [self.q(v) for v in eqn.invars]
+        qout = [self.q(v) for v in eqn.outvars]
+        if all(q == _identity(len(q)) for q in qin + qout):
+            return eqn.params
+        if id(eqn) in self.same:
+            q = qout[0]
+            if any(qi != q for v, qi in zip(eqn.invars, qin) if _rank(v) == len(q)):
+                return None
+            return _same_layout_params(eqn, q)
+        rule = _RULES.get(eqn.primitive)
+        if rule is None or has_effects(eqn) or any(isinstance(v, Literal) and _rank(v)
+                                                   for v in eqn.invars):
+            return None
+        return rule(eqn, qin, qout)
+
+    def made_in(self, v: Var) -> Perm:
+        """The layout ``v``'s equation writes it in."""
+        eqn = self.producer.get(v)
+        if eqn is None or self.params(eqn) is None:
+            return _identity(_rank(v))
+        return self.q(v)
+
+    def wanted(self, v: Var) -> set[Perm]:
+        """The layouts ``v``'s readers read it in."""
+        out = {_identity(_rank(v))} if v in self.outputs else set()
+        for eqn in self.consumers.get(v, ()):
+            if eqn.primitive is base.transpose_p:
+                out.add(_then(eqn.params["permutation"], self.q(eqn.outvars[0])))
+            elif self.params(eqn) is None:
+                out.add(_identity(_rank(v)))
+            else:
+                out.add(self.q(v))
+        return out
+
+    def cost(self, values) -> tuple[int, int]:
+        """The transposes ``values`` need (count, elements)."""
+        count = size = 0
+        for v in values:
+            extra = len(self.wanted(v) - {self.made_in(v)})
+            count += extra
+            size += extra * v.aval.size
+        return count, size
+
+
+def _choose(prog: _Program) -> None:
+    """Give each component the layout, among its candidates, that lowers the cost most, until
+    no change lowers it."""
+    comps = prog.comps
+    members: dict[Var, list[Var]] = {}
+    for v in comps.parent:
+        members.setdefault(comps.root(v), []).append(v)
+    touched: dict[Var, list[JaxprEqn]] = {}  # root -> equations reading or writing it
+    for root, vs in members.items():
+        seen: dict[int, JaxprEqn] = {}
+        for v in vs:
+            for e in [prog.producer.get(v), *prog.consumers.get(v, ())]:
+                if e is not None:
+                    seen[id(e)] = e
+        touched[root] = list(seen.values())
+    roots = [r for r in members if any(e.primitive is base.transpose_p for e in touched[r])]
+    for _ in range(8):
+        changed = False
+        for root in roots:
+            eqns = touched[root]
+            values = {v: None for e in eqns for v in (*e.invars, *e.outvars)
+                      if isinstance(v, Var)}
+            best, best_cost = comps.layout[root], prog.cost(values)
+            for cand in _candidates(prog, root, eqns):
+                comps.layout[root] = cand
+                c = prog.cost(values)
+                if c < best_cost:
+                    best, best_cost, changed = cand, c, True
+            comps.layout[root] = best
+        if not changed:
+            return
+
+
+def _candidates(prog: _Program, root: Var, eqns: list[JaxprEqn]) -> list[Perm]:
+    """Layouts for ``root``'s component: those cancelling a transpose it reads or writes, and
+    its neighbours' layouts of its rank."""
+    comps = prog.comps
+    n = _rank(root)
+    out: dict[Perm, None] = {_identity(n): None}
+    for e in eqns:
+        if e.primitive is base.transpose_p:
+            p = e.params["permutation"]
+            x, y = e.invars[0], e.outvars[0]
+            if isinstance(x, Var) and x in comps.parent and comps.root(x) is root:
+                out[_then(p, prog.q(y))] = None
+            if comps.root(y) is root:
+                for lx in (prog.q(x), prog.made_in(x) if isinstance(x, Var) else prog.q(x)):
+                    out[_then(_inverse(p), lx)] = None
+        for v in (*e.invars, *e.outvars):
+            if isinstance(v, Var) and _rank(v) == n:
+                out[prog.q(v)] = None
+    out.pop(comps.layout[root], None)
+    return list(out)
+
+
+# --- rewriting ----------------------------------------------------------------------------------
+
+def _labelled(info: SourceInfo | None, label: str) -> SourceInfo:
+    if info is None:
+        return SourceInfo("", 0, "", label)
+    return dataclasses.replace(info, name_stack=label)
+
+
+class _Rewriter:
+    def __init__(self, prog: _Program):
+        self.prog = prog
+        self.made: dict[Var, tuple[Atom, Perm]] = {}  # value -> (its var as written, layout)
+        self.copies: dict[tuple[Var, Perm], Atom] = {}  # (value, layout) -> var
+        self.eqns: list[JaxprEqn] = []
+
+    def read(self, v: Atom, layout: Perm, why: str, info) -> Atom:
+        """``v`` in ``layout``: as written, or transposed once (a labelled layout change)."""
+        if isinstance(v, Literal):
+            if layout == _identity(len(layout)):
+                return v
+            value = np.transpose(np.asarray(v.value), layout)
+            return Literal(value, v.aval.update(shape=value.shape))
+        var, made = self.made.get(v, (v, _identity(_rank(v))))
+        if layout == made:
+            return var
+        key = (v, layout)
+        if key not in self.copies:
+            user = layout == _identity(len(layout))
+            out = v if user else Var(v.aval.update(shape=_permuted(v.aval.shape, layout)))
+            perm = _then(_inverse(made), layout)
+            self.eqns.append(JaxprEqn(base.transpose_p, [var], [out], {"permutation": perm},
+                                      _labelled(info, f"layout: {why}")))
+            self.copies[key] = out
+        return self.copies[key]
+
+    def eqn(self, eqn: JaxprEqn) -> None:
+        prog = self.prog
+        if eqn.primitive is base.transpose_p:
+            (x,), (y,) = eqn.invars, eqn.outvars
+            layout = _then(eqn.params["permutation"], prog.q(y))
+            if prog.q(y) == self._made(x) == _identity(_rank(y)) and not (
+                    isinstance(x, Var) and (x, layout) in self.copies):
+                # The program's own transpose, in the user's layouts on both sides.
+                var = self.made[x][0] if isinstance(x, Var) and x in self.made else x
+                self.eqns.append(eqn.replace(invars=[var], source_info=_at_convolution(
+                    eqn, self.prog)))
+                if isinstance(x, Var):
+                    self.copies[x, layout] = y
+                return
+            var = self.read(x, layout, "between differently assigned layouts", eqn.source_info)
+            self.made[y] = (var, prog.q(y))
+            return
+        params = prog.params(eqn)
+        if params is None:
+            why = f"{eqn.primitive.name} reads the user's layout"
+            invars = [self.read(v, _identity(_rank(v)), why, eqn.source_info)
+                      for v in eqn.invars]
+            self.eqns.append(eqn.replace(invars=invars))
+            return
+        invars = [self.read(v, prog.q(v), f"{eqn.primitive.name} reads the assigned layout",
+                            eqn.source_info) for v in eqn.invars]
+        outvars = []
+        for v in eqn.outvars:
+            q = prog.q(v)
+            var = v if q == _identity(len(q)) else Var(
+                v.aval.update(shape=_permuted(v.aval.shape, q)))
+            self.made[v] = (var, q)
+            outvars.append(var)
+        self.eqns.append(eqn.replace(invars=invars, outvars=outvars, params=params))
+
+    def _made(self, x: Atom) -> Perm:
+        if isinstance(x, Var) and x in self.made:
+            return self.made[x][1]
+        return _identity(_rank(x))
+
+
+def _at_convolution(eqn: JaxprEqn, prog: _Program) -> SourceInfo | None:
+    """The source info of a transpose kept in the user's layouts, labelled a layout change
+    where it brings a convolution's operand to or its product from the compute layout."""
+    (x,), (y,) = eqn.invars, eqn.outvars
+    made = prog.producer.get(x) if isinstance(x, Var) else None
+    if any(e.primitive is conv_patches_p for e in prog.consumers.get(y, ())):
+        return _labelled(eqn.source_info, "layout: a convolution's operand to channels-last")
+    if made is not None and made.primitive is linalg.dot_general_p and any(
+            isinstance(v, Var) and v in prog.producer
+            and prog.producer[v].primitive is conv_patches_p for v in made.invars):
+        where = "program output" if y in prog.outputs else "the user's layout"
+        return _labelled(eqn.source_info, f"layout: a convolution's product to {where}")
+    return eqn.source_info
+
+
+def assign_layouts(jaxpr: Jaxpr) -> Jaxpr:
+    if not any(e.primitive is base.transpose_p for e in jaxpr.eqns):
+        return jaxpr
+    prog = _Program(jaxpr)
+    _choose(prog)
+    rw = _Rewriter(prog)
+    for eqn in jaxpr.eqns:
+        rw.eqn(eqn)
+    outvars = [rw.read(v, _identity(_rank(v)), "program output", None) for v in jaxpr.outvars]
+    eqns = [_as_reshape(e) for e in rw.eqns]
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, eqns)
+
+
+def _as_reshape(eqn: JaxprEqn) -> JaxprEqn:
+    """A transpose moving only axes of size one as the reshape it is."""
+    if eqn.primitive is not base.transpose_p:
+        return eqn
+    x = eqn.invars[0].aval.shape
+    moved = [d for d in eqn.params["permutation"] if x[d] != 1]
+    if not _increasing(moved):
+        return eqn
+    return eqn.replace(primitive=base.reshape_p,
+                       params={"new_sizes": tuple(eqn.outvars[0].aval.shape)})
