@@ -42,6 +42,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from fx import dtypes
+from fx.core import Tracer
 from fx.jaxpr import Atom, Jaxpr, JaxprEqn, Literal, SourceInfo, Var, has_effects
 from fx.lax import base, linalg, reductions, structural, windowed
 from fx.lowering.codegen.conv_patches import conv_patches_p
@@ -481,3 +483,67 @@ def _as_reshape(eqn: JaxprEqn) -> JaxprEqn:
         return eqn
     return eqn.replace(primitive=base.reshape_p,
                        params={"new_sizes": tuple(eqn.outvars[0].aval.shape)})
+
+
+# --- constants ------------------------------------------------------------------------------------
+
+def constant_operands_in_gemm_order(jaxpr: Jaxpr, consts: list, hoisted: tuple = ()
+                                    ) -> tuple[Jaxpr, list]:
+    """A backend constant pass (``Backend.constant_passes``): each floating-point
+    ``dot_general`` operand that is a constant (a kernel in OIHW, whose product reads it as
+    ``(I*H*W, O)`` in another order) transposed once, at compile time, into the order the
+    product reads it, ``(batch, contracted, free)`` for the right operand and ``(batch, free,
+    contracted)`` for the left, so that no call copies it into that order again (operands the
+    product reads as a matrix in place, transposed or not, stay). The product's dimension
+    numbers follow; its result is unchanged. The transposed values are appended to the
+    constants."""
+    n = len(consts)
+    known = {v: c for v, c in zip(jaxpr.invars[:n], consts) if not isinstance(c, Tracer)}
+    known.update((v, c) for v, c in zip(jaxpr.invars[n:], hoisted)
+                 if not isinstance(c, Tracer))
+    if not known:
+        return jaxpr, consts
+    made: dict[tuple[Var, Perm], Var] = {}
+    new_vars, new_values, eqns = [], [], []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive is linalg.dot_general_p and dtypes.is_float(eqn.outvars[0].aval.dtype):
+            eqn = _with_constant_operands(eqn, known, made, new_vars, new_values)
+        eqns.append(eqn)
+    if not new_vars:
+        return jaxpr, consts
+    invars = [*jaxpr.invars[:n], *new_vars, *jaxpr.invars[n:]]
+    return Jaxpr(jaxpr.constvars, invars, jaxpr.outvars, eqns), [*consts, *new_values]
+
+
+def _with_constant_operands(eqn: JaxprEqn, known: dict, made: dict, new_vars: list,
+                            new_values: list) -> JaxprEqn:
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    invars = list(eqn.invars)
+    dims = {"lc": lc, "rc": rc, "lb": lb, "rb": rb}
+    for i, (c, b) in enumerate(((lc, lb), (rc, rb))):
+        x = invars[i]
+        if not isinstance(x, Var) or x not in known:
+            continue
+        free = [d for d in range(_rank(x)) if d not in c and d not in b]
+        order = (*b, *free, *c) if i == 0 else (*b, *c, *free)
+        value = np.asarray(known[x])
+        groups = (b, free, c) if i == 0 else (b, c, free)
+        matrix = tuple(int(np.prod([value.shape[d] for d in g], dtype=np.int64))
+                       for g in groups)
+        if np.may_share_memory(np.transpose(value, order).reshape(matrix), value):
+            continue  # the product reads it as a matrix in place (a transposed view at most)
+        if (x, order) not in made:
+            value = np.ascontiguousarray(np.transpose(value, order))
+            var = Var(x.aval.update(shape=value.shape))
+            made[x, order] = var
+            new_vars.append(var)
+            new_values.append(value)
+        invars[i] = made[x, order]
+        at = _inverse(order)
+        side = "l" if i == 0 else "r"
+        dims[side + "c"] = tuple(at[d] for d in c)
+        dims[side + "b"] = tuple(at[d] for d in b)
+    if invars == list(eqn.invars):
+        return eqn
+    numbers = ((dims["lc"], dims["rc"]), (dims["lb"], dims["rb"]))
+    return eqn.replace(invars=invars, params={**eqn.params, "dimension_numbers": numbers})

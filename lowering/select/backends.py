@@ -20,6 +20,7 @@ from fx.lowering.kernels.cpu.conv_in_place import convs_in_place
 from fx.lowering.kernels.cuda import conv_in_place as cuda_conv_in_place
 from fx.lowering.kernels.int8.int8_conv import pack_int8_convs
 from fx.lowering.kernels.int8.pack_int8_weights import pack_int8_weights
+from fx.lowering.passes.assign_layouts import constant_operands_in_gemm_order
 from fx.lowering.render import c_program, renderer
 from fx.lowering.render.opencl_dialect import OPENCL as OPENCL_DIALECT
 from fx.lowering.render.renderer import Dialect, render_module
@@ -107,7 +108,8 @@ def _opencl_source(units: list, kernels: list) -> tuple[str, int]:
 CPU = Backend("cpu", platforms.CPU, renderer.C, alignment=64, source=_c_source,
               native_loops=True, executor=CpuExecutable,
               compiler_available=lambda: cc.compiler() is not None,
-              constant_passes=(pack_int8_weights, pack_int8_convs, convs_in_place))
+              constant_passes=(pack_int8_weights, pack_int8_convs, convs_in_place,
+                               constant_operands_in_gemm_order))
 CUDA = Backend("cuda", platforms.CUDA, renderer.CUDA, alignment=256, source=_cuda_source,
                native_loops=False, executor=CudaExecutable, device_loops=True,
                concurrent_cost=20_000.0, apart="on side streams",

@@ -293,3 +293,25 @@ def test_random_programs_keep_values_and_never_gain_a_transpose(seed):
     check_jaxpr(after)
     assert _transposes(after) <= _transposes(closed.jaxpr)
     _same_values(closed, after, *args)
+
+
+# --- constant kernels -----------------------------------------------------------------------------
+
+def test_a_constant_oihw_kernel_is_transposed_once_at_compile_time():
+    """A closed-over OIHW kernel is stored in the order its BLAS product reads it, (H, W, I, O):
+    the product reads that constant, and no step transposes it. (In float64: a float32 product
+    of patches becomes ``conv_in_place``, whose kernel packs the weights itself.)"""
+    r = np.random.default_rng(3)
+    w = fnp.asarray(r.standard_normal((8, 4, 3, 3)))
+    x = fnp.asarray(r.standard_normal((2, 4, 6, 6)))
+
+    def f(x):
+        return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=NCHW)
+
+    text = fx.jit(f).lower(x).as_text("jaxpr")
+    head, body = text.split(". let", 1)
+    assert "f64[3,3,4,8]" in head  # the kernel in its compute layout, among the constants
+    assert "transpose[permutation=(2, 3, 1, 0)]" not in body
+    assert "= dot_general[dimension_numbers=(((3, 4, 5), (0, 1, 2))" in body
+    np.testing.assert_allclose(np.asarray(fx.jit(f)(x)), np.asarray(f(x)), rtol=1e-5,
+                               atol=1e-5)
