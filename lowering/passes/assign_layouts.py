@@ -256,15 +256,17 @@ class _Program:
                 for v in eqn.invars:
                     if isinstance(v, Var) and _rank(v) == _rank(out) >= 2:
                         self.comps.union(out, v)
+        self.root_of = {v: self.comps.root(v) for v in self.comps.parent}
 
     def _add(self, v: Var) -> None:
         if _rank(v) >= 2:
             self.comps.add(v)
 
     def q(self, v: Atom) -> Perm:
-        if isinstance(v, Var) and v in self.comps.parent:
-            return self.comps.layout[self.comps.root(v)]
-        return _identity(_rank(v))
+        root = self.root_of.get(v) if isinstance(v, Var) else None
+        if root is None:
+            return _identity(_rank(v))
+        return self.comps.layout[root]
 
     def params(self, eqn: JaxprEqn) -> dict | None:
         """``eqn``'s parameters in the assigned layouts, or None where it runs in the user's."""
@@ -285,20 +287,28 @@ class _Program:
             return None
         return rule(eqn, qin, qout)
 
-    def made_in(self, v: Var) -> Perm:
+    def fits(self, eqn: JaxprEqn, memo: dict) -> bool:
+        """Whether ``eqn`` runs in the assigned layouts (``memo``: answers under the same
+        assignment)."""
+        key = id(eqn)
+        if key not in memo:
+            memo[key] = self.params(eqn) is not None
+        return memo[key]
+
+    def made_in(self, v: Var, memo: dict) -> Perm:
         """The layout ``v``'s equation writes it in."""
         eqn = self.producer.get(v)
-        if eqn is None or self.params(eqn) is None:
+        if eqn is None or not self.fits(eqn, memo):
             return _identity(_rank(v))
         return self.q(v)
 
-    def wanted(self, v: Var) -> set[Perm]:
+    def wanted(self, v: Var, memo: dict) -> set[Perm]:
         """The layouts ``v``'s readers read it in."""
         out = {_identity(_rank(v))} if v in self.outputs else set()
         for eqn in self.consumers.get(v, ()):
             if eqn.primitive is base.transpose_p:
                 out.add(_then(eqn.params["permutation"], self.q(eqn.outvars[0])))
-            elif self.params(eqn) is None:
+            elif not self.fits(eqn, memo):
                 out.add(_identity(_rank(v)))
             else:
                 out.add(self.q(v))
@@ -307,8 +317,9 @@ class _Program:
     def cost(self, values) -> tuple[int, int]:
         """The transposes ``values`` need (count, elements)."""
         count = size = 0
+        memo: dict = {}
         for v in values:
-            extra = len(self.wanted(v) - {self.made_in(v)})
+            extra = len(self.wanted(v, memo) - {self.made_in(v, memo)})
             count += extra
             size += extra * v.aval.size
         return count, size
@@ -360,7 +371,7 @@ def _candidates(prog: _Program, root: Var, eqns: list[JaxprEqn]) -> list[Perm]:
             if isinstance(x, Var) and x in comps.parent and comps.root(x) is root:
                 out[_then(p, prog.q(y))] = None
             if comps.root(y) is root:
-                for lx in (prog.q(x), prog.made_in(x) if isinstance(x, Var) else prog.q(x)):
+                for lx in (prog.q(x), prog.made_in(x, {}) if isinstance(x, Var) else prog.q(x)):
                     out[_then(_inverse(p), lx)] = None
         for v in (*e.invars, *e.outvars):
             if isinstance(v, Var) and _rank(v) == n:
