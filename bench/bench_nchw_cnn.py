@@ -9,6 +9,9 @@ without it and jax, in alternating rounds (each round times every variant once, 
 shared machine falls on all of them alike). Run::
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/bench_nchw_cnn.py [--rounds N]
+
+(``--one-thread``: OpenBLAS, OpenMP and XLA on one thread each, for a loaded machine; prefix
+``taskset -c 1`` to hold every variant to the same core.)
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import statistics
 import time
 
 import numpy as np
+from bench_cpu import print_machine, restart_on_one_thread
 
 import fx
 import fx.lax as flax
@@ -84,7 +88,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--calls", type=int, default=20, help="calls per variant per round")
     ap.add_argument("--no-jax", action="store_true")
+    ap.add_argument("--one-thread", action="store_true")
     ns = ap.parse_args()
+    if ns.one_thread:
+        restart_on_one_thread()
+    print_machine()
+    print(f"load average before: {' '.join(open('/proc/loadavg').read().split()[:3])}")
     variants = {}
     for name, flag in (("fx, layouts assigned", True), ("fx, without the pass", False)):
         low, run = fx_step(flag)
@@ -112,6 +121,7 @@ def main() -> None:
         med = statistics.median(ts)
         print(f"{name:<22}: median {med * 1e3:7.2f} ms  (rounds: "
               + " ".join(f"{t * 1e3:.2f}" for t in ts) + ")")
+    print(f"load average after: {' '.join(open('/proc/loadavg').read().split()[:3])}")
 
 
 if __name__ == "__main__":
