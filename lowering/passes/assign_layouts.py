@@ -29,10 +29,15 @@ Protocol:
   prints beside the equation and its step).
 - A transpose that moves only axes of size one becomes the reshape it is.
 
-Pure: every output variable and its type are kept. Bits are kept wherever the equations'
-implementations compute in an order that does not depend on the layout (elementwise operations,
-windows, reductions in the reduced axes' row-major order); a product reads its operands in
-another memory order, which a BLAS may round differently.
+Pure: every output keeps its place and type (one a cancelled transpose computed becomes the
+variable it equals). Bits are kept wherever the equations' implementations compute in an order
+that does not depend on the layout (elementwise operations, windows, reductions in the reduced
+axes' row-major order); a product reads its operands in another memory order, which a BLAS may
+round differently.
+
+Constants get their layout once, at compile time: ``constant_operands_in_gemm_order`` (a
+backend constant pass, run after the graph passes with the constants' values) stores a constant
+kernel a product would otherwise copy into matrix order at every call in that order instead.
 """
 
 from __future__ import annotations

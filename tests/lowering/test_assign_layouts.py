@@ -315,3 +315,16 @@ def test_a_constant_oihw_kernel_is_transposed_once_at_compile_time():
     assert "= dot_general[dimension_numbers=(((3, 4, 5), (0, 1, 2))" in body
     np.testing.assert_allclose(np.asarray(fx.jit(f)(x)), np.asarray(f(x)), rtol=1e-5,
                                atol=1e-5)
+
+
+@pytest.mark.parametrize("seed", [0, 5, 11, 38])
+def test_compiled_random_programs_match_eager(seed):
+    f, (x, v) = _random_program(seed)
+    args = (fnp.asarray(x.astype(np.float32)), fnp.asarray(v.astype(np.float32)))
+    for got, want in zip(fx.jit(f)(*args), f(*args)):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)
+
+
+def test_a_program_without_transposes_is_returned_as_it_is():
+    j = fx.make_jaxpr(lambda x: fnp.sum(fnp.sin(x) * 2.0, axis=0))(np.ones((3, 4))).jaxpr
+    assert assign_layouts(j) is j
