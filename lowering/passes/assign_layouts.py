@@ -188,22 +188,113 @@ def _dot_general(eqn: JaxprEqn, qin: list, qout: list) -> dict | None:
     return {**eqn.params, "dimension_numbers": dims}
 
 
-def _reshape(eqn: JaxprEqn, qin: list, qout: list) -> dict | None:
-    """A reshape that adds or drops axes of size one: the others keep their order."""
-    (qi,), (qo,) = qin, qout
-    x, y = eqn.invars[0].aval.shape, eqn.outvars[0].aval.shape
+def _groups(x: tuple, y: tuple) -> list[tuple[list, list]] | None:
+    """A reshape from ``x`` to ``y`` as runs of adjacent axes merged or split: pairs of an
+    input run and the output run of the same size, in order (a unit axis joins the run after
+    it, or the last); None for an empty shape or array."""
+    if not x or not y or 0 in x or 0 in y:
+        return None
+    runs, i, j = [], 0, 0
+    while i < len(x) or j < len(y):
+        a, b, pa, pb = [], [], 1, 1
+        while True:
+            if pa <= pb and i < len(x):
+                pa *= x[i]
+                a.append(i)
+                i += 1
+            elif j < len(y):
+                pb *= y[j]
+                b.append(j)
+                j += 1
+            else:
+                break
+            if pa == pb and a and b and (i == len(x) or x[i] != 1) and (j == len(y) or y[j] != 1):
+                break
+        runs.append((a, b))
+    return runs
+
+
+def _regrouped(runs: list, q: Perm, side: int) -> Perm | None:
+    """The layout of the reshape's other side where ``q`` (of side ``side``: 0 input, 1 output)
+    keeps each run whole and in order, the runs in the order ``q`` puts them; else None."""
+    start = {run[side][0]: k for k, run in enumerate(runs)}
+    out, at = [], 0
+    while at < len(q):
+        k = start.get(q[at])
+        if k is None:
+            return None
+        run = runs[k][side]
+        if list(q[at:at + len(run)]) != run:
+            return None
+        out += runs[k][1 - side]
+        at += len(run)
+    return tuple(out)
+
+
+def _unit_map(x: tuple, y: tuple) -> dict[int, int] | None:
+    """For a reshape that only adds or drops axes of size one: each other input axis's output
+    axis; else None."""
     big_in = [d for d in range(len(x)) if x[d] != 1]
     big_out = [d for d in range(len(y)) if y[d] != 1]
     if [x[d] for d in big_in] != [y[d] for d in big_out]:
         return None
-    to_out = dict(zip(big_in, big_out))
-    if [to_out[d] for d in qi if x[d] != 1] != [d for d in qo if y[d] != 1]:
+    return dict(zip(big_in, big_out))
+
+
+def _with_new_axes(order: list, n: int) -> Perm:
+    """``order`` (a layout of some of ``n`` axes) with each missing axis placed right after the
+    axis before it (first where that is missing too)."""
+    for d in range(n):
+        if d not in order:
+            order.insert(order.index(d - 1) + 1 if d - 1 in order else 0, d)
+    return tuple(order)
+
+
+def _reshape(eqn: JaxprEqn, qin: list, qout: list) -> dict | None:
+    """A reshape that only adds or drops axes of size one (the others keep their order), or
+    whose merged or split runs of axes stay whole and in order in both layouts, in the same
+    order of runs."""
+    (qi,), (qo,) = qin, qout
+    x, y = eqn.invars[0].aval.shape, eqn.outvars[0].aval.shape
+    to_out = _unit_map(x, y)
+    if to_out is not None and (
+            [to_out[d] for d in qi if x[d] != 1] == [d for d in qo if y[d] != 1]):
+        return {**eqn.params, "new_sizes": _permuted(y, qo)}
+    runs = _groups(x, y)
+    if runs is None or _regrouped(runs, qi, 0) != qo:
         return None
     return {**eqn.params, "new_sizes": _permuted(y, qo)}
 
 
+def _induced(eqn: JaxprEqn, v: Var, q: Perm, other: Var) -> Perm | None:
+    """The layout of ``other`` that lets ``eqn`` (a broadcast, reshape or reduction linking
+    ``v`` and ``other``) run with ``v`` in layout ``q``, where one follows."""
+    x, y = eqn.invars[0], eqn.outvars[0]
+    if eqn.primitive is base.reshape_p:
+        runs = _groups(x.aval.shape, y.aval.shape)
+        q_other = None if runs is None else _regrouped(runs, q, 0 if v is x else 1)
+        if q_other is not None:
+            return q_other
+        to_out = _unit_map(x.aval.shape, y.aval.shape)
+        if to_out is None:
+            return None
+        link = to_out if v is x else {b: a for a, b in to_out.items()}
+        return _with_new_axes([link[d] for d in q if d in link], _rank(other))
+    if eqn.primitive is base.broadcast_in_dim_p:
+        dims = eqn.params["broadcast_dimensions"]
+        if v is y:  # the operand's axes in the order the result holds them
+            back = {d: a for a, d in enumerate(dims)}
+            return tuple(back[d] for d in q if d in back)
+        return _with_new_axes([dims[a] for a in q], _rank(y))
+    if eqn.primitive in _REDUCTIONS and v is x:
+        return _kept_order(q, eqn.params["axes"])
+    return None
+
+
 _RULES: dict = {base.broadcast_in_dim_p: _broadcast, linalg.dot_general_p: _dot_general,
                 base.reshape_p: _reshape, **{p: _reduction for p in _REDUCTIONS}}
+# The rules above that carry a layout from one component to another.
+_LINKS = frozenset([base.broadcast_in_dim_p, base.reshape_p, *_REDUCTIONS])
 
 
 # --- choosing the layouts -----------------------------------------------------------------------
@@ -330,9 +421,15 @@ class _Program:
         return count, size
 
 
+# Components one move may change together (a layout followed through reshapes and broadcasts).
+MAX_MOVE = 64
+
+
 def _choose(prog: _Program) -> None:
     """Give each component the layout, among its candidates, that lowers the cost most, until
-    no change lowers it."""
+    no change lowers it. A move sets one component's layout and the layouts it implies for
+    the components linked to it by reshapes, broadcasts and reductions (and theirs, in turn):
+    a chain of them changes at once or not at all."""
     comps = prog.comps
     members: dict[Var, list[Var]] = {}
     for v in comps.parent:
@@ -349,18 +446,44 @@ def _choose(prog: _Program) -> None:
     for _ in range(8):
         changed = False
         for root in roots:
-            eqns = touched[root]
-            values = {v: None for e in eqns for v in (*e.invars, *e.outvars)
-                      if isinstance(v, Var)}
-            best, best_cost = comps.layout[root], prog.cost(values)
-            for cand in _candidates(prog, root, eqns):
-                comps.layout[root] = cand
-                c = prog.cost(values)
-                if c < best_cost:
-                    best, best_cost, changed = cand, c, True
-            comps.layout[root] = best
+            for cand in _candidates(prog, root, touched[root]):
+                move = _move(prog, touched, root, cand)
+                eqns = {id(e): e for r in move for e in touched[r]}
+                values = {v: None for e in eqns.values() for v in (*e.invars, *e.outvars)
+                          if isinstance(v, Var)}
+                before = {r: comps.layout[r] for r in move}
+                old = prog.cost(values)
+                comps.layout.update(move)
+                if prog.cost(values) < old:
+                    changed = True
+                else:
+                    comps.layout.update(before)
         if not changed:
             return
+
+
+def _move(prog: _Program, touched: dict, root: Var, layout: Perm) -> dict[Var, Perm]:
+    """``root``'s component in ``layout`` and the layouts that implies for the components
+    linked to it (at most ``MAX_MOVE`` components)."""
+    move = {root: layout}
+    queue = [root]
+    while queue and len(move) < MAX_MOVE:
+        r = queue.pop()
+        for e in touched[r]:
+            if e.primitive not in _LINKS or not isinstance(e.invars[0], Var):
+                continue
+            x, y = e.invars[0], e.outvars[0]
+            for v, other in ((x, y), (y, x)):
+                if prog.root_of.get(v) is not r or other not in prog.root_of:
+                    continue
+                o = prog.root_of[other]
+                if o in move:
+                    continue
+                q = _induced(e, v, move[r], other)
+                if q is not None and q != prog.comps.layout[o]:
+                    move[o] = q
+                    queue.append(o)
+    return move
 
 
 def _candidates(prog: _Program, root: Var, eqns: list[JaxprEqn]) -> list[Perm]:

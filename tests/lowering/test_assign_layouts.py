@@ -328,3 +328,44 @@ def test_compiled_random_programs_match_eager(seed):
 def test_a_program_without_transposes_is_returned_as_it_is():
     j = fx.make_jaxpr(lambda x: fnp.sum(fnp.sin(x) * 2.0, axis=0))(np.ones((3, 4))).jaxpr
     assert assign_layouts(j) is j
+
+
+def test_strided_nchw_gradient_keeps_only_the_boundary_layout_changes(monkeypatch):
+    """A stride-2 convolution's input gradient is computed in phases interleaved by broadcasts,
+    concatenations and reshapes (``split_dilated_convolutions``): the layout follows through
+    them, so what remains is the input to channels-last, the two OIHW weight gradients and the
+    input gradient returned in NCHW."""
+    def f(x, w1, w2):
+        h = fnp.maximum(lax.conv_general_dilated(x, w1, (2, 2), "SAME",
+                                                 dimension_numbers=NCHW), 0.0)
+        return fnp.sum(lax.conv_general_dilated(h, w2, (1, 1), "SAME",
+                                                dimension_numbers=NCHW) ** 2)
+
+    r = np.random.default_rng(4)
+    args = [r.standard_normal((2, 4, 8, 8)), r.standard_normal((8, 4, 3, 3)),
+            r.standard_normal((8, 8, 3, 3))]
+    closed = fx.make_jaxpr(fx.grad(f, argnums=(0, 1, 2)))(*args)
+    after = pipeline.optimize(closed.jaxpr, check=True)
+    monkeypatch.setattr(pipeline, "PASSES",
+                        tuple(p for p in pipeline.PASSES if p is not assign_layouts))
+    before = pipeline.optimize(closed.jaxpr, check=True)
+    assert _transposes(before) > 10
+    assert _transposes(after) == 4
+    _same_values(closed, after, *args)
+
+
+def test_a_reshape_merging_axes_carries_the_layout():
+    """A reshape merging two adjacent axes that the layout keeps together, in order, runs in
+    the layout: the transposes around it cancel."""
+    def f(x):
+        t = lax.transpose(x, (0, 3, 1, 2))  # (2, 5, 3, 4)
+        m = fnp.tanh(t).reshape(2, 5, 12)
+        return lax.transpose(m * 2.0, (0, 2, 1))
+
+    x = np.random.default_rng(5).standard_normal((2, 3, 4, 5))
+    closed = fx.make_jaxpr(f)(x)
+    after = assign_layouts(closed.jaxpr)
+    check_jaxpr(after)
+    assert _transposes(after) == 0
+    np.testing.assert_array_equal(eval_jaxpr(after, [], x)[0],
+                                  eval_jaxpr(closed.jaxpr, [], x)[0])
