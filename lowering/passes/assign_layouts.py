@@ -17,12 +17,14 @@ Protocol:
 - Equations between components whose parameters can absorb a layout (``transpose``,
   ``broadcast_in_dim`` from a lower rank, reductions that keep the order of the axes they
   reduce and of those they keep, ``dot_general`` whose free axes keep their order, ``reshape``
-  that only adds or drops axes of size one) are rewritten to read and write the assigned
-  layouts; a transpose whose two sides' layouts differ by exactly its permutation disappears.
+  that only adds or drops axes of size one, or merges or splits runs of adjacent axes that
+  both layouts keep whole and in order) are rewritten to read and write the assigned layouts;
+  a transpose whose two sides' layouts differ by exactly its permutation disappears.
 - Any other equation (and the program's inputs and outputs) reads and writes the user's layout:
   where a value is held in another, one transpose converts it, once per value and layout.
-- The layouts are chosen greedily, one component at a time, among the layouts that would
-  cancel an adjacent transpose or match a neighbour, keeping a change only where it lowers the
+- The layouts are chosen greedily: a move gives one component a layout that would cancel an
+  adjacent transpose or match a neighbour, and the components linked to it by reshapes,
+  broadcasts and reductions the layouts that implies, and is kept only where it lowers the
   program's transposes (by count, then by elements moved). The pass therefore never adds a
   transpose; the ones that remain are layout changes where the user's layout meets the chosen
   one, and each is labelled as such (its name stack reads ``layout: ...``, which ``as_text()``
