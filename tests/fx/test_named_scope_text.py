@@ -86,8 +86,9 @@ def test_lowered_schedule_names_the_scopes_of_each_step():
 
     w = np.ones((3, 4), np.float32)
     text = fx.jit(f).lower(X, w).as_text()
-    gemm = next(ln for ln in text.splitlines() if "gemm[dot_general]" in ln)
-    assert gemm.endswith("# encoder/proj"), text
+    # the product and the tanh after it in its store: one step, both scopes
+    gemm = next(ln for ln in text.splitlines() if "gemm[dot_general, tanh]" in ln)
+    assert gemm.endswith("# encoder/proj, encoder"), text
     assert "encoder/proj" in text.split("# schedule:")[0]
 
 

@@ -9,6 +9,7 @@ import pytest
 import fx
 import fx.lax as lax
 import fx.numpy as fnp
+from fx.lowering.kernels.cpu import conv_in_place
 from fx.runtime import cc
 
 pytestmark = pytest.mark.skipif(cc.compiler() is None, reason="needs a C compiler")
@@ -61,9 +62,14 @@ def test_switch_clamps_its_index_like_jax(index):
     _check(f, index, X)
 
 
-def test_loop_with_a_matmul_body_runs_on_the_host_over_the_compiled_body():
+def test_loop_with_a_matmul_body_runs_on_the_host_over_the_compiled_body(monkeypatch):
+    # A product BLAS runs (a library call) keeps the loop on the host; a small one runs as
+    # generated tiles (kernels.cpu.conv_in_place's small products), so the loop compiles whole.
     w = fnp.asarray(np.eye(4, dtype=np.float32) * 0.5)
     f = lambda x: lax.fori_loop(0, 5, lambda i, c: fnp.tanh(c @ w), x)  # noqa: E731
+    assert _loop_notes(f, X) == ["compiled loop: the body's kernels called from one C function"]
+    _check(f, X)
+    monkeypatch.setattr(conv_in_place, "SMALL_PRODUCT_FLOPS", 0)
     assert _loop_notes(f, X) == ["a host loop over the compiled body (one dispatch per "
                                  "iteration)"]
     _check(f, X)

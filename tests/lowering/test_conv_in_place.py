@@ -150,3 +150,14 @@ def test_large_products_keep_blas_and_vectors_are_one_row():
     v, m = _operands((7,), (7, 33), seed=5)  # (the pipeline reads v as one row, (1, 7))
     for f in (lambda v, m: v @ m, lambda v, m: m.T @ v):
         _close(fx.jit(f)(v, m), f(v, m), 10)
+
+
+def test_conv_in_a_compiled_loop_body():
+    # A compiled loop renames its body's kernels: the tile's text names the kernel's vector
+    # type and helpers by the kernel's final name.
+    x, w = _operands((2, 6, 6, 4), (3, 3, 4, 4), seed=6)
+    conv = _conv(dict(window_strides=(1, 1), padding="SAME",
+                      dimension_numbers=("NHWC", "HWIO", "NHWC")))
+    f = lambda x, w: lax.fori_loop(0, 3, lambda i, c: fnp.tanh(conv(c, w)), x)  # noqa: E731
+    assert "native fx_loop" in _steps(f, x, w)  # the loop compiled whole
+    _close(fx.jit(f)(x, w), f(x, w), 40)

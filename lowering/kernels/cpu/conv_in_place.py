@@ -326,23 +326,26 @@ def conv_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[
     for key in ("mdims", "mxs", "mfs", "kdims", "kxs", "kws", "ndims", "nws"):
         d[key] = ", ".join(str(int(s)) for s in d[key])
     fields.update(d, L=lane, VW=vecs * lane,
-                  splat=", ".join(["s"] * lane), tile=_tile(name, rows, vecs, lane))
-    kernel = resources.sections(__package__, "conv_in_place.c")["kernel"]
+                  splat=", ".join(["s"] * lane))
+    # the tile's text goes into the template itself: it names the kernel's vector type and
+    # helpers by ${name}, which a kernel renamed later (a compiled loop's body) fills anew
+    kernel = resources.sections(__package__, "conv_in_place.c")["kernel"].replace(
+        "${tile}", _tile(rows, vecs, lane))
     return CKernel(name, params, kernel, tuple(fields.items()), None,
                    work=d["M"] * d["N"] * d["K"])
 
 
-def _tile(name: str, rows: int, vecs: int, lane: int) -> str:
+def _tile(rows: int, vecs: int, lane: int) -> str:
     """The body of a tile of ``rows`` x ``vecs`` vectors (section tile of the C file)."""
-    v_t = f"{name}_v"
+    v_t = "${name}_v"
     acc = "\n".join(f"  {v_t} c{r}_{v}; memcpy(&c{r}_{v}, &c[{r}][{v * lane}], sizeof c{r}_{v});"
                     for r in range(rows) for v in range(vecs))
     pointers = "\n".join(f"    const float* p{r} = a[{r}] + off;" for r in range(rows))
     steps = [f"      const {v_t} w{v} = *(const {v_t}*)(wt + i * {vecs * lane} + {v * lane});"
              for v in range(vecs)]
     for r in range(rows):
-        steps.append(f"      {{ const {v_t} s = {name}_splat(p{r}[i * SK]);")
-        steps += [f"        c{r}_{v} = {name}_fma(s, w{v}, c{r}_{v});" for v in range(vecs)]
+        steps.append(f"      {{ const {v_t} s = ${{name}}_splat(p{r}[i * SK]);")
+        steps += [f"        c{r}_{v} = ${{name}}_fma(s, w{v}, c{r}_{v});" for v in range(vecs)]
         steps[-1] += " }"
     stores = "\n".join(f"  memcpy(&c[{r}][{v * lane}], &c{r}_{v}, sizeof c{r}_{v});"
                        for r in range(rows) for v in range(vecs))
