@@ -315,8 +315,9 @@ def first_step_seconds_fresh(framework: str, env: dict | None = None) -> float:
     return float(out.stdout.split()[-1])
 
 
-def digits_epoch(repeat: int):
-    """Seconds for one epoch of the examples' MLP on the digits (fx and jax, same batches)."""
+def digits_epoch(repeat: int, cnn: bool = False):
+    """Seconds for one epoch of the examples' MLP (or, with ``cnn``, examples/cnn_digits.py's
+    LeNet on 8x8x1 images) on the digits (fx and jax, same batches)."""
     import jax
     import jax.example_libraries.stax as jstax
     import jax.numpy as jnp
@@ -331,7 +332,16 @@ def digits_epoch(repeat: int):
     n = (len(x) // 64) * 64
 
     def net(s):
+        if cnn:
+            return s.serial(
+                s.Conv(16, (3, 3), padding="SAME"), s.Relu, s.MaxPool((2, 2), (2, 2)),
+                s.Conv(32, (3, 3), padding="SAME"), s.Relu, s.MaxPool((2, 2), (2, 2)),
+                s.Flatten, s.Dense(128), s.Relu, s.Dense(10), s.LogSoftmax)
         return s.serial(s.Dense(256), s.Relu, s.Dense(256), s.Relu, s.Dense(10), s.LogSoftmax)
+
+    shape = (64, 8, 8, 1) if cnn else (64, 64)
+    if cnn:
+        x = x.reshape(-1, 8, 8, 1)
 
     def make(lib_np, vg, apply, adam_init, adam_update):
         def loss(p, xb, yb):
@@ -367,7 +377,7 @@ def digits_epoch(repeat: int):
 
     f_init, f_apply = net(fstax)
     j_init, j_apply = net(jstax)
-    _, pj = j_init(jax.random.PRNGKey(0), (64, 64))
+    _, pj = j_init(jax.random.PRNGKey(0), shape)
     pf = fx.tree_util.tree_map(lambda a: fnp.asarray(np.asarray(a)), pj)
     fstep = fx.jit(make(fnp, fx.value_and_grad, f_apply, None, fx_update))
     jstep = jax.jit(make(jnp, jax.value_and_grad, j_apply, None, jax_update))
@@ -493,6 +503,8 @@ def main():
 
     # 2c. one epoch of the digits MLP (adam, batch 64), as in examples/mlp_digits.py
     row("digits MLP epoch (adam, batch 64)", *digits_epoch(repeat=max(repeat // 4, 3)))
+    row("digits CNN epoch (examples/cnn_digits.py)",
+        *digits_epoch(repeat=max(repeat // 4, 3), cnn=True))
 
     # 2d. a 1,000-step fori_loop inside one jitted function vs a Python loop of jitted calls
     body_fx, body_jax = fori_loop_body(fnp), fori_loop_body(jnp)
