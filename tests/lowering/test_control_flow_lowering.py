@@ -63,13 +63,13 @@ def test_switch_clamps_its_index_like_jax(index):
 
 
 def test_loop_with_a_matmul_body_runs_on_the_host_over_the_compiled_body(monkeypatch):
-    # A product BLAS runs (a library call) keeps the loop on the host; a small one runs as
-    # generated tiles (kernels.cpu.conv_in_place's small products), so the loop compiles whole.
+    # A product BLAS runs (a library call) keeps the loop on the host; as generated tiles
+    # (kernels.cpu.conv_in_place's products, float32's default), the loop compiles whole.
     w = fnp.asarray(np.eye(4, dtype=np.float32) * 0.5)
     f = lambda x: lax.fori_loop(0, 5, lambda i, c: fnp.tanh(c @ w), x)  # noqa: E731
     assert _loop_notes(f, X) == ["compiled loop: the body's kernels called from one C function"]
     _check(f, X)
-    monkeypatch.setattr(conv_in_place, "SMALL_PRODUCT_FLOPS", 0)
+    monkeypatch.setattr(conv_in_place, "TILED_PRODUCT_MAX_FLOPS", 0)
     assert _loop_notes(f, X) == ["a host loop over the compiled body (one dispatch per "
                                  "iteration)"]
     _check(f, X)

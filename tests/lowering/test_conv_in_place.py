@@ -124,7 +124,7 @@ def test_kernel_compiles_at_every_level(monkeypatch, march, lanes, instruction):
     assert re.search(instruction, asm), march
 
 
-# --- small products: the same kernel for a dot_general of plain operands --------------------
+# --- products: the same kernel for a dot_general of plain operands --------------------------
 
 SMALL_DOTS = [  # lhs shape, rhs shape, contracting dims
     ((64, 128), (128, 128), ((1,), (0,))),      # a dense layer
@@ -135,21 +135,28 @@ SMALL_DOTS = [  # lhs shape, rhs shape, contracting dims
 
 
 @pytest.mark.parametrize("lhs,rhs,dims", SMALL_DOTS)
-def test_small_products_run_as_tiles_and_match_eager(lhs, rhs, dims):
+def test_products_run_as_tiles_and_match_eager(lhs, rhs, dims):
     a, b = _operands(lhs, rhs, seed=3)
     f = lambda a, b: fnp.maximum(lax.dot_general(a, b, (dims, ((), ()))), 0.0)  # noqa: E731
     text = _steps(f, a, b)
-    assert "impl: cpu.small_gemm" in text, text
+    assert "impl: cpu.tiled_gemm" in text, text
     assert len(re.findall(r"^  step ", text, re.M)) == 1, text  # relu in the store
     _close(fx.jit(f)(a, b), f(a, b), 100)
 
 
-def test_large_products_keep_blas_and_vectors_are_one_row():
+def test_large_products_run_as_tiles_and_vectors_are_one_row():
     a, b = _operands((256, 784), (784, 512), seed=4)
-    assert "impl: cpu.blas_gemm" in _steps(lambda a, b: a @ b, a, b)
+    assert "impl: cpu.tiled_gemm" in _steps(lambda a, b: a @ b, a, b)
+    _close(fx.jit(lambda a, b: a @ b)(a, b), a @ b, 800)
     v, m = _operands((7,), (7, 33), seed=5)  # (the pipeline reads v as one row, (1, 7))
     for f in (lambda v, m: v @ m, lambda v, m: m.T @ v):
         _close(fx.jit(f)(v, m), f(v, m), 10)
+
+
+def test_batched_products_keep_blas():
+    a, b = _operands((4, 16, 32), (4, 32, 8), seed=7)
+    f = lambda a, b: lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,))))  # noqa: E731
+    assert "impl: cpu.blas_gemm" in _steps(f, a, b)
 
 
 def test_conv_in_a_compiled_loop_body():

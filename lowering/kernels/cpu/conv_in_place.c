@@ -60,9 +60,10 @@ static void ${name}(${sig}) {
   int64_t* ko = (int64_t*)malloc((size_t)KO * sizeof(int64_t));
   int64_t* mo = (int64_t*)malloc((size_t)MO * 2 * sizeof(int64_t));
   int64_t* nw = (int64_t*)malloc((size_t)NP * VW * sizeof(int64_t));
+  int64_t* wk = (int64_t*)malloc((size_t)K * sizeof(int64_t));
   /* the sums of every tile between chunks of k (one chunk: none) */
   float* cs = NC > 1 ? (float*)calloc((size_t)(TILES * R * VW), sizeof(float)) : NULL;
-  if (!wp || !ko || !mo || !nw || (NC > 1 && !cs)) abort();
+  if (!wp || !ko || !mo || !nw || !wk || (NC > 1 && !cs)) abort();
   for (int64_t n = 0; n < NP * VW; n++) {
     int64_t rest = n, wo = 0;
     for (int64_t d = ND - 1; d >= 0; d--) {
@@ -71,7 +72,7 @@ static void ${name}(${sig}) {
     }
     nw[n] = n < N ? wo : -1;
   }
-  /* The offsets of the contracted indices in x (outer ones) and w packed into panels. */
+  /* The offsets of the contracted indices in x (outer ones) and in w. */
   for (int64_t k = 0; k < K; k++) {
     int64_t rest = k, xo = 0, wo = 0;
     for (int64_t d = KD - 1; d >= 0; d--) {
@@ -81,9 +82,23 @@ static void ${name}(${sig}) {
       wo += i * kws[d];
     }
     if (k % KI == 0) ko[k / KI] = xo;
-    for (int64_t n = 0; n < NP * VW; n++)
-      wp[(n / VW * K + k) * VW + n % VW] = nw[n] >= 0 ? w[wo + nw[n]] : 0.0f;
+    wk[k] = wo;
   }
+  /* w packed into panels, one panel's rows of k after the other (columns past N zero); a
+     run of w's columns is copied whole where they are one dimension of stride 1 */
+  const int contiguous = ND == 1 && nws[0] == 1;
+  #pragma omp parallel for collapse(2) schedule(static) if (K * NP * VW > 65536)
+  for (int64_t p = 0; p < NP; p++)
+    for (int64_t k = 0; k < K; k++) {
+      float* dst = wp + (p * K + k) * VW;
+      const int64_t n0 = p * VW, cols = N - n0 < VW ? N - n0 : VW;
+      if (contiguous) {
+        memcpy(dst, w + wk[k] + n0, (size_t)cols * sizeof(float));
+      } else {
+        for (int64_t j = 0; j < cols; j++) dst[j] = w[wk[k] + nw[n0 + j]];
+      }
+      for (int64_t j = cols; j < VW; j++) dst[j] = 0.0f;
+    }
   /* each outer row index: its offset in x and its flat row of the product */
   for (int64_t o = 0; o < MO; o++) {
     int64_t rest = o, xo = 0, fo = 0;
@@ -117,6 +132,7 @@ static void ${name}(${sig}) {
     }
   }
   free(cs);
+  free(wk);
   free(nw);
   free(mo);
   free(ko);

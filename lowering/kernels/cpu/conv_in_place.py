@@ -162,18 +162,21 @@ def convs_in_place(jaxpr: Jaxpr, consts: list, hoisted: tuple = (),
 
 # --- the kernel -----------------------------------------------------------------------------
 
-# Products of at most this many flops run as the same kernel (a dot_general of plain operands
-# is the case of a window of one element): there BLAS's call and the wake-up of its own thread
-# pool cost more than the product, and a pool thread that finds its core taken by another
-# process stalls the whole call; the kernel runs on one thread below OpenMP's threshold and
-# hands its tiles out guided above it. Larger products keep BLAS.
-SMALL_PRODUCT_FLOPS = 8e6
+# Float32 products run as the same kernel (a dot_general of plain operands is the case of a
+# window of one element), on the generated kernels' OpenMP threads: with BLAS's own thread
+# pool beside them the two pools take turns on the cores (BLAS's idle threads keep spinning
+# after each call while the next kernel's threads want the cores: on a 2-core machine the
+# residual CNN's step took 93 ms with OpenBLAS's two threads, 48 ms with one), and a small
+# product costs less than BLAS's call and the wake-up of its pool. Tiles are as fast as
+# OpenBLAS's on the MLP's products. Products above this many flops keep BLAS (none: the
+# constant is there to compare the two).
+TILED_PRODUCT_MAX_FLOPS = math.inf
 
 
-def small_product(g: FusionGroup) -> bool:
+def tiled_product(g: FusionGroup) -> bool:
     """A GEMM group anchored by a float32 ``dot_general`` of two operands with free
-    dimensions, without batch dimensions, of at most ``SMALL_PRODUCT_FLOPS``, whose operands
-    the kernel can read (see ``applies``)."""
+    dimensions, without batch dimensions, of at most ``TILED_PRODUCT_MAX_FLOPS``, whose
+    operands the kernel can read (see ``applies``)."""
     if g.kind is not GroupKind.GEMM or g.anchor.primitive is not linalg.dot_general_p:
         return False
     dot = g.anchor
@@ -189,7 +192,7 @@ def small_product(g: FusionGroup) -> bool:
     if len(lc) == x.aval.ndim or len(rc) == w.aval.ndim:
         return False  # a vector operand: no rows or no columns to tile
     k = math.prod(x.aval.shape[d] for d in lc)
-    return (0 < 2.0 * k * dot.outvars[0].aval.size <= SMALL_PRODUCT_FLOPS
+    return (0 < 2.0 * k * dot.outvars[0].aval.size <= TILED_PRODUCT_MAX_FLOPS
             and all(_source(g, v) is not None for v in dot.invars))
 
 
@@ -308,7 +311,7 @@ def describe(g: FusionGroup) -> str:
     d = _geometry(g)
     r, v = d["R"], d["V"]
     what = ("convolution reading its input in place" if g.anchor.primitive is conv_in_place_p
-            else "product (small: BLAS's threads would cost more)")
+            else "product on the kernels' threads")
     return (f"float32 {what}, {r}x{v * lanes()} register "
             f"tiles, M={d['M']} N={d['N']} K={d['K']}")
 

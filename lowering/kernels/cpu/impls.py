@@ -44,10 +44,10 @@ register(OpImpl("cpu.in_place_conv", "cpu", GroupKind.GEMM, frozenset([dtypes.fl
                 applies=lambda g: conv_in_place.applies(g) and generable(g),
                 kernel=conv_in_place.conv_kernel, fuses_epilogue=True,
                 describe=conv_in_place.describe))
-register(OpImpl("cpu.small_gemm", "cpu", GroupKind.GEMM, frozenset([dtypes.float32]), {},
+register(OpImpl("cpu.tiled_gemm", "cpu", GroupKind.GEMM, frozenset([dtypes.float32]), {},
                 True, lambda g: conv_in_place.cost(group_flops(g)),
                 "generated float32 register tiles, epilogue fused in the store",
-                applies=lambda g: conv_in_place.small_product(g) and generable(g),
+                applies=lambda g: conv_in_place.tiled_product(g) and generable(g),
                 kernel=conv_in_place.conv_kernel, fuses_epilogue=True,
                 describe=conv_in_place.describe))
 register(OpImpl("cpu.in_place_conv_numpy", "cpu", GroupKind.GEMM, frozenset([dtypes.float32]),
