@@ -24,10 +24,12 @@ C = Dialect(
     # Threads only pay off with enough total work (elements touched by the whole kernel); a
     # small kernel gets no pragma at all, since even a parallel region its if() clause turns
     # off costs a call into the OpenMP runtime (a loop of tiny kernels paid it every step).
-    parallel_for="#pragma omp parallel for schedule(static)\n"
+    # Iterations are handed out guided, not split statically: where another process holds
+    # one of the cores, the thread on the free one takes more of them instead of waiting.
+    parallel_for="#pragma omp parallel for schedule(guided)\n"
                  "for ({it} {v} = {start}; {v} < {stop}; {v}++)",
     parallel_min_work=32768,
-    parallel_for_simd="#pragma omp parallel for simd schedule(static)\n"
+    parallel_for_simd="#pragma omp parallel for simd schedule(guided)\n"
                       "for ({it} {v} = {start}; {v} < {stop}; {v}++)",
     simd_loop="#pragma omp simd",
     stage_narrow_stores=True,

@@ -66,8 +66,9 @@ def test_only_kernels_with_enough_work_start_threads():
     small = Renderer(C).kernel(_kernels(_fused, fnp.ones(16), fnp.ones(16))[0])
     (big,) = _kernels(_fused, fnp.ones(C.parallel_min_work + 1), fnp.ones(C.parallel_min_work + 1))
     assert "omp" not in small
-    # Straight-line bodies are independent iterations: SIMD lanes within each thread.
-    assert "#pragma omp parallel for simd schedule(static)\n" in Renderer(C).kernel(big)
+    # Straight-line bodies are independent iterations: SIMD lanes within each thread, handed
+    # out guided (a thread whose core another process holds takes fewer of them).
+    assert "#pragma omp parallel for simd schedule(guided)\n" in Renderer(C).kernel(big)
 
 
 def test_golden_c_broadcast_becomes_index_arithmetic():
