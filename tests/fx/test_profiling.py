@@ -42,7 +42,7 @@ def test_every_step_is_timed_once_with_its_work():
     text = str(prof)
     assert text.startswith("profile of ") and "100.0 GFLOP/s float32 FMA peak" in text
     assert len(text.splitlines()) == 3 + len(prof.calls)
-    assert "cpu.blas_gemm" in text and "cpu.fused_elementwise" in text
+    assert "cpu.tiled_gemm" in text and "cpu.fused_elementwise" in text
 
 
 def test_one_call_per_operation_computes_the_same_values():

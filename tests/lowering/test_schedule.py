@@ -12,9 +12,17 @@ import fx
 import fx.numpy as jnp
 from fx.avals import ShapedArray
 from fx.jaxpr import Var
+from fx.lowering.kernels.cpu import conv_in_place
 from fx.lowering.program import operations
 from fx.lowering.program.operations import Buffer, HostCall, waves
 from fx.runtime.executor import Executable
+
+
+@pytest.fixture(autouse=True)
+def _products_in_blas(monkeypatch):
+    # The towers' products as BLAS library calls, the steps the scheduler runs side by side
+    # (float32 products are otherwise generated tiles on the kernels' own threads).
+    monkeypatch.setattr(conv_in_place, "TILED_PRODUCT_MAX_FLOPS", 0)
 
 
 def _towers(x, a1, a2, b1, b2):
