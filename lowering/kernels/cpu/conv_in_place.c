@@ -18,33 +18,30 @@
 
 #include <stdlib.h>
 #include <string.h>
-#if defined(__AVX512F__) || defined(__FMA__)
-#include <immintrin.h>
-#endif
 typedef float ${name}_v __attribute__((vector_size(${L} * 4)));
-static inline ${name}_v ${name}_fma(${name}_v a, ${name}_v b, ${name}_v c) {
-#if ${L} == 16 && defined(__AVX512F__)
-  return (${name}_v)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
-#elif ${L} == 8 && defined(__FMA__)
-  return (${name}_v)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
-#elif ${L} == 4 && defined(__FMA__)
-  return (${name}_v)_mm_fmadd_ps((__m128)a, (__m128)b, (__m128)c);
-#else
-  return a * b + c;
-#endif
-}
 static inline ${name}_v ${name}_splat(float s) { return (${name}_v){${splat}}; }
 static inline void ${name}_epilogue(int64_t i0, int64_t i1, float acc, ${sig}) {
 ${epilogue}
 }
 /* One tile: rows a[0..R) of A (each a pointer to its row's first element) times KOc outer
-   steps of the panel wp (KI x VW columns each, zero beyond N), added to c. */
-static __attribute__((noinline)) void ${name}_tile(const float* const* a, const int64_t* ko,
+   steps of the panel wp (KI x VW columns each, zero beyond N), added to c. Its one kind of
+   arithmetic, s * w + acc, contracts to a fused multiply-add where the target has one (the
+   kernels are otherwise compiled without contraction). */
+static __attribute__((noinline, optimize("fp-contract=fast"))) void ${name}_tile(const float* const* a, const int64_t* ko,
     int64_t KOc, const float* wp, float (*c)[${VW}]) {
   const int64_t KI = ${KI}, SK = ${SK};
 ${tile}
 }
-static void ${name}(${sig}) {
+/* A tile's sums through the group's epilogue: rows live of it, from flat row m0 (FM apart),
+   columns cols from n0. */
+static __attribute__((noinline)) void ${name}_store(int64_t m0, int64_t live, int64_t n0,
+    int64_t cols, float (*c)[${VW}], ${sig}) {
+  for (int64_t r = 0; r < live; r++)
+    for (int64_t j = 0; j < cols; j++) ${name}_epilogue(m0 + r * ${FM}, n0 + j, c[r][j], ${args});
+}
+/* The driver (tables, packing, the tiles' schedule) is compiled at -O1: its loops run once
+   per call or per tile, and at -O3 it took most of a kernel's compile time. */
+static __attribute__((optimize("O1"))) void ${name}(${sig}) {
   const int64_t M = ${M}, N = ${N}, K = ${K}, LM = ${LM}, SM = ${SM}, FM = ${FM};
   const int64_t KO = ${KO}, KI = ${KI}, KC = ${KC}, R = ${R}, VW = ${VW};
   static const int64_t mdims[] = {${mdims}}, mxs[] = {${mxs}}, mfs[] = {${mfs}};
@@ -125,10 +122,7 @@ static void ${name}(${sig}) {
       float (*c)[${VW}] = cs ? (float (*)[${VW}])(cs + u * R * VW) : one;
       if (!cs) memset(one, 0, sizeof one);
       ${name}_tile(rows, ko + ch * KC, KOc, wp + (p * K + ch * KC * KI) * VW, c);
-      if (ch == NC - 1)
-        for (int64_t r = 0; r < live; r++)
-          for (int64_t j = 0; j < cols; j++)
-            ${name}_epilogue(mo[2 * o + 1] + (r0 + r) * FM, n0 + j, c[r][j], ${args});
+      if (ch == NC - 1) ${name}_store(mo[2 * o + 1] + r0 * FM, live, n0, cols, c, ${args});
     }
   }
   free(cs);

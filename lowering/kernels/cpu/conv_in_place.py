@@ -19,7 +19,9 @@ tile of ``R`` rows by ``V`` vectors of sums in registers (``R * V`` fused multip
 ``R`` broadcasts and ``V`` loads), and runs the tiles on the OpenMP threads; the group's
 elementwise epilogue (bias, activation) runs in the store. The vectors are GCC vectors of the
 target's widest float width (16 lanes with AVX-512, 8 with AVX, else 4), so it compiles for
-every ISA level.
+every ISA level; the tile alone is compiled with contraction, so its ``s * w + acc`` is a
+fused multiply-add wherever the target has one (no intrinsics: ``immintrin.h`` alone took
+most of a kernel's compile time).
 
 ``conv_in_place``'s NumPy implementation is ``dot_general(conv_patches(x), w)``; like
 ``conv_patches`` it exists only inside lowered programs (no transformation rules).
@@ -348,7 +350,7 @@ def _tile(rows: int, vecs: int, lane: int) -> str:
              for v in range(vecs)]
     for r in range(rows):
         steps.append(f"      {{ const {v_t} s = ${{name}}_splat(p{r}[i * SK]);")
-        steps += [f"        c{r}_{v} = ${{name}}_fma(s, w{v}, c{r}_{v});" for v in range(vecs)]
+        steps += [f"        c{r}_{v} = s * w{v} + c{r}_{v};" for v in range(vecs)]
         steps[-1] += " }"
     stores = "\n".join(f"  memcpy(&c[{r}][{v * lane}], &c{r}_{v}, sizeof c{r}_{v});"
                        for r in range(rows) for v in range(vecs))
