@@ -186,4 +186,5 @@ def column_reduction_kernel(group: FusionGroup, name: str, inputs, outputs) -> i
             b.emit(ir.Loop("j", left, tuple(b.pop())))
         b.emit(finish([(q, first) for q in parts], outer_idx))
         body.append(ir.Loop("o", n_outer, tuple(b.pop())))
-    return ir.Kernel(name, b.params(), (*b.top.stmts, *body), work=math.prod(in_shape))
+    return ir.Kernel(name, b.params(), (*b.top.stmts, *body), work=math.prod(in_shape),
+                     dialects=("c",))  # a CPU strategy (op_info registers it for the CPU)

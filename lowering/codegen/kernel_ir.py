@@ -158,6 +158,9 @@ class Kernel:
     work: int = 0  # elements touched, for the launch/threading heuristics
     restrict: bool = True  # False when the memory plan made two parameters alias (in place)
     wide_vectors: bool = False  # vectorize with the ISA's widest vectors (see renderer.C)
+    # The dialects it is written for (by name), None for all: a CPU-only strategy's kernel
+    # (local arrays of partial sums sized for a CPU's cache) has no form elsewhere.
+    dialects: tuple[str, ...] | None = None
 
     # The launch shape is the runtime's to choose (from the parallel loop), not the kernel's.
     launch = None
@@ -166,7 +169,10 @@ class Kernel:
         return dataclasses.replace(self, name=name)
 
     def render(self, renderer) -> str:
-        """Its source in ``renderer``'s dialect (``renderer.Renderer``)."""
+        """Its source in ``renderer``'s dialect (``renderer.Renderer``); empty in a dialect
+        it is not written for."""
+        if self.dialects is not None and renderer.d.name not in self.dialects:
+            return ""
         return renderer.kernel(self)
 
 
