@@ -18,6 +18,8 @@ params: ``window_dimensions`` (K), ``window_strides``, ``padding`` (pairs),
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from fx.avals import ShapedArray
@@ -35,6 +37,15 @@ from fx.lowering.fusion.primitive_rules import (
 )
 
 conv_patches_p = Primitive("conv_patches")
+
+
+def patches_product_flops(eqn) -> float:
+    """The flops of a product of ``conv_patches(x)`` that reads ``x`` itself (the primitives
+    ``conv_in_place`` and ``int8_packed_conv``: operand ``x``, params ``patches`` and the
+    dot's ``dimension_numbers``): 2 x the contracted patch elements per output."""
+    (lc, _), _ = eqn.params["dimension_numbers"]
+    pat = patches_shape(eqn.invars[0].aval.shape, **dict(eqn.params["patches"]))
+    return 2.0 * math.prod(pat[d] for d in lc) * eqn.outvars[0].aval.size
 
 
 def patches_shape(shape, window_dimensions, window_strides, padding, base_dilation,

@@ -41,7 +41,11 @@ from fx.jaxpr import Jaxpr, JaxprEqn, Literal, Var
 from fx.lax import base, linalg, structural
 from fx.lowering import resources
 from fx.lowering.codegen.c_kernel import CKernel
-from fx.lowering.codegen.conv_patches import conv_patches_p, patches_shape
+from fx.lowering.codegen.conv_patches import (
+    conv_patches_p,
+    patches_product_flops,
+    patches_shape,
+)
 from fx.lowering.fusion.groups import FusionGroup, GroupKind
 from fx.lowering.fusion.primitive_rules import Pattern, patterns
 from fx.lowering.kernels.int8.int8_epilogue import epilogue_function
@@ -71,13 +75,7 @@ def _impl(x, w, *, patches, **params):
 patterns[conv_in_place_p] = Pattern.OUT_ELEMENTWISE_FUSABLE
 
 
-def _flops(eqn) -> float:
-    (lc, _), _ = eqn.params["dimension_numbers"]
-    pat = patches_shape(eqn.invars[0].aval.shape, **dict(eqn.params["patches"]))
-    return 2.0 * math.prod(pat[d] for d in lc) * eqn.outvars[0].aval.size
-
-
-flops_rules[conv_in_place_p] = _flops
+flops_rules[conv_in_place_p] = patches_product_flops
 
 # The kernel's cost in nanoseconds for ``flops`` (operator selection's unit): ~60 flops per ns
 # on the machine's cores, after a call's setup (packing w, the offset tables).

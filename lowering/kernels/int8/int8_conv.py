@@ -31,7 +31,11 @@ from fx.jaxpr import Jaxpr, Var
 from fx.lax import linalg
 from fx.lowering import resources
 from fx.lowering.codegen.c_kernel import CKernel
-from fx.lowering.codegen.conv_patches import conv_patches_p, patches_shape
+from fx.lowering.codegen.conv_patches import (
+    conv_patches_p,
+    patches_product_flops,
+    patches_shape,
+)
 from fx.lowering.fusion.groups import FusionGroup, GroupKind
 from fx.lowering.fusion.primitive_rules import Pattern, patterns
 from fx.lowering.kernels.int8 import int8_vnni
@@ -65,13 +69,7 @@ def _impl(x, b, panels, colsums, *, patches, **params):
 patterns[int8_packed_conv_p] = Pattern.OUT_ELEMENTWISE_FUSABLE
 
 
-def _flops(eqn) -> float:
-    (lc, _), _ = eqn.params["dimension_numbers"]
-    pat = patches_shape(eqn.invars[0].aval.shape, **dict(eqn.params["patches"]))
-    return 2.0 * math.prod(pat[d] for d in lc) * eqn.outvars[0].aval.size
-
-
-flops_rules[int8_packed_conv_p] = _flops
+flops_rules[int8_packed_conv_p] = patches_product_flops
 
 
 # --- the pass -------------------------------------------------------------------------------
