@@ -50,11 +50,11 @@ from collections.abc import Callable
 import numpy as np
 
 from fx import dtypes
-from fx.core import Tracer
 from fx.jaxpr import Atom, Jaxpr, JaxprEqn, Literal, SourceInfo, Var, has_effects
 from fx.lax import base, linalg, reductions, structural, windowed
 from fx.lowering.codegen.conv_patches import conv_patches_p
 from fx.lowering.fusion.primitive_rules import Pattern, pattern_of
+from fx.lowering.passes.rewrite import known_constants, with_constants
 
 Perm = tuple[int, ...]
 
@@ -638,10 +638,7 @@ def constant_operands_in_gemm_order(jaxpr: Jaxpr, consts: list, hoisted: tuple =
     product reads as a matrix in place, transposed or not, stay). The product's dimension
     numbers follow; its result is unchanged. The transposed values are appended to the
     constants."""
-    n = len(consts)
-    known = {v: c for v, c in zip(jaxpr.invars[:n], consts) if not isinstance(c, Tracer)}
-    known.update((v, c) for v, c in zip(jaxpr.invars[n:], hoisted)
-                 if not isinstance(c, Tracer))
+    known = known_constants(jaxpr, consts, hoisted)
     if not known:
         return jaxpr, consts
     made: dict[tuple[Var, Perm], Var] = {}
@@ -652,8 +649,7 @@ def constant_operands_in_gemm_order(jaxpr: Jaxpr, consts: list, hoisted: tuple =
         eqns.append(eqn)
     if not new_vars:
         return jaxpr, consts
-    invars = [*jaxpr.invars[:n], *new_vars, *jaxpr.invars[n:]]
-    return Jaxpr(jaxpr.constvars, invars, jaxpr.outvars, eqns), [*consts, *new_values]
+    return with_constants(jaxpr, consts, eqns, new_vars, new_values)
 
 
 def _with_constant_operands(eqn: JaxprEqn, known: dict, made: dict, new_vars: list,

@@ -2,7 +2,28 @@
 
 from __future__ import annotations
 
+from fx.core import Tracer
 from fx.jaxpr import Atom, Jaxpr, JaxprEqn, Literal, Var
+
+
+def known_constants(jaxpr: Jaxpr, consts: list, hoisted: tuple = ()) -> dict:
+    """For a constant pass (``backends.Backend.constant_passes``): the leading invars of
+    ``jaxpr`` bound to ``consts``, then to the jit's ``hoisted`` arrays, mapped to their
+    values where those are concrete (not a tracer of an enclosing transformation)."""
+    n = len(consts)
+    known = {v: c for v, c in zip(jaxpr.invars[:n], consts) if not isinstance(c, Tracer)}
+    known.update((v, c) for v, c in zip(jaxpr.invars[n:], hoisted)
+                 if not isinstance(c, Tracer))
+    return known
+
+
+def with_constants(jaxpr: Jaxpr, consts: list, eqns: list, new_vars: list,
+                   new_values: list) -> tuple[Jaxpr, list]:
+    """A constant pass's result: ``jaxpr`` with ``eqns``, and the constants ``new_vars``
+    (bound to ``new_values``) after ``consts`` (before the hoisted arrays and arguments)."""
+    n = len(consts)
+    invars = [*jaxpr.invars[:n], *new_vars, *jaxpr.invars[n:]]
+    return Jaxpr(jaxpr.constvars, invars, jaxpr.outvars, eqns), [*consts, *new_values]
 
 
 class Renamer:

@@ -21,11 +21,11 @@ from __future__ import annotations
 import numpy as np
 
 from fx.avals import ShapedArray
-from fx.core import Tracer
 from fx.jaxpr import Jaxpr, JaxprEqn, Var
 from fx.lax import base, linalg
 from fx.lowering.kernels.int8 import int8_vnni
 from fx.lowering.kernels.int8.int8_products import canonical_int8_dot, int8_packed_dot_p, layout
+from fx.lowering.passes.rewrite import known_constants, with_constants
 
 PANEL = 32  # columns of a panel: two 16-lane int32 accumulators per row of a tile
 ALIGN = 64  # bytes: a panel's rows start on a cache line (one zmm load each)
@@ -72,10 +72,7 @@ def _plain_reshape(eqn: JaxprEqn) -> bool:
 def pack_int8_weights(jaxpr: Jaxpr, consts: list, hoisted: tuple = ()) -> tuple[Jaxpr, list]:
     """``jaxpr`` with each int8 product by a constant weight as ``int8_packed_dot`` (see the
     module docstring), and the constants' values with the packed operands appended."""
-    n = len(consts)
-    known = {v: c for v, c in zip(jaxpr.invars[:n], consts) if not isinstance(c, Tracer)}
-    known.update((v, c) for v, c in zip(jaxpr.invars[n:], hoisted)
-                 if not isinstance(c, Tracer))
+    known = known_constants(jaxpr, consts, hoisted)
     if not known:
         return jaxpr, consts
     reshaped: dict[Var, Var] = {}  # a plain reshape's output -> the constant it reshapes
@@ -105,5 +102,4 @@ def pack_int8_weights(jaxpr: Jaxpr, consts: list, hoisted: tuple = ()) -> tuple[
                                 invars=[*eqn.invars, *packed[key]]))
     if not new_vars:
         return jaxpr, consts
-    invars = [*jaxpr.invars[:n], *new_vars, *jaxpr.invars[n:]]
-    return Jaxpr(jaxpr.constvars, invars, jaxpr.outvars, eqns), [*consts, *new_values]
+    return with_constants(jaxpr, consts, eqns, new_vars, new_values)
