@@ -32,6 +32,19 @@ static __attribute__((noinline, optimize("fp-contract=fast"))) void ${name}_tile
   const int64_t KI = ${KI}, SK = ${SK};
 ${tile}
 }
+/* The digits of i in the mixed radix dims[0..nd) (the last fastest) dotted with the strides
+   sa and sb, into *a and *b: an index of several dimensions as offsets in two arrays. */
+static inline void ${name}_digits(int64_t i, const int64_t* dims, int64_t nd,
+    const int64_t* sa, const int64_t* sb, int64_t* a, int64_t* b) {
+  int64_t oa = 0, ob = 0;
+  for (int64_t d = nd - 1; d >= 0; d--) {
+    oa += i % dims[d] * sa[d];
+    ob += i % dims[d] * sb[d];
+    i /= dims[d];
+  }
+  *a = oa;
+  *b = ob;
+}
 /* A tile's sums through the group's epilogue: rows live of it, from flat row m0 (FM apart),
    columns cols from n0. */
 static __attribute__((noinline)) void ${name}_store(int64_t m0, int64_t live, int64_t n0,
@@ -62,22 +75,14 @@ static __attribute__((optimize("O1"))) void ${name}(${sig}) {
   float* cs = NC > 1 ? (float*)calloc((size_t)(TILES * R * VW), sizeof(float)) : NULL;
   if (!wp || !ko || !mo || !nw || !wk || (NC > 1 && !cs)) abort();
   for (int64_t n = 0; n < NP * VW; n++) {
-    int64_t rest = n, wo = 0;
-    for (int64_t d = ND - 1; d >= 0; d--) {
-      wo += rest % ndims[d] * nws[d];
-      rest /= ndims[d];
-    }
+    int64_t wo, unused;
+    ${name}_digits(n, ndims, ND, nws, nws, &wo, &unused);
     nw[n] = n < N ? wo : -1;
   }
   /* The offsets of the contracted indices in x (outer ones) and in w. */
   for (int64_t k = 0; k < K; k++) {
-    int64_t rest = k, xo = 0, wo = 0;
-    for (int64_t d = KD - 1; d >= 0; d--) {
-      const int64_t i = rest % kdims[d];
-      rest /= kdims[d];
-      xo += i * kxs[d];
-      wo += i * kws[d];
-    }
+    int64_t xo, wo;
+    ${name}_digits(k, kdims, KD, kxs, kws, &xo, &wo);
     if (k % KI == 0) ko[k / KI] = xo;
     wk[k] = wo;
   }
@@ -97,17 +102,8 @@ static __attribute__((optimize("O1"))) void ${name}(${sig}) {
       for (int64_t j = cols; j < VW; j++) dst[j] = 0.0f;
     }
   /* each outer row index: its offset in x and its flat row of the product */
-  for (int64_t o = 0; o < MO; o++) {
-    int64_t rest = o, xo = 0, fo = 0;
-    for (int64_t d = MD - 1; d >= 0; d--) {
-      const int64_t i = rest % mdims[d];
-      rest /= mdims[d];
-      xo += i * mxs[d];
-      fo += i * mfs[d];
-    }
-    mo[2 * o] = xo;
-    mo[2 * o + 1] = fo;
-  }
+  for (int64_t o = 0; o < MO; o++)
+    ${name}_digits(o, mdims, MD, mxs, mfs, &mo[2 * o], &mo[2 * o + 1]);
   #pragma omp parallel if (M * N * K > 2000000)
   for (int64_t ch = 0; ch < NC; ch++) {
     const int64_t KOc = KO - ch * KC < KC ? KO - ch * KC : KC;
