@@ -1,6 +1,11 @@
 """Convolution geometries the kernels reading their input in place are tested on (the CPU's,
 ``tests/lowering/test_conv_in_place.py``, and CUDA's, ``test_cuda_conv_in_place.py``): layouts,
-strides, padding (cropping included), input and kernel dilation, 1-D to 3-D."""
+strides, padding (cropping included), input and kernel dilation, 1-D to 3-D; and the two
+helpers both files build their cases with."""
+
+import numpy as np
+
+import fx.lax as lax
 
 CONVS = [  # lhs shape, rhs shape, params
     ((2, 3, 5, 6), (4, 3, 3, 2), dict(window_strides=(1, 1), padding="VALID")),
@@ -28,3 +33,15 @@ CONVS = [  # lhs shape, rhs shape, params
     # NCHW / OIHW as PyTorch writes it, strided
     ((2, 6, 9, 9), (8, 6, 3, 3), dict(window_strides=(2, 2), padding=((1, 1), (1, 1)))),
 ]
+
+
+def conv(params):
+    """``conv_general_dilated`` with ``params``, as a function of the operands."""
+    return lambda x, w: lax.conv_general_dilated(x, w, **params)
+
+
+def operands(lhs, rhs, seed=0):
+    """float32 normal operands of the shapes ``lhs`` and ``rhs``."""
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(lhs).astype(np.float32),
+            rng.standard_normal(rhs).astype(np.float32))

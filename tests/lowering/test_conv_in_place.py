@@ -14,7 +14,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from conv_geometries import CONVS
+from conv_geometries import CONVS, conv, operands
 
 import fx
 import fx.lax as lax
@@ -24,24 +24,14 @@ from fx.runtime import cc
 
 pytestmark = pytest.mark.skipif(cc.compiler() is None, reason="needs a C compiler")
 
-def _conv(p):
-    return lambda x, w: lax.conv_general_dilated(x, w, **p)
-
-
-def _operands(lhs, rhs, seed=0):
-    rng = np.random.default_rng(seed)
-    return (rng.standard_normal(lhs).astype(np.float32),
-            rng.standard_normal(rhs).astype(np.float32))
-
-
 def _close(a, b, scale):
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5 * scale)
 
 
 @pytest.mark.parametrize("lhs,rhs,params", CONVS)
 def test_jit_matches_eager_with_gradients(lhs, rhs, params):
-    x, w = _operands(lhs, rhs)
-    f = _conv(params)
+    x, w = operands(lhs, rhs)
+    f = conv(params)
     k = int(np.prod(rhs)) // max(rhs)
     _close(fx.jit(f)(x, w), f(x, w), k)
 
@@ -61,8 +51,8 @@ def _steps(f, *args) -> str:
 
 def test_forward_and_both_gradients_run_in_place():
     lhs, rhs, params = CONVS[9]
-    x, w = _operands(lhs, rhs)
-    f = _conv(params)
+    x, w = operands(lhs, rhs)
+    f = conv(params)
     text = _steps(fx.grad(lambda x, w: fnp.sum(f(x, w) ** 2), argnums=(0, 1)), x, w)
     assert len(re.findall(r"impl: cpu\.in_place_conv ->", text)) == 3, text
     assert "conv_patches" not in text, text
@@ -70,9 +60,9 @@ def test_forward_and_both_gradients_run_in_place():
 
 def test_bias_and_relu_run_in_the_store():
     lhs, rhs, params = CONVS[9]
-    x, w = _operands(lhs, rhs)
+    x, w = operands(lhs, rhs)
     b = np.linspace(-1, 1, rhs[-1]).astype(np.float32)
-    f = lambda x, w, b: fnp.maximum(_conv(params)(x, w) + b, 0.0)  # noqa: E731
+    f = lambda x, w, b: fnp.maximum(conv(params)(x, w) + b, 0.0)  # noqa: E731
     text = _steps(f, x, w, b)
     assert re.search(r"gemm\[conv_in_place, [^\]]*add[^\]]*max", text), text
     assert len(re.findall(r"^  step ", text, re.M)) <= 2, text  # (a pad, the conv)
@@ -81,7 +71,7 @@ def test_bias_and_relu_run_in_the_store():
 
 def test_other_dtypes_and_groups_keep_the_gather():
     # float64 and grouped convolutions are not the kernel's: they keep their other forms.
-    x, w = _operands((2, 6, 6, 4), (3, 3, 2, 4))
+    x, w = operands((2, 6, 6, 4), (3, 3, 2, 4))
     grouped = lambda x, w: lax.conv_general_dilated(  # noqa: E731
         x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
         feature_group_count=2)
@@ -116,8 +106,8 @@ _X86 = platform.machine() in ("x86_64", "AMD64")
 def test_kernel_compiles_at_every_level(monkeypatch, march, lanes, instruction):
     monkeypatch.setattr(conv_in_place, "lanes", lambda: lanes)
     lhs, rhs, params = CONVS[9]
-    x, w = _operands(lhs, rhs)
-    source = fx.jit(_conv(params)).lower(x, w).as_text("source")
+    x, w = operands(lhs, rhs)
+    source = fx.jit(conv(params)).lower(x, w).as_text("source")
     flags = [f for f in cc.FLAGS if not f.startswith("-march") and f not in ("-shared", "-fPIC")]
     asm = subprocess.run(["gcc", *flags, f"-march={march}", "-S", "-o", "-", "-x", "c", "-"],
                          input=source, capture_output=True, text=True, check=True).stdout
@@ -136,7 +126,7 @@ SMALL_DOTS = [  # lhs shape, rhs shape, contracting dims
 
 @pytest.mark.parametrize("lhs,rhs,dims", SMALL_DOTS)
 def test_products_run_as_tiles_and_match_eager(lhs, rhs, dims):
-    a, b = _operands(lhs, rhs, seed=3)
+    a, b = operands(lhs, rhs, seed=3)
     f = lambda a, b: fnp.maximum(lax.dot_general(a, b, (dims, ((), ()))), 0.0)  # noqa: E731
     text = _steps(f, a, b)
     assert "impl: cpu.tiled_gemm" in text, text
@@ -145,16 +135,16 @@ def test_products_run_as_tiles_and_match_eager(lhs, rhs, dims):
 
 
 def test_large_products_run_as_tiles_and_vectors_are_one_row():
-    a, b = _operands((256, 784), (784, 512), seed=4)
+    a, b = operands((256, 784), (784, 512), seed=4)
     assert "impl: cpu.tiled_gemm" in _steps(lambda a, b: a @ b, a, b)
     _close(fx.jit(lambda a, b: a @ b)(a, b), a @ b, 800)
-    v, m = _operands((7,), (7, 33), seed=5)  # (the pipeline reads v as one row, (1, 7))
+    v, m = operands((7,), (7, 33), seed=5)  # (the pipeline reads v as one row, (1, 7))
     for f in (lambda v, m: v @ m, lambda v, m: m.T @ v):
         _close(fx.jit(f)(v, m), f(v, m), 10)
 
 
 def test_batched_products_keep_blas():
-    a, b = _operands((4, 16, 32), (4, 32, 8), seed=7)
+    a, b = operands((4, 16, 32), (4, 32, 8), seed=7)
     f = lambda a, b: lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,))))  # noqa: E731
     assert "impl: cpu.blas_gemm" in _steps(f, a, b)
 
@@ -162,9 +152,9 @@ def test_batched_products_keep_blas():
 def test_conv_in_a_compiled_loop_body():
     # A compiled loop renames its body's kernels: the tile's text names the kernel's vector
     # type and helpers by the kernel's final name.
-    x, w = _operands((2, 6, 6, 4), (3, 3, 4, 4), seed=6)
-    conv = _conv(dict(window_strides=(1, 1), padding="SAME",
-                      dimension_numbers=("NHWC", "HWIO", "NHWC")))
-    f = lambda x, w: lax.fori_loop(0, 3, lambda i, c: fnp.tanh(conv(c, w)), x)  # noqa: E731
+    x, w = operands((2, 6, 6, 4), (3, 3, 4, 4), seed=6)
+    same = conv(dict(window_strides=(1, 1), padding="SAME",
+                     dimension_numbers=("NHWC", "HWIO", "NHWC")))
+    f = lambda x, w: lax.fori_loop(0, 3, lambda i, c: fnp.tanh(same(c, w)), x)  # noqa: E731
     assert "native fx_loop" in _steps(f, x, w)  # the loop compiled whole
     _close(fx.jit(f)(x, w), f(x, w), 40)

@@ -13,11 +13,10 @@ import shutil
 
 import numpy as np
 import pytest
-from conv_geometries import CONVS
+from conv_geometries import CONVS, conv, operands
 from cuda_emulation import build, run
 
 import fx
-import fx.lax as lax
 import fx.numpy as fnp
 from fx.devices import cupy_module
 from fx.jaxpr import Literal
@@ -27,16 +26,6 @@ from fx.lowering.render.renderer import CUDA, render_module
 
 needs_gpp = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ (C++20)")
 IMPL = "cuda.in_place_conv"
-
-
-def _conv(p):
-    return lambda x, w: lax.conv_general_dilated(x, w, **p)
-
-
-def _operands(lhs, rhs, seed=0):
-    rng = np.random.default_rng(seed)
-    return (rng.standard_normal(lhs).astype(np.float32),
-            rng.standard_normal(rhs).astype(np.float32))
 
 
 def _loss(f):
@@ -89,8 +78,8 @@ DEFAULT_ROWS = (2, 4, 8, 10)
     pytest.param(*c, marks=() if i in DEFAULT_ROWS else pytest.mark.slow)
     for i, c in enumerate(CONVS)])
 def test_kernel_matches_the_numpy_form_and_eager_with_gradients(lhs, rhs, params):
-    x, w = _operands(lhs, rhs)
-    f = _conv(params)
+    x, w = operands(lhs, rhs)
+    f = conv(params)
     k = int(np.prod(rhs)) // max(rhs)
     grad = fx.grad(_loss(f), argnums=(0, 1))
     low = lower(fx.make_jaxpr(grad)(x, w), "cuda")
@@ -103,8 +92,8 @@ def test_kernel_matches_the_numpy_form_and_eager_with_gradients(lhs, rhs, params
 
 def test_forward_and_both_gradients_run_in_place():
     lhs, rhs, params = CONVS[9]
-    x, w = _operands(lhs, rhs)
-    grad = fx.grad(_loss(_conv(params)), argnums=(0, 1))
+    x, w = operands(lhs, rhs)
+    grad = fx.grad(_loss(conv(params)), argnums=(0, 1))
     text = lower(fx.make_jaxpr(grad)(x, w), "cuda").as_text()
     assert len(re.findall(r"impl: " + re.escape(IMPL) + " ->", text)) == 3, text
     assert "conv_patches" not in text and "cublas" not in text, text
@@ -113,11 +102,11 @@ def test_forward_and_both_gradients_run_in_place():
 @needs_gpp
 def test_bias_and_relu_run_in_the_store():
     lhs, rhs, params = CONVS[1]
-    x, w = _operands(lhs, rhs)
+    x, w = operands(lhs, rhs)
     b = np.linspace(-1, 1, rhs[-1]).astype(np.float32)
 
     def f(x, w, b):
-        return fnp.maximum(_conv(params)(x, w) + b, 0.0)
+        return fnp.maximum(conv(params)(x, w) + b, 0.0)
 
     low = lower(fx.make_jaxpr(f)(x, w, b), "cuda")
     text = low.as_text()
@@ -137,10 +126,10 @@ def test_bias_and_relu_run_in_the_store():
     ((2, 12, 12, 8), (3, 3, 8, 20), (32, 32)),
 ])
 def test_every_tile_shape(lhs, rhs, tile):
-    x, w = _operands(lhs, rhs, seed=1)
+    x, w = operands(lhs, rhs, seed=1)
     params = dict(window_strides=(1, 1), padding="SAME",
                   dimension_numbers=("NHWC", "HWIO", "NHWC"))
-    low = lower(fx.make_jaxpr(lambda x, w: fnp.tanh(_conv(params)(x, w)))(x, w), "cuda")
+    low = lower(fx.make_jaxpr(lambda x, w: fnp.tanh(conv(params)(x, w)))(x, w), "cuda")
     (step,) = [s for s in low.steps if s.choice.impl.name == IMPL]
     assert f"{tile[0]}x{tile[1]} block tiles" in step.choice.reason
     ran, _ = _emulate(low, (x, w), 100)
@@ -155,9 +144,9 @@ def test_tile_shapes():
 
 
 def test_float16_convolutions_keep_their_form():
-    x, w = _operands((2, 6, 6, 4), (3, 3, 4, 8))
+    x, w = operands((2, 6, 6, 4), (3, 3, 4, 8))
     p = dict(window_strides=(1, 1), padding="SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
-    half = lower(fx.make_jaxpr(_conv(p))(x.astype(np.float16), w.astype(np.float16)), "cuda")
+    half = lower(fx.make_jaxpr(conv(p))(x.astype(np.float16), w.astype(np.float16)), "cuda")
     assert "conv_in_place" not in half.as_text()
 
 
@@ -165,8 +154,8 @@ def test_float16_convolutions_keep_their_form():
 @pytest.mark.skipif(cupy_module() is None, reason="needs a CUDA device and CuPy")
 @pytest.mark.parametrize("lhs,rhs,params", CONVS)
 def test_on_the_gpu_matches_eager_with_gradients(lhs, rhs, params):
-    x, w = _operands(lhs, rhs)
-    f = _conv(params)
+    x, w = operands(lhs, rhs)
+    f = conv(params)
     k = int(np.prod(rhs)) // max(rhs)
     grad = fx.grad(_loss(f), argnums=(0, 1))
     jitted = fx.jit(grad, backend="cuda")
