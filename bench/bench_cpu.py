@@ -269,6 +269,31 @@ def residual_cnn(stax_lib):
                     s.AvgPool((16, 16)), s.Flatten, s.Dense(10), s.LogSoftmax)
 
 
+def cnn_steps(model, shape, key: int, rng):
+    """A value-and-grad step of ``model`` (``cnn`` or ``residual_cnn``) on a batch of
+    ``shape`` with 10 one-hot classes, for fx and for jax from the same initial weights (jax's
+    init with ``PRNGKey(key)``): ``(fx_call, jax_call, flops)``, the calls taking no
+    arguments, the flops fx's count of its step."""
+    import jax
+    import jax.example_libraries.stax as jstax
+    import jax.numpy as jnp
+
+    from fx.example_libraries import stax as fstax
+
+    _, apply_fx = model(fstax)
+    init_jax, apply_jax = model(jstax)
+    _, params_j = init_jax(jax.random.PRNGKey(key), shape)
+    params_f = fx.tree_util.tree_map(lambda a: fnp.asarray(np.asarray(a)), params_j)
+    x = rng.standard_normal(shape).astype(np.float32)
+    y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, shape[0])]
+    vg_fx = fx.jit(cnn_value_and_grad(fnp, fx.value_and_grad, apply_fx))
+    vg_jax = jax.jit(cnn_value_and_grad(jnp, jax.value_and_grad, apply_jax))
+    xf, yf, xj, yj = fnp.asarray(x), fnp.asarray(y), jnp.asarray(x), jnp.asarray(y)
+    flops = vg_fx.lower(params_f, xf, yf).cost_analysis()["flops"]
+    return (lambda: vg_fx(params_f, xf, yf),
+            lambda: jax.block_until_ready(vg_jax(params_j, xj, yj)), flops)
+
+
 def cnn_value_and_grad(np_, value_and_grad, apply):
     def loss(params, x, y):
         return -np_.mean(np_.sum(apply(params, x) * y, axis=1))
@@ -455,40 +480,16 @@ def main():
                machine_peaks)
 
     # 2b. CNN value-and-grad, batch 64 of 28x28x1 (the same initial weights in both)
-    import jax.example_libraries.stax as jstax
-
-    from fx.example_libraries import stax as fstax
-    init_fx, apply_fx = cnn(fstax)
-    init_jax, apply_jax = cnn(jstax)
-    _, params_j = init_jax(jax.random.PRNGKey(0), (64, 28, 28, 1))
-    params_f = fx.tree_util.tree_map(lambda a: fnp.asarray(np.asarray(a)), params_j)
-    xc = rng.standard_normal((64, 28, 28, 1)).astype(np.float32)
-    yc = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 64)]
-    vg_fx = fx.jit(cnn_value_and_grad(fnp, fx.value_and_grad, apply_fx))
-    vg_jax = jax.jit(cnn_value_and_grad(jnp, jax.value_and_grad, apply_jax))
-    xcf, ycf, xcj, ycj = fnp.asarray(xc), fnp.asarray(yc), jnp.asarray(xc), jnp.asarray(yc)
-    times = timeit_each([lambda: vg_fx(params_f, xcf, ycf),
-                         lambda: jax.block_until_ready(vg_jax(params_j, xcj, ycj))], repeat)
+    cnn_fx, cnn_jax, cnn_flops = cnn_steps(cnn, (64, 28, 28, 1), 0, rng)
+    times = timeit_each([cnn_fx, cnn_jax], repeat)
     row("CNN value_and_grad (batch 64, 28x28x1)", *times)
-    peak_share("CNN step", vg_fx.lower(params_f, xcf, ycf).cost_analysis()["flops"], times[0],
-               machine_peaks)
+    peak_share("CNN step", cnn_flops, times[0], machine_peaks)
 
     # 2b2. the residual CNN value-and-grad, batch 32 of 32x32x3
-    init_fx, apply_fx = residual_cnn(fstax)
-    init_jax, apply_jax = residual_cnn(jstax)
-    _, res_j = init_jax(jax.random.PRNGKey(1), (32, 32, 32, 3))
-    res_f = fx.tree_util.tree_map(lambda a: fnp.asarray(np.asarray(a)), res_j)
-    xr = rng.standard_normal((32, 32, 32, 3)).astype(np.float32)
-    yr = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 32)]
-    rvg_fx = fx.jit(cnn_value_and_grad(fnp, fx.value_and_grad, apply_fx))
-    rvg_jax = jax.jit(cnn_value_and_grad(jnp, jax.value_and_grad, apply_jax))
-    xrf, yrf, xrj, yrj = fnp.asarray(xr), fnp.asarray(yr), jnp.asarray(xr), jnp.asarray(yr)
-    times = timeit_each([lambda: rvg_fx(res_f, xrf, yrf),
-                         lambda: jax.block_until_ready(rvg_jax(res_j, xrj, yrj))],
-                        max(repeat // 2, 3))
+    res_fx, res_jax, res_flops = cnn_steps(residual_cnn, (32, 32, 32, 3), 1, rng)
+    times = timeit_each([res_fx, res_jax], max(repeat // 2, 3))
     row("residual CNN value_and_grad (batch 32, 32x32x3)", *times)
-    peak_share("residual CNN step", rvg_fx.lower(res_f, xrf, yrf).cost_analysis()["flops"],
-               times[0], machine_peaks)
+    peak_share("residual CNN step", res_flops, times[0], machine_peaks)
 
     # 2b'. the same two steps while another process keeps one core busy (a data loader, a
     # second job): fx's threads (OpenMP kernels, BLAS, the wave workers) must not lose more
@@ -498,8 +499,7 @@ def main():
             *timeit_each([lambda: step_fx(p_fx, xbf, ybf),
                           lambda: jax.block_until_ready(step_jax(p_jax, xbj, ybj))], repeat))
         row("CNN value_and_grad, one core busy",
-            *timeit_each([lambda: vg_fx(params_f, xcf, ycf),
-                          lambda: jax.block_until_ready(vg_jax(params_j, xcj, ycj))], repeat))
+            *timeit_each([cnn_fx, cnn_jax], repeat))
 
     # 2c. one epoch of the digits MLP (adam, batch 64), as in examples/mlp_digits.py
     row("digits MLP epoch (adam, batch 64)", *digits_epoch(repeat=max(repeat // 4, 3)))
