@@ -34,6 +34,17 @@ def _assigned(closed):
     return before, after
 
 
+def _transposes_left_exactly(f, *args) -> int:
+    """The transposes ``assign_layouts`` leaves in ``f``'s jaxpr, whose output it keeps bit
+    for bit (the rewritten jaxpr checked)."""
+    closed = fx.make_jaxpr(f)(*args)
+    after = assign_layouts(closed.jaxpr)
+    check_jaxpr(after)
+    np.testing.assert_array_equal(eval_jaxpr(after, [], *args)[0],
+                                  eval_jaxpr(closed.jaxpr, [], *args)[0])
+    return _transposes(after)
+
+
 def _same_values(closed, after, *args):
     want = eval_jaxpr(closed.jaxpr, closed.consts, *args)
     got = eval_jaxpr(after, closed.consts, *args)
@@ -208,12 +219,7 @@ def test_a_window_whose_taps_would_change_order_stays_in_the_users_layout():
         return lax.transpose(s, (0, 2, 1))
 
     x = np.random.default_rng(1).standard_normal((2, 5, 4))
-    closed = fx.make_jaxpr(f)(x)
-    after = assign_layouts(closed.jaxpr)
-    check_jaxpr(after)
-    assert _transposes(after) == 2
-    np.testing.assert_array_equal(eval_jaxpr(after, [], x)[0],
-                                  eval_jaxpr(closed.jaxpr, [], x)[0])
+    assert _transposes_left_exactly(f, x) == 2
 
 
 def test_transposes_cancel_through_elementwise_chains():
@@ -224,12 +230,7 @@ def test_transposes_cancel_through_elementwise_chains():
 
     r = np.random.default_rng(2)
     x, y = r.standard_normal((2, 3, 4, 5)), r.standard_normal((2, 3, 4, 5))
-    closed = fx.make_jaxpr(f)(x, y)
-    after = assign_layouts(closed.jaxpr)
-    check_jaxpr(after)
-    assert _transposes(after) == 0
-    np.testing.assert_array_equal(eval_jaxpr(after, [], x, y)[0],
-                                  eval_jaxpr(closed.jaxpr, [], x, y)[0])
+    assert _transposes_left_exactly(f, x, y) == 0
 
 
 # --- random programs ------------------------------------------------------------------------------
@@ -363,9 +364,4 @@ def test_a_reshape_merging_axes_carries_the_layout():
         return lax.transpose(m * 2.0, (0, 2, 1))
 
     x = np.random.default_rng(5).standard_normal((2, 3, 4, 5))
-    closed = fx.make_jaxpr(f)(x)
-    after = assign_layouts(closed.jaxpr)
-    check_jaxpr(after)
-    assert _transposes(after) == 0
-    np.testing.assert_array_equal(eval_jaxpr(after, [], x)[0],
-                                  eval_jaxpr(closed.jaxpr, [], x)[0])
+    assert _transposes_left_exactly(f, x) == 0
