@@ -34,6 +34,8 @@ from fx.custom_derivatives import custom_jvp, custom_vjp
 from fx import debug
 from fx.debug import debug_infs, debug_nans, disable_jit
 from fx.devices import Device, default_backend, devices
+from fx import sharding
+from fx.sharding import make_mesh
 from fx.jit_function import clear_caches, jit
 from fx import stages
 from fx.callback import pure_callback
