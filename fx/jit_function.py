@@ -218,11 +218,15 @@ class JitFunction:
             if config.disable_jit:
                 return self._fun(*args, **kwargs)  # op by op, on values (as jax.disable_jit)
             if self._fast_ok and not kwargs and not (config.debug_nans or config.debug_infs):
-                hit = self._fast.get(_fast_key(args))
+                key = _fast_key(args)
+                leaves = args
+                if key is None and not self._donate:
+                    key, leaves = _fast_tree_key(args)
+                hit = self._fast.get(key) if key is not None else None
                 if hit is not None:
                     exe, const_bufs, out_avals, rebuild = hit
                     outs = exe([*const_bufs, *[a._buf if type(a) is Array else a
-                                               for a in args]])
+                                               for a in leaves]])
                     for i in self._donate:
                         args[i].delete()
                     return rebuild([Array._wrap(b, v) for b, v in zip(outs, out_avals)])
@@ -251,6 +255,8 @@ class JitFunction:
                     if isinstance(leaf, Array):
                         leaf.delete()
             key = _fast_key(args) if self._fast_ok and not kwargs else None
+            if key is None and self._fast_ok and not kwargs and not self._donate:
+                key = _fast_tree_key(args)[0]
             if key is not None and all(type(args[i]) is Array for i in self._donate
                                        if -len(args) <= i < len(args)):
                 self._fast[key] = (entry.executable, const_bufs, [o.aval for o in outs],
@@ -437,6 +443,26 @@ def _fast_key(args: tuple):
         else:
             return None  # also NumPy data that the mode converts (float64 in default mode)
     return tuple(key)
+
+
+def _fast_tree_key(args: tuple):
+    """The fast path's key for pytree arguments, and their leaves: the tree structure and each
+    leaf as :func:`_fast_key` keys it (None for anything else). Outputs fed back as the next
+    call's arguments carry the cached output avals themselves, so the key compares by
+    identity."""
+    leaves, treedef = tree_util.tree_flatten(args)
+    x64 = dtypes.x64_enabled()
+    kept = _KEPT_DTYPES[x64]
+    key = [x64, dtypes.promotion_mode(), treedef]
+    for a in leaves:
+        t = type(a)
+        if t is Array:
+            key.append(a.aval)
+        elif t is np.ndarray and a.dtype in kept:
+            key.append((a.shape, a.dtype))
+        else:
+            return None, leaves
+    return tuple(key), leaves
 
 
 # NumPy dtypes that an argument keeps in each mode (x64 on / off): their buffers go to the

@@ -160,6 +160,30 @@ def test_numpy_arguments_take_the_fast_path_by_shape_and_dtype():
     assert len(traced) == 2 and len(jf._fast) == 3
 
 
+def test_pytree_arguments_take_the_fast_path_keyed_by_structure():
+    traced = []
+
+    def step(params, state):
+        traced.append(1)
+        return {k: v * state[0] for k, v in params.items()}, (state[0] + 1,)
+
+    jf = fx.jit(step)
+    params = {"w": fnp.ones((2, 3)), "b": fnp.zeros(3)}
+    state = (fnp.asarray(2.0),)
+    for _ in range(3):  # outputs fed back: the same signature, one trace, one fast entry
+        params, state = jf(params, state)
+    np.testing.assert_array_equal(np.asarray(params["w"]), np.full((2, 3), 2.0 * 3 * 4))
+    assert float(state[0]) == 5.0 and len(traced) == 1 and len(jf._fast) == 1
+    # Another structure, a weak-typed leaf or a Python scalar leaf is another key (or none).
+    other, _ = jf({"w": fnp.ones((2, 3)), "c": fnp.zeros(3)}, state)
+    assert set(other) == {"w", "c"} and len(traced) == 2
+    weak, _ = jf(params, (fnp.asarray(2),))
+    assert weak["w"].dtype == params["w"].dtype and len(traced) == 3
+    scalar, _ = jf(params, (3.0,))
+    np.testing.assert_array_equal(np.asarray(scalar["b"]), np.zeros(3))
+    assert len(jf._fast) == 3  # the Python scalar leaf is never a fast key
+
+
 def test_numpy_data_is_copied_so_donation_never_writes_user_arrays():
     host = np.ones(4, np.float32)
     w = fnp.asarray(host)
