@@ -14,7 +14,7 @@ from fx import nn
 from fx import data, example_libraries, optim
 from fx import random
 from fx import flatten_util, tree
-from fx.array import Array, device_put
+from fx.array import Array, Shard, device_put
 from fx.autodiff import (
     fwd_and_bwd,
     grad,
@@ -35,7 +35,12 @@ from fx import debug
 from fx.debug import debug_infs, debug_nans, disable_jit
 from fx.devices import Device, default_backend, devices
 from fx import sharding
-from fx.sharding import make_mesh
+from fx.sharding import NamedSharding, P, make_mesh
+from fx.sharded_arrays import (
+    make_array_from_callback,
+    make_array_from_process_local_data,
+    make_array_from_single_device_arrays,
+)
 from fx.jit_function import clear_caches, jit
 from fx import stages
 from fx.callback import pure_callback

@@ -8,6 +8,13 @@ variable.
 - ``debug_nans`` (``FX_DEBUG_NANS=1``): when a jitted function returns a NaN, re-run it op by op
   and raise ``FloatingPointError`` naming the first primitive that produced one, with its line.
 - ``debug_infs`` (``FX_DEBUG_INFS=1``): the same for infinities.
+- ``num_cpu_devices`` (``FX_NUM_CPU_DEVICES=N``; jax's name ``"jax_num_cpu_devices"``): this
+  process presents N CPU devices (default 1), as jax's ``--xla_force_host_platform_device_count``:
+  ``fx.devices("cpu")``, ``fx.local_device_count()`` (on the CPU backend) and meshes see N.
+  They share the host's memory; an array placed on one is a host buffer that says where it
+  lives. Set it before first use, as jax requires: arrays already placed keep their devices,
+  and a mesh or sharding made earlier still names the old ones. (The option takes effect when
+  updated, so a test may set it and restore it.)
 - ``numpy_dtype_promotion`` (``FX_NUMPY_DTYPE_PROMOTION=strict``; jax's name
   ``"jax_numpy_dtype_promotion"``): ``"standard"`` or ``"strict"`` type promotion, see
   :mod:`fx.dtypes` (per context: the ``fx.numpy_dtype_promotion(mode)`` context manager;
@@ -16,7 +23,8 @@ variable.
 Each has jax's spelling too: ``fx.config.update("jax_debug_nans", True)``.
 
 The promotion mode's context (:func:`numpy_dtype_promotion`, :func:`promotion_mode`) lives here
-beside its option, and :mod:`fx.dtypes` gives the same names; this module imports nothing of fx.
+beside its option, and :mod:`fx.dtypes` gives the same names. This module imports nothing of fx
+but the platform records (``fx.runtime.platforms``), which hold the CPU device count.
 """
 
 from __future__ import annotations
@@ -25,6 +33,8 @@ import contextlib
 import contextvars
 import os
 from collections.abc import Iterator
+
+from fx.runtime import platforms
 
 
 def _env_flag(name: str) -> bool:
@@ -35,7 +45,7 @@ class Config:
     # Options are plain attributes: every jitted call reads some, and an attribute read costs
     # a tenth of a __getattr__ hook.
     _names = ("log_compiles", "disable_jit", "debug_nans", "debug_infs", "enable_x64",
-              "numpy_dtype_promotion")
+              "numpy_dtype_promotion", "num_cpu_devices")
 
     def __init__(self):
         self.log_compiles = _env_flag("FX_LOG_COMPILES")
@@ -46,6 +56,7 @@ class Config:
         self.numpy_dtype_promotion = (os.environ.get("FX_NUMPY_DTYPE_PROMOTION")
                                       or os.environ.get("JAX_NUMPY_DTYPE_PROMOTION")
                                       or "standard").strip().lower()
+        self.num_cpu_devices = platforms.host_device_count()
 
     # jax's spellings of the options, and fx's own prefixed ones.
     _aliases = {
@@ -56,6 +67,8 @@ class Config:
         "jax_disable_jit": "disable_jit",
         "jax_log_compiles": "log_compiles",
         "jax_numpy_dtype_promotion": "numpy_dtype_promotion",
+        "jax_num_cpu_devices": "num_cpu_devices",
+        "fx_num_cpu_devices": "num_cpu_devices",
     }
     # Options with a context manager: jax's spelling reads the value in effect here.
     _in_context = frozenset({"numpy_dtype_promotion"})
@@ -82,6 +95,9 @@ class Config:
             raise KeyError(f"fx.config: unknown option {name!r}; known: {sorted(self._names)}")
         if name == "numpy_dtype_promotion":
             value = check_promotion_mode(value)
+        if name == "num_cpu_devices":
+            platforms.set_host_device_count(value)
+            value = platforms.host_device_count()
         setattr(self, name, value)
 
 

@@ -4,13 +4,19 @@ A backend is ``"cpu"`` (NumPy buffers) or ``"cuda"`` (CuPy buffers); what each o
 are is its platform record (``fx.runtime.platforms``). CuPy is optional: it is imported on
 first use, and ``"cuda"`` exists only when CuPy imports and finds a device. The default
 backend is CUDA when available, else CPU; ``FX_PLATFORM=cpu|cuda`` overrides it.
+
+A process presents ``FX_NUM_CPU_DEVICES`` CPU devices (default 1; the ``num_cpu_devices``
+option of ``fx.config``). They share the host's memory: a buffer is a NumPy array whichever
+of them an array is placed on, so the device of an array placed on one is carried by the array
+(its sharding, ``fx.array``) rather than read from its buffer. Devices are told apart by
+platform, id (the index within its process) and process.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,9 +32,7 @@ __all__ = ["CPU", "Device", "cupy_module", "default_backend", "default_device", 
 class Device:
     platform: str  # a platform name: "cpu" or "cuda"
     id: int = 0  # the device's index in its process (CuPy's device id)
-    # The process holding it (``fx.distributed``). Not compared: a buffer's device is always
-    # this process's, and code comparing devices compares them within one process.
-    process_index: int = field(default=0, compare=False)
+    process_index: int = 0  # the process holding it (``fx.distributed``)
 
     @property
     def record(self) -> platforms.Platform:
@@ -57,7 +61,11 @@ CPU = Device(platforms.HOST.name, 0)
 
 def devices(backend: str | None = None) -> list[Device]:
     """The devices of ``backend`` (default: the default backend) in every process of the run
-    (``fx.distributed``), process by process."""
+    (``fx.distributed``), process by process.
+
+    >>> fx.devices("cpu")[0]
+    CpuDevice(id=0)
+    """
     g = processes.layout()
     if g.process_count == 1:
         return devices_of_process(0, backend)
@@ -105,10 +113,13 @@ def default_device() -> Device:
 
 
 def device_of_buffer(buf) -> Device:
+    """The device holding ``buf`` as far as the buffer tells: host buffers are CPU device 0 of
+    this process (an array placed on another CPU device says so itself)."""
+    here = processes.layout().process_index
     if isinstance(buf, (np.ndarray, np.generic)):
-        return CPU
+        return CPU if here == 0 else Device(CPU.platform, 0, here)
     dev = getattr(buf, "device", None)
-    return Device(platforms.CUDA.name, int(getattr(dev, "id", 0)))
+    return Device(platforms.CUDA.name, int(getattr(dev, "id", 0)), here)
 
 
 def to_host(buf) -> np.ndarray:

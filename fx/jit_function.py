@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from fx import dtypes, tree_util
+from fx import dtypes, jit_shardings, tree_util
 from fx.array import Array
 from fx.config import config
 from fx.core import EVAL_TRACE, Tracer, current_trace
@@ -123,8 +123,12 @@ class JitFunction:
     """A function compiled by :func:`jit`. Call it like the original function."""
 
     def __init__(self, fun: Callable, static_argnums=(), static_argnames=(), donate_argnums=(),
-                 backend: str | None = None):
+                 backend: str | None = None, in_shardings=None, out_shardings=None):
         functools.update_wrapper(self, fun)
+        # None: unspecified (arguments stay where they are, outputs live where computed).
+        self._in_shardings, self._out_shardings = in_shardings, out_shardings
+        for what, s in (("in_shardings", in_shardings), ("out_shardings", out_shardings)):
+            jit_shardings.check(s, what, _fun_name(fun))
         self._fun = fun
         nums = tuple(static_argnums) if not isinstance(static_argnums, int) \
             else (static_argnums,)
@@ -145,7 +149,8 @@ class JitFunction:
         self._lock = traces.lock  # guards _tracing (never held while tracing)
         # Fast path: calls with only positional fx Arrays, keyed by their avals.
         self._fast = traces.fast
-        self._fast_ok = not self._static_argnums and not self._static_argnames
+        self._fast_ok = not self._static_argnums and not self._static_argnames and \
+            in_shardings is None and out_shardings is None
 
     # -- signatures -----------------------------------------------------------------------------
     def _split(self, args, kwargs):
@@ -394,6 +399,29 @@ def clear_caches() -> None:
         _compiled.clear()
 
 
+class _ShardedJitFunction(JitFunction):
+    """A jitted function with ``in_shardings`` or ``out_shardings``: it places its arguments
+    and outputs around the unsharded call (:mod:`fx.jit_shardings`)."""
+
+    def __call__(self, *args, **kwargs):
+        name = _fun_name(self._fun)
+        given = args
+        if self._in_shardings is not None:
+            statics, _, dyn_args, _ = self._split(args, kwargs)
+            placed = iter(jit_shardings.apply(
+                self._in_shardings, jit_shardings.args_tree(dyn_args, kwargs, name),
+                "in_shardings", name))
+            args = tuple(a if i in statics else next(placed) for i, a in enumerate(args))
+        out = super().__call__(*args, **kwargs)
+        for i in self._donate:  # placing may have made new Arrays sharing the given buffers
+            for leaf in tree_util.tree_leaves(given[i] if -len(given) <= i < len(given) else ()):
+                if isinstance(leaf, Array):
+                    leaf.delete()
+        if self._out_shardings is None:
+            return out
+        return jit_shardings.apply(self._out_shardings, out, "out_shardings", name)
+
+
 def _static_positions_and_names(fun: Callable, nums: tuple, names: tuple):
     """``static_argnums`` and ``static_argnames`` completed from each other through the
     signature of ``fun`` (as jax: a static parameter is static however it is passed). When
@@ -522,7 +550,8 @@ def _explain(old, new) -> str:
 def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = (),
         static_argnames: str | Sequence[str] = (), donate_argnums: int | Sequence[int] = (),
         donate_argnames: str | Sequence[str] = (), backend: str | None = None,
-        keep_unused: bool = False, inline: bool = False):
+        keep_unused: bool = False, inline: bool = False, in_shardings=None,
+        out_shardings=None):
     """Compile ``fun``: trace it once per signature into a jaxpr, optimize, fuse, plan memory
     and generate kernels; later calls with the same signature run the compiled program.
 
@@ -531,6 +560,11 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
     ``donate_argnames`` the positional arguments whose buffers the call may reuse. As in
     jax, ``keep_unused`` and ``inline`` are accepted: fx always inlines nested jitted calls
     into the caller's program, and unused arguments change no result.
+
+    ``in_shardings``/``out_shardings`` (pytree prefixes of the positional arguments and of the
+    outputs, leaves shardings or None) place the arguments and give the outputs those
+    shardings, within one process (see :mod:`fx.jit_shardings`); values are the unsharded
+    program's.
 
     Example::
 
@@ -543,10 +577,14 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,
                                  donate_argnums=donate_argnums, donate_argnames=donate_argnames,
-                                 backend=backend, keep_unused=keep_unused, inline=inline)
+                                 backend=backend, keep_unused=keep_unused, inline=inline,
+                                 in_shardings=in_shardings, out_shardings=out_shardings)
     if donate_argnames:
         donate_argnums = _donated_positions(fun, donate_argnums, donate_argnames)
-    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, backend)
+    if in_shardings is None and out_shardings is None:
+        return JitFunction(fun, static_argnums, static_argnames, donate_argnums, backend)
+    return _ShardedJitFunction(fun, static_argnums, static_argnames, donate_argnums, backend,
+                               in_shardings, out_shardings)
 
 
 def _donated_positions(fun: Callable, nums, names) -> tuple[int, ...]:

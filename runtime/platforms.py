@@ -10,6 +10,7 @@ reads its record, so no code outside this module compares platform names; the co
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -78,13 +79,45 @@ class Platform:
         return self.array_module() is not None and self.device_count() > 0
 
 
+def _host_count_from_env() -> int:
+    text = (os.environ.get("FX_NUM_CPU_DEVICES") or os.environ.get("JAX_NUM_CPU_DEVICES")
+            or "1").strip()
+    try:
+        return check_host_device_count(int(text))
+    except ValueError:
+        raise ValueError(f"FX_NUM_CPU_DEVICES={text!r}: expected a positive integer (the "
+                         "number of CPU devices this process presents)") from None
+
+
+def check_host_device_count(n) -> int:
+    """``n`` if it is a valid CPU device count (a positive integer), else ValueError."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"num_cpu_devices: expected a positive integer, got {n!r}")
+    return int(n)
+
+
+# How many CPU devices this process presents (``FX_NUM_CPU_DEVICES``, or the
+# ``num_cpu_devices`` option). They are views of one host: their buffers are all host memory,
+# so a device here is a place an array is said to live, not separate memory.
+_host_devices = [_host_count_from_env()]
+
+
+def host_device_count() -> int:
+    return _host_devices[0]
+
+
+def set_host_device_count(n: int) -> None:
+    """Present ``n`` CPU devices from now on (``fx.config.update("num_cpu_devices", n)``)."""
+    _host_devices[0] = check_host_device_count(n)
+
+
 def _cuda_count() -> int:
     cp = cupy_module()
     return 0 if cp is None else cp.cuda.runtime.getDeviceCount()
 
 
 CPU = Platform("cpu", "CpuDevice", host_memory=True, array_module=lambda: np,
-               device_count=lambda: 1, missing="")
+               device_count=host_device_count, missing="")
 CUDA = Platform("cuda", "CudaDevice", host_memory=False, array_module=cupy_module,
                 device_count=_cuda_count, aliases=("gpu",),
                 missing="install fx[cuda] on a machine with an NVIDIA GPU, or use backend='cpu'")

@@ -435,17 +435,13 @@ def test_debug_infs():
 MISSING_FROM_FX = {
     # later issues
     "process_indices": "issue 18, multi-process",
-    "make_array_from_callback": "issue 18, multi-process",
-    "make_array_from_process_local_data": "issue 18, multi-process",
-    "make_array_from_single_device_arrays": "issue 18, multi-process",
     "ffi": "issue 15 (foreign functions)",
     "custom_batching": "custom_vmap: not planned yet",
     "image": "jax.image resizing: not planned yet",
     "float0": "fx tangents of integer inputs are symbolic zeros, not float0 arrays",
     # sharding, meshes and multiple devices per program: fx runs one program on one device
-    "NamedSharding": "no sharding", "P": "no sharding", "Shard": "no sharding",
-    "sharding": "no sharding", "reshard": "no sharding", "set_mesh": "no meshes",
-    "make_mesh": "no meshes", "shard_map": "no sharding", "smap": "no sharding",
+    "reshard": "no sharding", "set_mesh": "no meshes",
+    "shard_map": "no sharding", "smap": "no sharding",
     "auto_pcast": "no sharding", "remove_size_one_mesh_axis_from_type": "no meshes",
     "default_device": "a config context of jax's; fx picks devices with FX_BACKEND",
     "copy_to_host_async": "fx copies synchronously (fx.device_get)",

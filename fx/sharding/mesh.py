@@ -1,4 +1,4 @@
-"""Meshes and partition specs, as ``jax.sharding`` spells them.
+"""Meshes and partition specs, as ``jax.sharding`` spells them (``fx.sharding`` re-exports them).
 
 A :class:`Mesh` is an n-dimensional array of devices whose axes have names (``"data"``,
 ``"model"``); a :class:`PartitionSpec` says, per dimension of an array, which mesh axes split
@@ -18,7 +18,7 @@ import numpy as np
 from fx.devices import Device
 from fx.devices import devices as run_devices
 
-__all__ = ["Mesh", "PartitionSpec", "make_mesh"]
+__all__ = ["Mesh", "PartitionSpec", "current_mesh", "make_mesh"]
 
 
 class PartitionSpec(tuple):
