@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import sys
 
+from fx import api
 from fx.distributed import state
 from fx.distributed.transport import (
     CollectiveError,
@@ -65,7 +66,7 @@ def is_initialized() -> bool:
 
 def initialize(coordinator_address: str | None = None, num_processes: int | None = None,
                process_id: int | None = None, *, timeout: float | None = None,
-               local_device_count: int = 1, transport: str = "mpi") -> None:
+               local_device_count: int | None = None, transport: str = "mpi") -> None:
     """Join this process to the run's process group (call once, before any collective).
 
     Without arguments the group comes from the MPI launcher (``mpiexec -n N``); outside one,
@@ -76,7 +77,8 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
     is accepted for jax's signature and recorded, not dialled.) ``timeout`` bounds every
     collective (seconds; default ``FX_COLLECTIVE_TIMEOUT`` or 120). ``transport="nccl"`` runs
     the collectives on NCCL between GPUs (one per process: the launcher's local rank picks
-    it), MPI only bootstrapping it.
+    it), MPI only bootstrapping it. ``local_device_count`` (default: every device of this
+    process, e.g. ``FX_NUM_CPU_DEVICES``) is what this process reports to the others.
 
     >>> fx.distributed.initialize()           # under mpiexec -n 2
     >>> fx.process_index(), fx.process_count()
@@ -112,6 +114,8 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
                 f"{coordinator_address!r} is not used by the MPI transport)")
         else:
             transport = SelfTransport()
+        if local_device_count is None:  # every device this process has (FX_NUM_CPU_DEVICES)
+            local_device_count = api.local_device_count()
         counts = (local_device_count,) * transport.size
         if transport.size > 1:
             import numpy as np
