@@ -22,6 +22,7 @@ from fx.config import config
 from fx.core import EVAL_TRACE, Trace, Tracer, current_trace, get_aval, set_current_trace
 from fx.devices import Device, devices, devices_of_process
 from fx.processes import layout as _layout
+from fx.sharding.shardings import NamedSharding, Sharding
 from fx.tracing import abstractify, flatten_fun, name_scope, trace_to_jaxpr
 
 # --- shapes ---------------------------------------------------------------------------------
@@ -35,13 +36,18 @@ class ShapeDtypeStruct:
 
         >>> spec = fx.ShapeDtypeStruct((8, 3), fnp.float32)
         >>> print(fx.jit(fnp.sin).lower(spec).as_text())
+
+    ``sharding`` (an ``fx.sharding.Sharding``, checked against the shape) says where such an
+    array lives; it does not change the type, so tracing ignores it.
     """
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    __slots__ = ("shape", "dtype", "weak_type", "sharding")
 
     def __init__(self, shape, dtype, weak_type: bool = False, *, sharding=None):
-        if sharding is not None:
-            raise NotImplementedError("fx.ShapeDtypeStruct: sharding is not supported")
+        if sharding is not None and not isinstance(sharding, Sharding):
+            raise TypeError(f"fx.ShapeDtypeStruct: sharding must be an fx.sharding.Sharding, "
+                            f"got {sharding!r}")
+        self.sharding = sharding
         try:
             self.shape = tuple(int(d) for d in shape)
         except TypeError:
@@ -52,6 +58,8 @@ class ShapeDtypeStruct:
             raise TypeError("fx.ShapeDtypeStruct: a dtype is required (got None)")
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
+        if isinstance(sharding, NamedSharding):
+            sharding.check_shape(self.shape, "fx.ShapeDtypeStruct")
 
     @property
     def aval(self) -> ShapedArray:
@@ -67,14 +75,16 @@ class ShapeDtypeStruct:
 
     def __eq__(self, other) -> bool:
         return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
-                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+                and self.dtype == other.dtype and self.weak_type == other.weak_type
+                and self.sharding == other.sharding)
 
     def __hash__(self) -> int:
-        return hash((self.shape, self.dtype, self.weak_type))
+        return hash((self.shape, self.dtype, self.weak_type, self.sharding))
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+        where = f", sharding={self.sharding!r}" if self.sharding is not None else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak}{where})"
 
 
 def eval_shape(fun: Callable, *args, **kwargs):

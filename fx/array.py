@@ -142,6 +142,23 @@ class Array:
                              Array._wrap(data, shard_aval, SingleDeviceSharding(d))))
         return out
 
+    def addressable_data(self, index: int) -> Array:
+        """The data of this process's ``index``-th shard (``addressable_shards[index].data``)."""
+        return self.addressable_shards[index].data
+
+    @property
+    def global_shards(self) -> list[Shard]:
+        """Every shard, on every process's devices; those of other processes have ``data``
+        None (as jax's)."""
+        mine = {sh.device: sh for sh in self.addressable_shards}
+        s = self.sharding
+        if len(mine) == len(s._device_assignment):
+            return list(mine.values())
+        indices = s.devices_indices_map(self.shape)
+        replicas = s.replica_ids() if isinstance(s, NamedSharding) else {}
+        return [mine.get(d) or Shard(d, indices[d], replicas.get(d, 0), None)
+                for d in s._device_assignment]
+
     def _check_live(self) -> None:
         if self._buf is _DELETED:
             _DELETED._fail()
@@ -287,7 +304,8 @@ class Shard:
 
     __slots__ = ("device", "index", "replica_id", "data")
 
-    def __init__(self, device: devices.Device, index: tuple, replica_id: int, data: Array):
+    def __init__(self, device: devices.Device, index: tuple, replica_id: int,
+                 data: Array | None):
         self.device, self.index, self.replica_id, self.data = device, index, replica_id, data
 
     def __repr__(self) -> str:

@@ -13,7 +13,7 @@ shardings change nothing.
 from __future__ import annotations
 
 from fx import tree_util
-from fx.array import Array, device_put
+from fx.array import device_put
 from fx.sharding.shardings import NamedSharding, Sharding
 
 
@@ -57,8 +57,6 @@ def apply(shardings, tree, what: str, name: str):
 def _place(leaf, s: Sharding):
     if hasattr(leaf, "_trace"):
         return leaf
-    if not isinstance(leaf, Array) and not hasattr(leaf, "shape"):
-        leaf = device_put(leaf)
     return device_put(leaf, s)
 
 

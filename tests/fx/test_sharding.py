@@ -1,6 +1,7 @@
 """Shardings in one process: CPU devices (``num_cpu_devices``), NamedSharding and
 SingleDeviceSharding against jax's (run in a subprocess with 8 CPU devices, since jax fixes its
-device count when its backend starts), sharded arrays, their shards and errors."""
+device count when its backend starts), their errors and the docstring examples. Sharded arrays
+are tested in ``test_sharded_arrays.py``, jit's shardings in ``test_jit_shardings.py``."""
 
 import json
 import os
@@ -10,12 +11,12 @@ import textwrap
 
 import numpy as np
 import pytest
+from cpu_devices import cpu_devices
 from harness import run_doctests
 
 import fx
 import fx.numpy as fnp
-from fx import processes
-from fx.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
+from fx.sharding import NamedSharding, PartitionSpec, SingleDeviceSharding
 
 P = PartitionSpec
 
@@ -23,12 +24,8 @@ P = PartitionSpec
 @pytest.fixture
 def eight():
     """8 CPU devices for the test, 1 again afterwards."""
-    old = fx.config.num_cpu_devices
-    fx.config.update("fx_num_cpu_devices", 8)
-    try:
-        yield fx.devices("cpu")
-    finally:
-        fx.config.update("fx_num_cpu_devices", old)
+    with cpu_devices(8) as devices:
+        yield devices
 
 
 # --- devices ------------------------------------------------------------------------------------
@@ -188,169 +185,6 @@ def test_spec_errors_are_value_errors(eight):
         NamedSharding(mesh, P("a", "b")).shard_shape((8,))
     with pytest.raises(TypeError):
         NamedSharding(mesh, ("a",))
-
-
-# --- placing ------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8, np.int64, np.bool_,
-                                   np.complex64])
-def test_device_put_round_trips_bitwise(eight, dtype):
-    value = (np.arange(32) % 7 - 3).astype(dtype).reshape(8, 4)
-    for target in (eight[3], SingleDeviceSharding(eight[6]),
-                   _sharding((2, 4), ("a", "b"), ("b", "a")),
-                   _sharding((2, 2, 2), ("x", "y", "z"), (("x", "y", "z"),))):
-        x = fx.device_put(value, target)
-        back = np.asarray(x)
-        assert back.dtype == value.dtype and back.tobytes() == value.tobytes()
-        assert np.asarray(fx.device_put(x, fx.devices("cpu")[0])).tobytes() == value.tobytes()
-
-
-def test_arrays_carry_their_device_and_sharding(eight):
-    x = fx.device_put(np.arange(6.0), eight[3])
-    assert x.device == eight[3] and x.devices() == {eight[3]}
-    assert x.sharding == SingleDeviceSharding(eight[3])
-    assert fx.device_put(x, eight[3]) is x
-    s = _sharding((2, 4), ("a", "b"), ("a",))
-    y = fx.device_put(np.arange(8.0).reshape(4, 2), s)
-    assert y.sharding == s and y.device == s and y.devices() == set(eight)
-    assert y.is_fully_addressable and not y.is_fully_replicated
-    assert fx.device_put(y, s) is y
-    # Every operation sees the unsharded value; its result lives where ordinary ones do.
-    z = y * 2 + fnp.sum(y, axis=0)
-    np.testing.assert_array_equal(np.asarray(z), np.arange(8.0).reshape(4, 2) * 2 + [12, 16])
-    assert z.sharding == SingleDeviceSharding(eight[0])
-    assert y.copy().sharding == s
-
-
-def test_device_put_pytrees(eight):
-    s = _sharding((8,), ("x",), ("x",))
-    out = fx.device_put({"a": np.zeros(8), "b": [np.ones(8), 1.0]}, {"a": s, "b": eight[2]})
-    assert out["a"].sharding == s and out["b"][0].device == eight[2]
-    assert out["b"][1].weak_type and out["b"][1].device == eight[2]
-    assert fx.device_put(np.arange(3.0)).dtype == np.float64  # x64 mode: kept
-
-
-def test_make_array_from_callback_and_single_device_arrays(eight):
-    value = np.arange(48.0).reshape(8, 6)
-    s = _sharding((2, 4), ("a", "b"), ("b", "a"))
-    calls = []
-    x = fx.make_array_from_callback(value.shape, s, lambda i: calls.append(i) or value[i])
-    assert len(calls) == 8 and x.sharding == s
-    assert np.asarray(x).tobytes() == value.tobytes()
-    pieces = [sh.data for sh in x.addressable_shards][::-1]  # any order: matched by device
-    y = fx.make_array_from_single_device_arrays(value.shape, s, pieces)
-    assert y.sharding == s and np.asarray(y).tobytes() == value.tobytes()
-    with pytest.raises(ValueError, match="one array per device"):
-        fx.make_array_from_single_device_arrays(value.shape, s, pieces[1:])
-    with pytest.raises(ValueError, match="does not match the devices"):
-        fx.make_array_from_single_device_arrays(value.shape, s, [fnp.ones((1, 6))] * 8)
-    with pytest.raises(ValueError, match="has shape"):
-        fx.make_array_from_callback(value.shape, s, lambda i: value)
-    z = fx.make_array_from_process_local_data(s, value)
-    assert z.sharding == s and np.asarray(z).tobytes() == value.tobytes()
-
-
-# --- arrays spanning processes (a simulated layout of 2 processes with 4 devices each) -------
-
-
-@pytest.fixture(params=[0, 1])
-def two_processes(request):
-    old = processes.layout()
-    processes.set_layout(processes.ProcessLayout(request.param, 2, (4, 4)))
-    try:
-        yield request.param
-    finally:
-        processes.set_layout(old)
-
-
-def test_arrays_spanning_processes_hold_their_shards(two_processes):
-    me = two_processes
-    devs = fx.devices("cpu")
-    assert len(devs) == 8 and [d.process_index for d in devs] == [0] * 4 + [1] * 4
-    assert len(set(devs)) == 8 and fx.local_devices(backend="cpu") == devs[4 * me:4 * me + 4]
-    mesh = Mesh(np.array(devs, dtype=object).reshape(2, 4), ("proc", "dev"))
-    s = NamedSharding(mesh, P(("proc", "dev"), None))
-    assert not s.is_fully_addressable and s.addressable_devices == set(devs[4 * me:4 * me + 4])
-    value = np.arange(16.0).reshape(8, 2)
-    mine = value[4 * me:4 * me + 4]
-    x = fx.make_array_from_process_local_data(s, mine)
-    assert x.shape == (8, 2) and not x.is_fully_addressable and x.sharding == s
-    shards = x.addressable_shards
-    assert [sh.device for sh in shards] == devs[4 * me:4 * me + 4]
-    for sh in shards:
-        np.testing.assert_array_equal(np.asarray(sh.data), value[sh.index])
-    for read in (np.asarray, str, lambda a: a + 1, lambda a: fx.jit(lambda v: v * 2)(a)):
-        with pytest.raises(RuntimeError, match="spans non-addressable devices.*process_allgather"):
-            read(x)
-    assert repr(x) == "Array(shape=(8, 2), dtype=float64)"
-    # The same array from a callback, from the global value, and from its shards.
-    for y in (fx.make_array_from_callback((8, 2), s, lambda i: value[i]),
-              fx.device_put(value, s),
-              fx.make_array_from_single_device_arrays((8, 2), s, [sh.data for sh in shards]),
-              fx.make_array_from_process_local_data(s, value, (8, 2))):
-        assert [np.asarray(sh.data).tolist() for sh in y.addressable_shards] == \
-            [np.asarray(sh.data).tolist() for sh in shards]
-    with pytest.raises(ValueError, match="not"):
-        fx.make_array_from_process_local_data(s, mine, (6, 2))
-
-
-def test_replicated_across_processes_is_readable(two_processes):
-    devs = fx.devices("cpu")
-    mesh = Mesh(np.array(devs, dtype=object).reshape(2, 4), ("proc", "dev"))
-    value = np.arange(8.0).reshape(4, 2)
-    for spec in (P(), P("dev")):  # each process holds the whole value
-        x = fx.make_array_from_callback((4, 2), NamedSharding(mesh, spec), lambda i: value[i])
-        assert not x.is_fully_addressable
-        np.testing.assert_array_equal(np.asarray(x + 1), value + 1)
-
-
-def test_jit_refuses_meshes_spanning_processes(two_processes):
-    mesh = Mesh(np.array(fx.devices("cpu"), dtype=object).reshape(2, 4), ("proc", "dev"))
-    with pytest.raises(NotImplementedError, match="spanning processes.*shard_map"):
-        fx.jit(lambda v: v, in_shardings=NamedSharding(mesh, P("proc")))
-
-
-# --- jit ----------------------------------------------------------------------------------------
-
-
-def test_jit_shardings_place_inputs_and_outputs(eight):
-    mesh = fx.make_mesh((2, 4), ("data", "model"))
-    rows, cols = NamedSharding(mesh, P("data", None)), NamedSharding(mesh, P(None, "model"))
-    rep = NamedSharding(mesh, P())
-
-    def f(x, w):
-        h = fnp.tanh(x @ w)
-        return {"h": h, "loss": fnp.mean(h ** 2)}
-
-    x, w = np.linspace(-1, 1, 24).reshape(4, 6), np.linspace(0, 1, 48).reshape(6, 8)
-    sharded = fx.jit(f, in_shardings=(rows, cols), out_shardings={"h": cols, "loss": rep})
-    got, want = sharded(x, w), fx.jit(f)(x, w)
-    assert got["h"].sharding == cols and got["loss"].sharding == rep
-    for k in want:
-        assert np.asarray(got[k]).tobytes() == np.asarray(want[k]).tobytes()
-    one = fx.jit(lambda a, b: a + b, in_shardings=rows,
-                 out_shardings=SingleDeviceSharding(eight[2]))(x, x)
-    assert one.device == eight[2]
-    np.testing.assert_array_equal(np.asarray(one), 2 * x)
-    # Under a transformation the shardings change no value.
-    g = fx.grad(lambda v: sharded(v, w)["loss"])(x)
-    np.testing.assert_allclose(np.asarray(g), np.asarray(fx.grad(lambda v: f(v, w)["loss"])(x)))
-
-
-def test_jit_shardings_errors(eight):
-    mesh = fx.make_mesh((2, 4), ("data", "model"))
-    s = NamedSharding(mesh, P("model"))
-    with pytest.raises(ValueError, match=r"jit\(.*in_shardings.*dimension 0 .* size 6"):
-        fx.jit(lambda v: v, in_shardings=s)(np.zeros(6))
-    with pytest.raises(ValueError, match="pytree prefix"):
-        fx.jit(lambda v: v, in_shardings=(s, s))(np.zeros(8))
-    with pytest.raises(ValueError, match=r"out_shardings.*rank at least"):
-        fx.jit(lambda v: v.sum(), out_shardings=s)(np.zeros(8))
-    with pytest.raises(ValueError, match="keyword"):
-        fx.jit(lambda v: v, in_shardings=s)(v=np.zeros(8))
-    with pytest.raises(TypeError, match="shardings"):
-        fx.jit(lambda v: v, in_shardings=P("model"))
 
 
 def test_doctests():
