@@ -400,8 +400,8 @@ def _put(x, target):
         return x
     if target is None:
         target = devices.default_device()
-    elif isinstance(target, str):
-        target = devices.devices(target)[0]
+    elif isinstance(target, str):  # that platform's first device of this process
+        target = devices.devices_of_process(processes.layout().process_index, target)[0]
     if isinstance(target, SingleDeviceSharding):
         target = target._device
     if isinstance(target, devices.Device):

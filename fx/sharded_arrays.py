@@ -39,24 +39,31 @@ def _check(sharding, shape, what: str) -> tuple[int, ...]:
     return shape
 
 
-def _as_buffer(data, device, shard_shape, what: str, dtype=None):
-    buf = data._buf if isinstance(data, Array) else np.asarray(data)
-    if dtype is not None and buf.dtype != dtype:
-        buf = buf.astype(dtype)
-    elif isinstance(buf, np.ndarray) and buf.dtype != dtypes.canonicalize(buf.dtype):
-        buf = buf.astype(dtypes.canonicalize(buf.dtype))
-    if tuple(buf.shape[:len(shard_shape)]) != tuple(shard_shape):
-        raise ValueError(f"{what}: the data for {device} has shape {tuple(buf.shape)}, but its "
+def _piece(data, device, shard_shape, what: str, dtype=None) -> tuple:
+    """One shard's data as (its buffer on ``device``, its dtype): an fx Array's own (an
+    extended dtype keeps its stored data), other data as NumPy in the mode's dtypes."""
+    if isinstance(data, Array):
+        buf, dt, shape = data._buf, data.dtype, data.shape
+    else:
+        buf = np.asarray(data)
+        buf = buf.astype(dtypes.canonicalize(buf.dtype), copy=False)
+        dt, shape = buf.dtype, buf.shape
+    if dtype is not None and dt != dtype:
+        if not isinstance(dt, np.dtype):
+            raise TypeError(f"{what}: cannot convert {dt} data to {dtype}")
+        buf, dt = buf.astype(dtype), np.dtype(dtype)
+    if tuple(shape) != tuple(shard_shape):
+        raise ValueError(f"{what}: the data for {device} has shape {tuple(shape)}, but its "
                          f"shard has shape {tuple(shard_shape)}")
-    return put_buffer(buf, device)
+    return put_buffer(buf, device), dt
 
 
-def _build(shape, sharding, buffers: dict, weak_type: bool, what: str, dtype=None) -> Array:
-    found = {b.dtype for b in buffers.values()}
+def _build(shape, sharding, pieces: dict, weak_type: bool, what: str) -> Array:
+    found = {dt for _, dt in pieces.values()}
     if len(found) > 1:
         raise ValueError(f"{what}: the shards have different dtypes {sorted(map(str, found))}")
-    dt = dtype if dtype is not None else found.pop()
-    return assemble(ShapedArray(shape, dt, weak_type), sharding, buffers)
+    buffers = {d: buf for d, (buf, _) in pieces.items()}
+    return assemble(ShapedArray(shape, found.pop(), weak_type), sharding, buffers)
 
 
 def make_array_from_callback(shape: Sequence[int], sharding: Sharding,
@@ -75,9 +82,9 @@ def make_array_from_callback(shape: Sequence[int], sharding: Sharding,
     shape = _check(sharding, shape, what)
     indices = sharding.devices_indices_map(shape)
     shard_shape = sharding.shard_shape(shape)
-    bufs = {d: _as_buffer(data_callback(indices[d]), d, shard_shape, what, dtype)
-            for d in _local_devices(sharding)}
-    return _build(shape, sharding, bufs, False, what, dtype)
+    pieces = {d: _piece(data_callback(indices[d]), d, shard_shape, what, dtype)
+              for d in _local_devices(sharding)}
+    return _build(shape, sharding, pieces, False, what)
 
 
 def make_array_from_single_device_arrays(shape: Sequence[int], sharding: Sharding,
@@ -110,9 +117,8 @@ def make_array_from_single_device_arrays(shape: Sequence[int], sharding: Shardin
                 "(each array must be on a distinct one of them: fx.device_put(piece, device))")
         on[d] = a
     shard_shape = sharding.shard_shape(shape)
-    bufs = {d: _as_buffer(a, d, shard_shape, what, dtype) for d, a in on.items()}
-    weak = all(a.weak_type for a in arrays)
-    return _build(shape, sharding, bufs, weak, what, dtype)
+    pieces = {d: _piece(a, d, shard_shape, what, dtype) for d, a in on.items()}
+    return _build(shape, sharding, pieces, all(a.weak_type for a in arrays), what)
 
 
 def make_array_from_process_local_data(sharding: Sharding, local_data,
@@ -129,10 +135,22 @@ def make_array_from_process_local_data(sharding: Sharding, local_data,
     (4, 2)
     """
     what = "fx.make_array_from_process_local_data"
-    data = local_data._buf if isinstance(local_data, Array) else np.asarray(local_data)
-    local_shape = tuple(data.shape)
+    if isinstance(local_data, Array):
+        data, local_shape = local_data._buf, local_data.shape
+
+        def take(index):  # a view of the Array's data, its dtype kept (extended ones too)
+            view = data[index]
+            aval = ShapedArray(view.shape[:len(local_shape)], local_data.dtype,
+                               local_data.weak_type)
+            return Array._wrap(view, aval)
+    else:
+        data = np.asarray(local_data)
+        local_shape = tuple(data.shape)
+
+        def take(index):
+            return data[index]
     if global_shape is not None and tuple(global_shape) == local_shape:
-        return make_array_from_callback(local_shape, sharding, lambda index: data[index])
+        return make_array_from_callback(local_shape, sharding, take)
     here = _local_devices(sharding)
     if not here:
         raise ValueError(f"{what}: no device of {sharding} belongs to this process")
@@ -160,12 +178,12 @@ def make_array_from_process_local_data(sharding: Sharding, local_data,
         index = tuple(slice(((blocks[d][dim].start or 0) - held[dim][0]) * block[dim],
                             ((blocks[d][dim].start or 0) - held[dim][0] + 1) * block[dim])
                       if parts[dim] > 1 else slice(None) for dim in range(len(parts)))
-        return data[index]
+        return take(index)
 
     shard_shape = sharding.shard_shape(shape)
-    bufs = {d: _as_buffer(local_part(d), d, shard_shape, what) for d in here}
+    pieces = {d: _piece(local_part(d), d, shard_shape, what) for d in here}
     weak = isinstance(local_data, Array) and local_data.weak_type
-    return _build(shape, sharding, bufs, weak, what)
+    return _build(shape, sharding, pieces, weak, what)
 
 
 def _parts(sharding: Sharding, ndim: int) -> tuple[int, ...]:

@@ -70,6 +70,26 @@ def test_shape_dtype_struct_carries_a_checked_sharding(eight):
         fx.ShapeDtypeStruct((8, 3), np.float32, sharding=P("b"))
 
 
+def test_key_arrays_shard_as_their_stored_data(eight):
+    k = fx.random.split(fx.random.key(0), 8)
+    s = _sharding((2, 4), ("a", "b"), (("a", "b"),))
+    raw = np.asarray(fx.random.key_data(k))
+    placed = fx.device_put(k, s)
+    built = [placed,
+             fx.make_array_from_callback((8,), s, lambda i: k[i]),
+             fx.make_array_from_process_local_data(s, k),
+             fx.make_array_from_single_device_arrays(
+                 (8,), s, [sh.data for sh in placed.addressable_shards])]
+    for x in built:
+        assert x.dtype == k.dtype and x.sharding == s
+        assert np.asarray(fx.random.key_data(x)).tobytes() == raw.tobytes()
+        for sh in x.addressable_shards:
+            assert sh.data.dtype == k.dtype and sh.data.shape == (1,)
+            np.testing.assert_array_equal(np.asarray(fx.random.key_data(sh.data)),
+                                          raw[sh.index])
+    assert float(fx.random.uniform(placed[3])) == float(fx.random.uniform(k[3]))
+
+
 def test_device_put_pytrees(eight):
     s = _sharding((8,), ("x",), ("x",))
     out = fx.device_put({"a": np.zeros(8), "b": [np.ones(8), 1.0]}, {"a": s, "b": eight[2]})
