@@ -25,7 +25,7 @@ from fx.runtime import platforms
 from fx.runtime.platforms import cupy_module
 
 __all__ = ["CPU", "Device", "cupy_module", "default_backend", "default_device", "devices",
-           "devices_of_process", "device_of_buffer", "put_buffer", "to_host"]
+           "devices_of_process", "device_of_buffer", "host_device", "put_buffer", "to_host"]
 
 
 @dataclass(frozen=True)
@@ -115,11 +115,17 @@ def default_device() -> Device:
 def device_of_buffer(buf) -> Device:
     """The device holding ``buf`` as far as the buffer tells: host buffers are CPU device 0 of
     this process (an array placed on another CPU device says so itself)."""
-    here = processes.layout().process_index
     if isinstance(buf, (np.ndarray, np.generic)):
-        return CPU if here == 0 else Device(CPU.platform, 0, here)
+        return host_device()
     dev = getattr(buf, "device", None)
-    return Device(platforms.CUDA.name, int(getattr(dev, "id", 0)), here)
+    return Device(platforms.CUDA.name, int(getattr(dev, "id", 0)),
+                  processes.layout().process_index)
+
+
+def host_device() -> Device:
+    """This process's first CPU device (``CPU`` in process 0)."""
+    here = processes.layout().process_index
+    return CPU if here == 0 else Device(CPU.platform, 0, here)
 
 
 def to_host(buf) -> np.ndarray:

@@ -39,7 +39,8 @@ def available_devices() -> list[devices.Device]:
     """Every device arrays can be put on in this process: the default backend's, then the
     CPU's when the default backend is another."""
     out = devices.devices_of_process(processes.layout().process_index)
-    return out if devices.CPU in out else [*out, devices.CPU]
+    host = devices.host_device()
+    return out if host in out else [*out, host]
 
 
 def check_device(device, name: str) -> devices.Device | None:

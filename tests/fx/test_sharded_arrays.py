@@ -136,6 +136,9 @@ def test_arrays_spanning_processes_hold_their_shards(two_processes):
     devs = fx.devices("cpu")
     assert len(devs) == 8 and [d.process_index for d in devs] == [0] * 4 + [1] * 4
     assert len(set(devs)) == 8 and fx.local_devices(backend="cpu") == devs[4 * me:4 * me + 4]
+    assert fnp.ones(2).device == devs[4 * me]  # this process's first device
+    if fx.default_backend() == "cpu":
+        assert fnp.__array_namespace_info__().devices() == devs[4 * me:4 * me + 4]
     mesh = Mesh(np.array(devs, dtype=object).reshape(2, 4), ("proc", "dev"))
     s = NamedSharding(mesh, P(("proc", "dev"), None))
     assert not s.is_fully_addressable and s.addressable_devices == set(devs[4 * me:4 * me + 4])
