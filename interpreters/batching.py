@@ -50,6 +50,11 @@ _axis_env: contextvars.ContextVar[tuple[BatchAxis, ...]] = contextvars.ContextVa
 
 
 def axis_size(name) -> int:
+    if isinstance(name, tuple):  # several axes at once: the product of their sizes
+        size = 1
+        for n in name:
+            size *= axis_size(n)
+        return size
     for axis in reversed(_axis_env.get()):
         if axis.name == name:
             return axis.size

@@ -1,7 +1,9 @@
 """The named-axis collectives of ``fx.lax`` across processes: what ``psum``, ``pmax``,
 ``pmin``, ``all_gather`` and ``axis_index`` mean when their axis is a :class:`ProcessAxis`
-(bound by ``fx.pmap``: one lane per process), and their lowering to a step of the compiled
-program.
+(one lane per process: bound by ``fx.pmap`` for all the run's processes, or by
+``fx.distributed.mesh.bind`` for each axis of a mesh, on that axis's sub-communicator), and
+their lowering to a step of the compiled program. A collective over a tuple of mesh axes
+runs on the communicator of that subset (:func:`process_axis` resolves it).
 
 The primitives are the ones ``vmap`` batches (``fx.lax.parallel``); under ``pmap`` no vmap
 owns the axis, so they reach the jaxpr, and operator selection picks the ``collective``
@@ -35,19 +37,47 @@ from fx.lowering.select import op_info
 
 @dataclass(frozen=True)
 class ProcessAxis(batching.BatchAxis):
-    """A named axis whose lanes are processes (``size`` is the process count); collectives
-    over it run on ``transport``."""
+    """A named axis whose lanes are processes (``size`` of them); collectives over it run on
+    ``transport``. ``index`` is this process's lane (None: its rank in ``transport``);
+    ``mesh`` the ``fx.distributed.mesh.MeshAxes`` the axis belongs to (None for pmap's);
+    ``lanes[j]``, where given, the transport rank of lane ``j`` (a tuple of mesh axes in
+    another order than the mesh's)."""
 
     transport: Transport | None = None
+    index: int | None = None
+    mesh: object = None
+    lanes: tuple[int, ...] | None = None
+
+    @property
+    def lane(self) -> int:
+        return self.transport.rank if self.index is None else self.index
+
+
+def _innermost(name):
+    for axis in reversed(batching._axis_env.get()):
+        if axis.name == name:
+            return axis
+    return None
 
 
 def process_axis(name) -> ProcessAxis | None:
     """The innermost axis named ``name`` if it is a process axis (an inner vmap of the same
-    name shadows it)."""
-    for axis in reversed(batching._axis_env.get()):
-        if axis.name == name:
-            return axis if isinstance(axis, ProcessAxis) else None
-    return None
+    name shadows it); for a tuple of names, all axes of one bound mesh, the axis of that
+    subset (its communicator, lanes numbered row-major over the names in the order given)."""
+    if not isinstance(name, tuple):
+        axis = _innermost(name)
+        return axis if isinstance(axis, ProcessAxis) else None
+    axes = [_innermost(n) for n in name]
+    if not axes or not all(isinstance(a, ProcessAxis) for a in axes):
+        return None
+    meshes = {id(a.mesh) for a in axes}
+    if len(axes) == 1 and axes[0].mesh is None:
+        return axes[0]
+    if len(meshes) != 1 or axes[0].mesh is None:
+        raise NotImplementedError(
+            f"fx.lax collective over axes {name}: across processes a tuple of axis names must "
+            "name axes of one mesh (fx.distributed.mesh.bind)")
+    return axes[0].mesh.axis(tuple(name))
 
 
 def _unbound(prim, axis_name) -> NameError:
@@ -74,7 +104,7 @@ def execute(prim, x, axis: ProcessAxis, params: dict, check: bool = True, out=No
     if what is None:
         what = f"fx.lax.{signature(prim, x, axis.name)}"
     if prim is parallel.axis_index_p:
-        return np.asarray(t.rank, np.int32)
+        return np.asarray(axis.lane, np.int32)
     if not t.device_buffers:
         x = _to_host(x)
     if check and t.size > 1:
@@ -85,7 +115,8 @@ def execute(prim, x, axis: ProcessAxis, params: dict, check: bool = True, out=No
         if params["axis_size"] != t.size:
             raise ValueError(f"{what}: axis_size {params['axis_size']} is not the axis's "
                              f"{t.size} processes")
-        return t.allgather(x, what)
+        stack = t.allgather(x, what)
+        return stack if axis.lanes is None else stack[list(axis.lanes)]
     op = ReduceOp.MAX if prim is parallel.pmax_p else ReduceOp.MIN
     if dtypes.is_float(x.dtype) or dtypes.is_complex(x.dtype):
         # A NaN wins as in vmap's reduce_max/min (MPI's MAX on floats does not promise it):

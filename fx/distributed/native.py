@@ -1,13 +1,15 @@
-"""Collectives called from the generated C code: an all-reduce step with no Python in it.
+"""Collectives called from the generated C code: all-reduce and all-gather steps with no
+Python in them.
 
 A compiled collective step (``collectives``) is a Python call: ``mpi4py``'s ``Allreduce``
 parses two buffers and a datatype per call, and with the transport's bookkeeping a 1 KB
 all-reduce between two processes took 3.3 us, of which MPI itself (the shared-memory
 exchange) is about 0.9. On the CPU backend, a ``psum`` (``pmax``/``pmin`` of integers) over an
 MPI process axis is instead a kernel of the program: one line of generated C calling
-``fx_mpi_allreduce``, in a small runtime library (``native.c``) compiled once per machine and
-loaded with global symbols, which holds this process's ``MPI_Allreduce`` (looked up in the MPI
-library mpi4py loaded), its communicator, datatype and operation handles. The kernel sits in
+``fx_mpi_allreduce`` (an ``all_gather``: ``fx_mpi_allgather``), in a small runtime library
+(``native.c``) compiled once per machine and loaded with global symbols, which holds this
+process's ``MPI_Allreduce`` and ``MPI_Allgather`` (looked up in the MPI library mpi4py
+loaded), datatype and operation handles and a table of communicators. The kernel sits in
 a segment between the other kernels (and in native ``scan``/``while`` bodies), so a jitted
 training step runs kernels and all-reduces in one C call.
 
@@ -22,8 +24,10 @@ What the Python step did around the collective stays:
   (the other processes would wait for this one until their deadline).
 
 The handles are pointers (Open MPI) or ints (MPICH); the library passes them as the integer
-type of their size, which both calling conventions (x86-64, AArch64) take alike. One MPI
-communicator is bound at a time: that of the process group the program was lowered for.
+type of their size, which both calling conventions (x86-64, AArch64) take alike. Each
+communicator a program runs collectives on (the process group's for ``pmap``, a mesh axes'
+sub-communicator, ``fx.distributed.mesh``) gets a slot of the table when the first program
+using it is lowered (:func:`bind`); a kernel names its slot.
 """
 
 from __future__ import annotations
@@ -55,16 +59,18 @@ _PRIMS = {parallel.psum_p: ReduceOp.SUM, parallel.pmax_p: ReduceOp.MAX,
 MAX_COUNT = 2**31 - 1  # MPI counts are C ints
 
 # The runtime library (a template of the MPI handle type and the handle tables' sizes) and the
-# kernel calling it, a CKernel template (native.c documents their placeholders).
+# kernels calling it, CKernel templates (native.c documents their placeholders).
 _LIBRARY = resources.template(__package__, "native.c", "library")
 _KERNEL = resources.sections(__package__, "native.c")["kernel"]
+_GATHER = resources.sections(__package__, "native.c")["gather"]
 
 
-class _Bound:
-    """The runtime library and the transport whose communicator it holds."""
+class _Library:
+    """The loaded runtime library and the communicators bound in its table (by slot)."""
 
-    def __init__(self, lib, transport: MpiTransport):
-        self.lib, self.transport = lib, transport
+    def __init__(self, lib, group):
+        self.lib, self.group = lib, group
+        self.slots: dict = {}  # transport -> its communicator's slot in the table
         self.started = ctypes.c_int64.in_dll(lib, "fx_mpi_started_ns")
         self.what = ctypes.c_char_p.in_dll(lib, "fx_mpi_what")
 
@@ -77,8 +83,9 @@ class _Bound:
 
 
 _lock = threading.Lock()
-_bound: _Bound | None = None
+_library: _Library | None = None
 _unavailable: dict = {}  # transport -> why the native path is not taken (for describe)
+MAX_COMMUNICATORS = 64  # the library's table: the group's and its mesh axes' communicators
 
 
 def _handle_type(mpi):
@@ -88,72 +95,96 @@ def _handle_type(mpi):
     return (ctypes.c_int32, "int32_t") if size == 4 else (ctypes.c_void_p, "void*")
 
 
-def bind(transport: MpiTransport) -> _Bound | None:
-    """The runtime library bound to ``transport``'s communicator (compiled and loaded on
-    first use); None where it cannot be (no C compiler, handles of an unknown size, an MPI
-    library without the symbols)."""
-    global _bound
+def library_source(handle: str) -> str:
+    """The runtime library's C for MPI handles of C type ``handle`` (``void*``, ``int32_t``)."""
+    return _LIBRARY.substitute(handle=handle, n_types=len(DTYPES), n_ops=len(_OPS),
+                               n_comms=MAX_COMMUNICATORS, byte_type=_CODE[np.dtype(np.uint8)])
+
+
+def _load(transport: MpiTransport) -> _Library:
+    """The runtime library, compiled (once per machine), loaded and its MPI API filled in."""
+    mpi = transport._mpi
+    handle = _handle_type(mpi)
+    if handle is None:
+        raise OSError("MPI handles of an unknown size")
+    if cc.compiler() is None:
+        raise OSError("no C compiler")
+    api = ctypes.CDLL(mpi.__file__)  # its dependencies include the MPI library
+    functions = [ctypes.cast(getattr(api, f), ctypes.c_void_p).value
+                 for f in ("MPI_Allreduce", "MPI_Allgather", "MPI_Abort", "MPI_Error_string")]
+    lib = cc.build_global(library_source(handle[1]))
+    h = handle[0]
+
+    class Group(ctypes.Structure):
+        _fields_ = [("allreduce", ctypes.c_void_p), ("allgather", ctypes.c_void_p),
+                    ("abort", ctypes.c_void_p), ("error_string", ctypes.c_void_p),
+                    ("types", h * len(DTYPES)), ("ops", h * len(_OPS)),
+                    ("in_place", ctypes.c_void_p), ("world_rank", ctypes.c_int),
+                    ("world_size", ctypes.c_int), ("comms", h * MAX_COMMUNICATORS),
+                    ("ranks", ctypes.c_int * MAX_COMMUNICATORS),
+                    ("sizes", ctypes.c_int * MAX_COMMUNICATORS)]
+
+    g = Group.in_dll(lib, "fx_mpi_group")
+    g.allreduce, g.allgather, g.abort, g.error_string = functions
+    for i, d in enumerate(DTYPES):
+        g.types[i] = mpi._handleof(mpi._typedict[np.dtype(d).char])
+    for i, op in enumerate(_OPS):
+        g.ops[i] = mpi._handleof(transport._ops[op])
+    g.in_place = int(mpi.IN_PLACE)
+    world = mpi.COMM_WORLD
+    g.world_rank, g.world_size = world.Get_rank(), world.Get_size()
+    return _Library(lib, g)
+
+
+def bind(transport: MpiTransport) -> int | None:
+    """The slot of ``transport``'s communicator in the runtime library's table (the library
+    compiled and loaded on first use); None where it cannot be bound (no C compiler, handles
+    of an unknown size, an MPI library without the symbols, a full table)."""
+    global _library
     with _lock:
-        if _bound is not None and _bound.transport is transport:
-            return _bound
+        if _library is not None and transport in _library.slots:
+            return _library.slots[transport]
         if transport in _unavailable:
             return None
-        mpi = transport._mpi
-        handle = _handle_type(mpi)
         try:
-            if handle is None:
-                raise OSError("MPI handles of an unknown size")
-            if cc.compiler() is None:
-                raise OSError("no C compiler")
-            api = ctypes.CDLL(mpi.__file__)  # its dependencies include the MPI library
-            functions = [ctypes.cast(getattr(api, f), ctypes.c_void_p).value
-                         for f in ("MPI_Allreduce", "MPI_Abort", "MPI_Error_string")]
-            lib = cc.build_global(_LIBRARY.substitute(handle=handle[1], n_types=len(DTYPES),
-                                                      n_ops=len(_OPS)))
+            if _library is None:
+                _library = _load(transport)
+            if len(_library.slots) == MAX_COMMUNICATORS:
+                raise OSError(f"more than {MAX_COMMUNICATORS} communicators")
         except (OSError, AttributeError, cc.CompileError) as e:
             _unavailable[transport] = str(e)
             return None
-        h = handle[0]
-
-        class Group(ctypes.Structure):
-            _fields_ = [("allreduce", ctypes.c_void_p), ("abort", ctypes.c_void_p),
-                        ("error_string", ctypes.c_void_p), ("comm", h),
-                        ("types", h * len(DTYPES)), ("ops", h * len(_OPS)),
-                        ("in_place", ctypes.c_void_p), ("rank", ctypes.c_int),
-                        ("size", ctypes.c_int)]
-
-        g = Group.in_dll(lib, "fx_mpi_group")
-        g.allreduce, g.abort, g.error_string = functions
-        g.comm = mpi._handleof(transport.comm)
-        for i, d in enumerate(DTYPES):
-            g.types[i] = mpi._handleof(mpi._typedict[np.dtype(d).char])
-        for i, op in enumerate(_OPS):
-            g.ops[i] = mpi._handleof(transport._ops[op])
-        g.in_place = int(mpi.IN_PLACE)
-        g.rank, g.size = transport.rank, transport.size
-        _bound = _Bound(lib, transport)
-        transport.watch_native(_bound.running)
-        return _bound
+        slot = len(_library.slots)
+        g = _library.group
+        g.comms[slot] = transport._mpi._handleof(transport.comm)
+        g.ranks[slot], g.sizes[slot] = transport.rank, transport.size
+        _library.slots[transport] = slot
+        transport.watch_native(_library.running)
+        return slot
 
 
 def _eligible(g) -> bool:
     if not collectives._is_collective(g):
         return False
     eqn = g.eqns[0]
+    gather = eqn.primitive is parallel.all_gather_p
     op = _PRIMS.get(eqn.primitive)
-    if op is None or not eqn.invars or not isinstance(eqn.invars[0], Var):
+    if (op is None and not gather) or not eqn.invars or not isinstance(eqn.invars[0], Var):
         return False
     src, out = eqn.invars[0].aval, eqn.outvars[0].aval
     dt = np.dtype(out.dtype)
-    if src.dtype != out.dtype or src.shape != out.shape or dt not in _CODE:
+    count = int(np.prod(src.shape, dtype=np.int64))
+    axis = collectives.process_axis(eqn.params["axis_name"])
+    if axis is None or type(axis.transport) is not MpiTransport or src.dtype != out.dtype:
+        return False
+    if gather:  # bytes, in rank order: any dtype, lanes in the communicator's order
+        return axis.lanes is None and 0 < count * dt.itemsize <= MAX_COUNT and \
+            out.shape == (axis.transport.size,) + src.shape
+    if src.shape != out.shape or dt not in _CODE:
         return False
     if op is not ReduceOp.SUM and dt.kind not in "iu":
         return False  # a NaN must win a float max/min: the Python step gathers
-    count = int(np.prod(out.shape, dtype=np.int64))
-    if not 0 < count <= MAX_COUNT:
-        return False
-    axis = collectives.process_axis(eqn.params["axis_name"])
-    return axis is not None and type(axis.transport) is MpiTransport
+    return 0 < count <= MAX_COUNT
 
 
 def _applies(g) -> bool:
@@ -179,12 +210,17 @@ def _what(eqn) -> str:
 
 def _kernel(g, name, inputs, outputs) -> CKernel:
     eqn = g.eqns[0]
-    aval = eqn.outvars[0].aval
-    count = int(np.prod(aval.shape, dtype=np.int64))
-    params = (ir.Param("x", aval.dtype, count, False), ir.Param("y", aval.dtype, count, True))
-    fields = dict(ctype=storage_type(aval.dtype), count=count,
-                  type=_CODE[np.dtype(aval.dtype)], op=_OPS.index(_PRIMS[eqn.primitive]),
-                  what=_c_string(_what(eqn)))
+    src, out = eqn.invars[0].aval, eqn.outvars[0].aval
+    count = int(np.prod(src.shape, dtype=np.int64))
+    total = int(np.prod(out.shape, dtype=np.int64))
+    params = (ir.Param("x", out.dtype, count, False), ir.Param("y", out.dtype, total, True))
+    slot = bind(collectives._axis_of(eqn).transport)
+    fields = dict(ctype=storage_type(out.dtype), comm=slot, what=_c_string(_what(eqn)))
+    if eqn.primitive is parallel.all_gather_p:
+        fields.update(nbytes=count * np.dtype(out.dtype).itemsize)
+        return CKernel(name, params, _GATHER, tuple(fields.items()), None, work=total)
+    fields.update(count=count, type=_CODE[np.dtype(out.dtype)],
+                  op=_OPS.index(_PRIMS[eqn.primitive]))
     return CKernel(name, params, _KERNEL, tuple(fields.items()), None, work=count)
 
 
@@ -205,11 +241,13 @@ def _first_run(g):
 def _describe(g) -> str:
     eqn = g.eqns[0]
     axis = collectives._axis_of(eqn)
-    return (f"{eqn.primitive.name} over {axis.name!r} as MPI_Allreduce called from the "
+    call = "MPI_Allgather" if eqn.primitive is parallel.all_gather_p else "MPI_Allreduce"
+    return (f"{eqn.primitive.name} over {axis.name!r} as {call} called from the "
             f"generated code ({axis.transport.describe()})")
 
 
 op_info.register(op_info.OpImpl(
     "cpu.mpi_collective", "cpu", GroupKind.OPAQUE, None, {}, True, lambda g: 100.0,
-    "a psum (integer pmax/pmin) over an MPI process axis, called from the generated code",
+    "a psum (integer pmax/pmin) or all_gather over an MPI process axis, called from the "
+    "generated code",
     applies=_applies, kernel=_kernel, describe=_describe, first_run=_first_run))

@@ -1,8 +1,10 @@
 """Transports: the engines that run collectives between processes.
 
 A :class:`Transport` is one group of processes (a communicator) and the collectives fx needs
-on it: ``allreduce`` (sum, max, min), ``allgather`` and ``agree`` (every process checks that
-all of them are about to run the same collective on the same type). fx does not move bytes
+on it: ``allreduce`` (sum, max, min), ``allgather``, ``reduce_scatter``, ``alltoall``,
+``permute`` (send to one process, receive from one), ``agree`` (every process checks that all
+of them are about to run the same collective on the same type) and ``split`` (the
+sub-communicators of a mesh's axes, ``fx.distributed.mesh``). fx does not move bytes
 itself: :class:`MpiTransport` runs on mpi4py (Open MPI from pip), ``fx.distributed.nccl``'s
 ``NcclTransport`` on CuPy's NCCL, and :class:`SelfTransport` is the group of one process.
 
@@ -71,6 +73,28 @@ class Transport:
         """Every process's ``x`` stacked on a new leading axis of length ``size``."""
         raise NotImplementedError
 
+    def reduce_scatter(self, x, what: str):
+        """Every process's ``x`` (leading axis of length ``size``) summed; this process gets
+        row ``rank`` of the sum."""
+        raise NotImplementedError
+
+    def alltoall(self, x, what: str):
+        """Row ``j`` of this process's ``x`` (leading axis ``size``) goes to process ``j``;
+        row ``j`` of the result came from process ``j``."""
+        raise NotImplementedError
+
+    def permute(self, x, dest: int | None, source: int | None, what: str):
+        """Send ``x`` to process ``dest`` and return what process ``source`` sent (zeros
+        like ``x`` when ``source`` is None; nothing is sent when ``dest`` is None)."""
+        raise NotImplementedError
+
+    def split(self, color: int, key: int, where: str) -> Transport:
+        """The transport of the processes passing the same ``color``, ranked by ``key`` (a
+        collective: every process of this one calls it, in the same order). ``where``
+        names this process in the new group's errors."""
+        raise NotImplementedError(f"fx.distributed: the {self.name} transport has no "
+                                  "sub-communicators (mesh axes across processes need MPI)")
+
     def agree(self, signature: str, what: str) -> None:
         """Raise :class:`CollectiveMismatchError` on every process unless all of them pass
         the same ``signature`` (a short text: the collective, its shape and dtype)."""
@@ -111,6 +135,18 @@ class SelfTransport(Transport):
     def allgather(self, x, what: str):
         return x[None].copy()
 
+    def reduce_scatter(self, x, what: str):
+        return x[0].copy()
+
+    def alltoall(self, x, what: str):
+        return x.copy()
+
+    def permute(self, x, dest, source, what: str):
+        return x.copy() if source is not None else np.zeros_like(x)
+
+    def split(self, color: int, key: int, where: str) -> Transport:
+        return self
+
 
 # MPI has no 16-bit floats: they are reduced in float32 (and rounded back once).
 _WIDEN = {"float16": np.float32, "bfloat16": np.float32}
@@ -129,12 +165,14 @@ class MpiTransport(Transport):
 
     name = "mpi"
 
-    def __init__(self, comm, timeout: float | None = None):
+    def __init__(self, comm, timeout: float | None = None, where: str | None = None):
         from mpi4py import MPI  # an optional dependency: pip install fx[distributed]
 
         self._mpi = MPI
         self.comm = comm
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
+        # This process in errors: its rank, and for a sub-communicator its world rank too.
+        self.where = where or f"rank {self.rank} of {self.size}"
         self.timeout = default_timeout() if timeout is None else float(timeout)
         self._ops = {ReduceOp.SUM: MPI.SUM, ReduceOp.MAX: MPI.MAX, ReduceOp.MIN: MPI.MIN}
         self._lock = threading.Lock()
@@ -168,7 +206,7 @@ class MpiTransport(Transport):
                 started, what = running
                 self.abort(
                     f"fx.distributed: {what} timed out after {time.monotonic() - started:.1f} s "
-                    f"on rank {self.rank} of {self.size}: another process did not join it (it "
+                    f"on {self.where}: another process did not join it (it "
                     "died, raised, or runs a different program); aborting every process. "
                     "(FX_COLLECTIVE_TIMEOUT sets the limit.)")
 
@@ -215,6 +253,40 @@ class MpiTransport(Transport):
         out = np.empty((self.size, src.size), np.uint8)
         self._run(lambda: self.comm.Allgather(src, out), what)
         return out.view(x.dtype).reshape((self.size,) + x.shape)
+
+    def reduce_scatter(self, x, what: str):
+        x = np.ascontiguousarray(x)
+        how = _WIDEN.get(x.dtype.name, "bool" if x.dtype == np.bool_ else "native")
+        if how == "bool":  # a sum of booleans is "any": bytes reduced by max
+            src, op = x.view(np.uint8), self._mpi.MAX
+        else:
+            src, op = (x if how == "native" else x.astype(how)), self._mpi.SUM
+        out = np.empty(src.shape[1:], src.dtype)
+        self._run(lambda: self.comm.Reduce_scatter_block(src, out, op=op), what)
+        return out.view(np.bool_) if how == "bool" else out.astype(x.dtype, copy=False)
+
+    def alltoall(self, x, what: str):
+        x = np.ascontiguousarray(x)
+        src = x.view(np.uint8).reshape(self.size, -1)
+        out = np.empty_like(src)
+        self._run(lambda: self.comm.Alltoall(src, out), what)
+        return out.view(x.dtype).reshape(x.shape)
+
+    def permute(self, x, dest, source, what: str):
+        x = np.ascontiguousarray(x)
+        out = np.zeros_like(x)
+        null = self._mpi.PROC_NULL
+        send, recv = x.view(np.uint8).reshape(-1), out.view(np.uint8).reshape(-1)
+        self._run(lambda: self.comm.Sendrecv(
+            send, null if dest is None else dest, 0,
+            recv, null if source is None else source, 0), what)
+        return out
+
+    def split(self, color: int, key: int, where: str) -> MpiTransport:
+        box = []
+        self._run(lambda: box.append(self.comm.Split(color, key)),
+                  f"fx.distributed: creating a sub-communicator ({where})")
+        return MpiTransport(box[0], self.timeout, where)
 
     def abort(self, message: str, code: int = 1) -> None:
         print(message, file=sys.stderr, flush=True)

@@ -3,7 +3,9 @@ loopback, each launch bounded by a subprocess timeout. The launched scripts run 
 each (a launch costs seconds: process start and ``import fx``): ``collective_checks.py``
 compares every collective under ``pmap`` with its ``vmap`` meaning, plus jit, vmap and grad
 inside pmap and a data-parallel SGD step; ``fault_checks.py`` makes one process fail and
-checks that every process ends with a message naming the failure.
+checks that every process ends with a message naming the failure; ``mesh_checks.py`` runs
+every collective over every subset of the axes of meshes spanning 4 processes (2x2, 1-D of
+4), grad through the data-moving ones, then makes one process raise.
 """
 
 from __future__ import annotations
@@ -77,6 +79,21 @@ def test_collectives_and_a_shape_mismatch_on_two_processes():
     listing = "rank 0: psum over 'i' of f32[3]; rank 1: psum over 'i' of f32[4]"
     # Both raise; the first to abort may end the other before it prints.
     assert "of 2 raised CollectiveMismatchError" in out and listing in out, out
+
+
+MESH_CHECKS = [f"{what} {shape}" for shape in ("(2, 2)", "(4,)")
+               for what in ("reductions", "movers", "grads")] + ["as_text"]
+
+
+def test_mesh_axes_on_four_processes_then_a_raising_rank():
+    # One launch: every mesh check, then rank 1 raises while the others wait in a psum over a
+    # sub-communicator; the job must end with the raising rank named, not hang.
+    rc, out, _ = launch(4, "mesh_checks.py", "then-raise")
+    for name in MESH_CHECKS:
+        for r in range(4):
+            assert f"PASS {name} rank {r} " in out, f"{name} on rank {r} missing:\n{out}"
+    assert rc != 0 and "finished" not in out, out
+    assert "rank 1 of 4 raised ValueError: rank 1 fails on purpose" in out, out
 
 
 @pytest.mark.slow
