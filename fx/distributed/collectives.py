@@ -30,7 +30,7 @@ from fx import dtypes
 from fx.distributed.transport import ReduceOp, Transport
 from fx.interpreters import batching
 from fx.jaxpr import Literal, effectful_primitives
-from fx.lax import parallel
+from fx.lax import parallel, parallel_moves
 from fx.lowering.fusion.groups import GroupKind
 from fx.lowering.select import op_info
 
@@ -117,6 +117,8 @@ def execute(prim, x, axis: ProcessAxis, params: dict, check: bool = True, out=No
                              f"{t.size} processes")
         stack = t.allgather(x, what)
         return stack if axis.lanes is None else stack[list(axis.lanes)]
+    if prim in parallel_moves.move_prims:
+        return _move(prim, x, axis, params, what)
     op = ReduceOp.MAX if prim is parallel.pmax_p else ReduceOp.MIN
     if dtypes.is_float(x.dtype) or dtypes.is_complex(x.dtype):
         # A NaN wins as in vmap's reduce_max/min (MPI's MAX on floats does not promise it):
@@ -124,6 +126,40 @@ def execute(prim, x, axis: ProcessAxis, params: dict, check: bool = True, out=No
         stack = t.allgather(x, what)
         return (stack.max if op is ReduceOp.MAX else stack.min)(axis=0)
     return t.allreduce(x, op, what)
+
+
+def _by_rank(rows, axis: ProcessAxis):
+    """Rows in lane order put in the transport's rank order."""
+    if axis.lanes is None:
+        return rows
+    out = np.empty_like(rows)
+    out[list(axis.lanes)] = rows
+    return out
+
+
+def _move(prim, x, axis: ProcessAxis, params: dict, what: str):
+    """A reduce-scatter, permutation or all-to-all of ``x`` over the processes of ``axis``
+    (the primitives' meanings: ``fx.lax.parallel_moves``), the rows each process sends laid
+    out contiguously for the transport."""
+    t, n = axis.transport, axis.size
+    if prim is parallel_moves.ppermute_p:
+        lane = axis.lane
+        dest = next((d for s, d in params["perm"] if s == lane), None)
+        source = next((s for s, d in params["perm"] if d == lane), None)
+        rank = (lambda j: j) if axis.lanes is None else (lambda j: axis.lanes[j])
+        return t.permute(x, None if dest is None else rank(dest),
+                         None if source is None else rank(source), what)
+    if prim is parallel_moves.psum_scatter_p:
+        d, shape = params["scatter_dimension"], x.shape
+        if params["tiled"]:
+            x = x.reshape(shape[:d] + (n, shape[d] // n) + shape[d + 1:])
+        return t.reduce_scatter(_by_rank(np.moveaxis(x, d, 0), axis), what)
+    s, c, shape = params["split_axis"], params["concat_axis"], x.shape
+    chunks = np.moveaxis(x.reshape(shape[:s] + (n, shape[s] // n) + shape[s + 1:]), s, 0)
+    received = t.alltoall(_by_rank(chunks, axis), what)
+    if axis.lanes is not None:
+        received = received[list(axis.lanes)]
+    return np.concatenate(list(received), axis=c)
 
 
 def _impl(prim):
@@ -136,7 +172,9 @@ def _impl(prim):
     return impl
 
 
-for _prim in parallel.collective_prims:
+# Every collective a process axis gives a meaning to.
+PRIMS = parallel.collective_prims | parallel_moves.move_prims
+for _prim in PRIMS:
     _prim.def_impl(_impl(_prim))
     if _prim is not parallel.axis_index_p:
         effectful_primitives.add(_prim)
@@ -146,7 +184,7 @@ for _prim in parallel.collective_prims:
 
 
 def _is_collective(g) -> bool:
-    return len(g.eqns) == 1 and g.eqns[0].primitive in parallel.collective_prims
+    return len(g.eqns) == 1 and g.eqns[0].primitive in PRIMS
 
 
 def _axis_of(eqn) -> ProcessAxis:

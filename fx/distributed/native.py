@@ -40,7 +40,7 @@ import numpy as np
 from fx.distributed import collectives
 from fx.distributed.transport import MpiTransport, ReduceOp
 from fx.jaxpr import Var
-from fx.lax import parallel
+from fx.lax import parallel, parallel_moves
 from fx.lowering import resources
 from fx.lowering.codegen import kernel_ir as ir
 from fx.lowering.codegen.c_kernel import CKernel
@@ -62,7 +62,14 @@ MAX_COUNT = 2**31 - 1  # MPI counts are C ints
 # kernels calling it, CKernel templates (native.c documents their placeholders).
 _LIBRARY = resources.template(__package__, "native.c", "library")
 _KERNEL = resources.sections(__package__, "native.c")["kernel"]
-_GATHER = resources.sections(__package__, "native.c")["gather"]
+_SECTIONS = resources.sections(__package__, "native.c")
+_TEMPLATES = {parallel.all_gather_p: _SECTIONS["gather"],
+              parallel_moves.psum_scatter_p: _SECTIONS["reduce_scatter"],
+              parallel_moves.all_to_all_p: _SECTIONS["alltoall"],
+              parallel_moves.ppermute_p: _SECTIONS["permute"]}
+_CALLS = {parallel.all_gather_p: "MPI_Allgather",
+          parallel_moves.psum_scatter_p: "MPI_Reduce_scatter_block",
+          parallel_moves.all_to_all_p: "MPI_Alltoall", parallel_moves.ppermute_p: "MPI_Sendrecv"}
 
 
 class _Library:
@@ -111,26 +118,31 @@ def _load(transport: MpiTransport) -> _Library:
         raise OSError("no C compiler")
     api = ctypes.CDLL(mpi.__file__)  # its dependencies include the MPI library
     functions = [ctypes.cast(getattr(api, f), ctypes.c_void_p).value
-                 for f in ("MPI_Allreduce", "MPI_Allgather", "MPI_Abort", "MPI_Error_string")]
+                 for f in ("MPI_Allreduce", "MPI_Allgather", "MPI_Reduce_scatter_block",
+                           "MPI_Alltoall", "MPI_Sendrecv", "MPI_Abort", "MPI_Error_string")]
     lib = cc.build_global(library_source(handle[1]))
     h = handle[0]
 
     class Group(ctypes.Structure):
         _fields_ = [("allreduce", ctypes.c_void_p), ("allgather", ctypes.c_void_p),
-                    ("abort", ctypes.c_void_p), ("error_string", ctypes.c_void_p),
-                    ("types", h * len(DTYPES)), ("ops", h * len(_OPS)),
-                    ("in_place", ctypes.c_void_p), ("world_rank", ctypes.c_int),
+                    ("reduce_scatter", ctypes.c_void_p), ("alltoall", ctypes.c_void_p),
+                    ("sendrecv", ctypes.c_void_p), ("abort", ctypes.c_void_p),
+                    ("error_string", ctypes.c_void_p), ("types", h * len(DTYPES)),
+                    ("ops", h * len(_OPS)), ("in_place", ctypes.c_void_p),
+                    ("proc_null", ctypes.c_int), ("world_rank", ctypes.c_int),
                     ("world_size", ctypes.c_int), ("comms", h * MAX_COMMUNICATORS),
                     ("ranks", ctypes.c_int * MAX_COMMUNICATORS),
                     ("sizes", ctypes.c_int * MAX_COMMUNICATORS)]
 
     g = Group.in_dll(lib, "fx_mpi_group")
-    g.allreduce, g.allgather, g.abort, g.error_string = functions
+    (g.allreduce, g.allgather, g.reduce_scatter, g.alltoall, g.sendrecv, g.abort,
+     g.error_string) = functions
     for i, d in enumerate(DTYPES):
         g.types[i] = mpi._handleof(mpi._typedict[np.dtype(d).char])
     for i, op in enumerate(_OPS):
         g.ops[i] = mpi._handleof(transport._ops[op])
     g.in_place = int(mpi.IN_PLACE)
+    g.proc_null = int(mpi.PROC_NULL)
     world = mpi.COMM_WORLD
     g.world_rank, g.world_size = world.Get_rank(), world.Get_size()
     return _Library(lib, g)
@@ -163,13 +175,18 @@ def bind(transport: MpiTransport) -> int | None:
         return slot
 
 
+def _leading(shape, d) -> int:
+    return int(np.prod(shape[:d], dtype=np.int64))
+
+
 def _eligible(g) -> bool:
     if not collectives._is_collective(g):
         return False
     eqn = g.eqns[0]
-    gather = eqn.primitive is parallel.all_gather_p
-    op = _PRIMS.get(eqn.primitive)
-    if (op is None and not gather) or not eqn.invars or not isinstance(eqn.invars[0], Var):
+    prim = eqn.primitive
+    op = _PRIMS.get(prim)
+    if (op is None and prim not in _TEMPLATES) or not eqn.invars or \
+            not isinstance(eqn.invars[0], Var):
         return False
     src, out = eqn.invars[0].aval, eqn.outvars[0].aval
     dt = np.dtype(out.dtype)
@@ -177,9 +194,22 @@ def _eligible(g) -> bool:
     axis = collectives.process_axis(eqn.params["axis_name"])
     if axis is None or type(axis.transport) is not MpiTransport or src.dtype != out.dtype:
         return False
-    if gather:  # bytes, in rank order: any dtype, lanes in the communicator's order
-        return axis.lanes is None and 0 < count * dt.itemsize <= MAX_COUNT and \
-            out.shape == (axis.transport.size,) + src.shape
+    n = axis.transport.size
+    nbytes = count * dt.itemsize
+    if prim is parallel.all_gather_p:  # bytes in rank order: any dtype
+        return axis.lanes is None and 0 < nbytes <= MAX_COUNT and \
+            out.shape == (n,) + src.shape
+    if prim is parallel_moves.ppermute_p:
+        return axis.lanes is None and 0 < nbytes <= MAX_COUNT
+    if prim is parallel_moves.all_to_all_p:
+        # Each process's chunks, and what it receives, already rows in rank order.
+        p = eqn.params
+        return axis.lanes is None and 0 < nbytes // n <= MAX_COUNT and \
+            _leading(src.shape, p["split_axis"]) == 1 and \
+            _leading(out.shape, p["concat_axis"]) == 1
+    if prim is parallel_moves.psum_scatter_p:
+        return axis.lanes is None and dt in _CODE and 0 < count // n <= MAX_COUNT and \
+            _leading(src.shape, eqn.params["scatter_dimension"]) == 1
     if src.shape != out.shape or dt not in _CODE:
         return False
     if op is not ReduceOp.SUM and dt.kind not in "iu":
@@ -210,18 +240,32 @@ def _what(eqn) -> str:
 
 def _kernel(g, name, inputs, outputs) -> CKernel:
     eqn = g.eqns[0]
+    prim = eqn.primitive
     src, out = eqn.invars[0].aval, eqn.outvars[0].aval
     count = int(np.prod(src.shape, dtype=np.int64))
     total = int(np.prod(out.shape, dtype=np.int64))
     params = (ir.Param("x", out.dtype, count, False), ir.Param("y", out.dtype, total, True))
-    slot = bind(collectives._axis_of(eqn).transport)
+    axis = collectives._axis_of(eqn)
+    slot = bind(axis.transport)
     fields = dict(ctype=storage_type(out.dtype), comm=slot, what=_c_string(_what(eqn)))
-    if eqn.primitive is parallel.all_gather_p:
-        fields.update(nbytes=count * np.dtype(out.dtype).itemsize)
-        return CKernel(name, params, _GATHER, tuple(fields.items()), None, work=total)
-    fields.update(count=count, type=_CODE[np.dtype(out.dtype)],
-                  op=_OPS.index(_PRIMS[eqn.primitive]))
-    return CKernel(name, params, _KERNEL, tuple(fields.items()), None, work=count)
+    itemsize = np.dtype(out.dtype).itemsize
+    if prim is parallel.all_gather_p:
+        fields.update(nbytes=count * itemsize)
+    elif prim is parallel_moves.all_to_all_p:
+        fields.update(nbytes=count * itemsize // axis.size)
+    elif prim is parallel_moves.ppermute_p:
+        dest, source = [-1] * axis.size, [-1] * axis.size
+        for s, d in eqn.params["perm"]:
+            dest[s], source[d] = d, s
+        fields.update(nbytes=count * itemsize, dest=", ".join(map(str, dest)),
+                      source=", ".join(map(str, source)))
+    else:
+        fields.update(count=total if prim is parallel_moves.psum_scatter_p else count,
+                      type=_CODE[np.dtype(out.dtype)])
+        if prim not in _TEMPLATES:
+            fields.update(op=_OPS.index(_PRIMS[prim]))
+    template = _TEMPLATES.get(prim, _KERNEL)
+    return CKernel(name, params, template, tuple(fields.items()), None, work=max(count, total))
 
 
 def _first_run(g):
@@ -241,13 +285,13 @@ def _first_run(g):
 def _describe(g) -> str:
     eqn = g.eqns[0]
     axis = collectives._axis_of(eqn)
-    call = "MPI_Allgather" if eqn.primitive is parallel.all_gather_p else "MPI_Allreduce"
+    call = _CALLS.get(eqn.primitive, "MPI_Allreduce")
     return (f"{eqn.primitive.name} over {axis.name!r} as {call} called from the "
             f"generated code ({axis.transport.describe()})")
 
 
 op_info.register(op_info.OpImpl(
     "cpu.mpi_collective", "cpu", GroupKind.OPAQUE, None, {}, True, lambda g: 100.0,
-    "a psum (integer pmax/pmin) or all_gather over an MPI process axis, called from the "
-    "generated code",
+    "a psum (integer pmax/pmin), all_gather, psum_scatter, all_to_all or ppermute over an "
+    "MPI process axis, called from the generated code",
     applies=_applies, kernel=_kernel, describe=_describe, first_run=_first_run))

@@ -20,7 +20,6 @@ from fx.core import Primitive
 from fx.interpreters import batching, transpose
 from fx.interpreters.batching import moveaxis, not_mapped
 from fx.lax import base, reductions
-from fx.lax.dynamic_slicing import dynamic_index_in_dim
 from fx.lax.elementwise import convert_element_type, div, mul
 from fx.lax.structural import iota
 
@@ -99,15 +98,7 @@ def _all_gather_batch(axis, vals, dims, *, axis_name, axis_size):
 batching.batch_rules[all_gather_p] = _all_gather_batch
 
 
-def _all_gather_transpose(ct, x, *, axis_name, axis_size):
-    # Every lane's output stacks all lanes' x, so lane i's cotangent is the sum over lanes of
-    # their output cotangents at row i: a psum, then this lane's row.
-    total = psum_p.bind(ct, axis_name=axis_name)
-    return [dynamic_index_in_dim(total, axis_index_p.bind(axis_name=axis_name), 0,
-                                 keepdims=False)]
-
-
-transpose.deflinear(all_gather_p, _all_gather_transpose)
+# Its transpose, a reduce-scatter, is registered beside psum_scatter_p (fx.lax.parallel_moves).
 
 axis_index_p = Primitive("axis_index")  # params: axis_name
 axis_index_p.def_abstract_eval(lambda *, axis_name: ShapedArray((), dtypes.int32))

@@ -1,29 +1,21 @@
 """Collectives that move data between the lanes of a named axis (``vmap(axis_name=...)``):
 ``ppermute``, ``pshuffle``, ``psum_scatter``, ``all_to_all``, as jax's.
 
-Each is written with ``all_gather`` and the lane's ``axis_index``: a lane gathers every lane's
-value and keeps the part its position selects (a permutation table, a chunk of the sum, the
-i-th chunk of each lane). So they batch, differentiate (``all_gather`` transposes to a sum of
-slices) and compile as the primitives they are made of, with no rules of their own; under
-``vmap`` that is the same data movement a device collective would do. ``axis_index_groups``
-(subgroups of lanes) is not supported.
+Each checks its arguments and binds its primitive (``fx.lax.parallel_moves``: their batching
+rules, transposes, and across processes one MPI collective each); ``pshuffle`` is a
+``ppermute``. ``axis_index_groups`` (subgroups of lanes) is not supported.
 """
 
 from __future__ import annotations
 
 import operator
 
-import numpy as np
-
-from fx import dtypes, tree_util
+from fx import tree_util
 from fx.core import get_aval
 from fx.interpreters import batching
-from fx.lax import elementwise as ew
-from fx.lax.base import as_array, canonical_axis, reshape
-from fx.lax.composites import index_in_dim, stack
-from fx.lax.dynamic_slicing import dynamic_index_in_dim
-from fx.lax.parallel import all_gather, axis_index, psum
-from fx.lax.structural import concatenate
+from fx.interpreters.batching import moveaxis
+from fx.lax.base import as_array, canonical_axis
+from fx.lax.parallel_moves import all_to_all_p, as_perm, ppermute_p, psum_scatter_p
 
 
 def _one_name(name: str, axis_name):
@@ -59,21 +51,9 @@ def ppermute(x, axis_name, perm):
             not 0 <= v < n for v in srcs + dsts):
         raise ValueError(f"fx.lax.ppermute: perm {pairs} must use each lane of the axis "
                          f"{axis_name!r} (size {n}) at most once as source and as destination")
-    source = np.full(n, 0, np.int32)
-    receives = np.zeros(n, np.bool_)
-    for s, d in pairs:
-        source[d], receives[d] = s, True
-    return tree_util.tree_map(lambda v: _from_lane(v, axis_name, source, receives), x)
-
-
-def _from_lane(v, axis_name, source, receives):
-    v = as_array(v, "ppermute")
-    everyone = all_gather(v, axis_name)                                   # (n, *shape)
-    me = axis_index(axis_name)
-    src = dynamic_index_in_dim(as_array(source, "ppermute"), me, 0, keepdims=False)
-    got = dynamic_index_in_dim(everyone, src, 0, keepdims=False)
-    keep = dynamic_index_in_dim(as_array(receives, "ppermute"), me, 0, keepdims=False)
-    return ew.select(keep, got, ew.full_like(got, 0))
+    return tree_util.tree_map(
+        lambda v: ppermute_p.bind(as_array(v, "ppermute"), axis_name=axis_name,
+                                  perm=as_perm(pairs)), x)
 
 
 def pshuffle(x, axis_name, perm):
@@ -103,12 +83,8 @@ def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, axis_index_groups=
             raise ValueError(
                 f"fx.lax.psum_scatter: dimension {d} of {aval.str_short()} must "
                 f"{'be a multiple of' if tiled else 'equal'} the size {n} of axis {axis_name!r}")
-        total = psum(v, axis_name)
-        me = axis_index(axis_name)
-        if not tiled:
-            return dynamic_index_in_dim(total, me, d, keepdims=False)
-        blocks = reshape(total, aval.shape[:d] + (n, size // n) + aval.shape[d + 1:])
-        return dynamic_index_in_dim(blocks, me, d, keepdims=False)
+        return psum_scatter_p.bind(v, axis_name=axis_name, axis_size=n, scatter_dimension=d,
+                                   tiled=tiled)
 
     return tree_util.tree_map(one, x)
 
@@ -133,22 +109,14 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, axis_index_gr
             raise ValueError(
                 f"fx.lax.all_to_all: split_axis {s} of {aval.str_short()} must "
                 f"{'be a multiple of' if tiled else 'equal'} the size {n} of axis {axis_name!r}")
-        everyone = all_gather(v, axis_name)                              # (n, *shape)
-        me = axis_index(axis_name)
-        step = size // n
-        # From each lane j, the chunk with this lane's index.
-        if tiled:
-            starts = ew.mul(me, np.asarray(step, dtypes.int32))
-            from fx.lax.dynamic_slicing import dynamic_slice_in_dim
-
-            mine = dynamic_slice_in_dim(everyone, starts, step, s + 1)
-            pieces = [index_in_dim(mine, j, 0, keepdims=False) for j in range(n)]
-            c = canonical_axis(concat_axis, aval.ndim, "all_to_all", "concat_axis")
-            return concatenate(pieces, c)
-        mine = dynamic_index_in_dim(everyone, me, s + 1, keepdims=False)  # (n, *rest)
-        pieces = [index_in_dim(mine, j, 0, keepdims=False) for j in range(n)]
         c = canonical_axis(concat_axis, aval.ndim, "all_to_all", "concat_axis")
-        return stack(pieces, c)
+        if tiled:
+            return all_to_all_p.bind(v, axis_name=axis_name, axis_size=n, split_axis=s,
+                                     concat_axis=c)
+        # The split dimension (n chunks of 1) becomes the senders' dimension, moved to c.
+        received = all_to_all_p.bind(v, axis_name=axis_name, axis_size=n, split_axis=s,
+                                     concat_axis=s)
+        return moveaxis(received, s, c)
 
     return tree_util.tree_map(one, x)
 

@@ -161,15 +161,18 @@ for shape, names in (((2, 2), ("x", "y")), ((4,), ("i",))):
             grads(mesh, axes, name)
         passed(f"grads {shape}")
 
-# The compiled program calls MPI from its C for psum and all_gather over a sub-communicator.
+# The compiled program calls MPI from its C for each collective over a sub-communicator.
 mesh = mesh_of((2, 2), ("x", "y"))
 with dmesh.bind(mesh) as axes:
-    f = axes.jit(lambda v: lax.all_gather(lax.psum(v, "y"), ("x", "y")))
-    text = f.lower(F32[(2, 2)][0, 0]).as_text()
-    assert "psum over 'y' as MPI_Allreduce called from the generated code (mpi, 2 processes)" \
-        in text, text
-    assert ("all_gather over ('x', 'y') as MPI_Allgather called from the generated code (mpi, "
-            "4 processes)") in text, text
+    def steps(v):
+        v = lax.psum_scatter(lax.all_gather(lax.psum(v, "y"), ("x", "y")), "x", tiled=True)
+        return lax.all_to_all(lax.ppermute(v, "y", [(0, 1), (1, 0)]), "x", 0, 0, tiled=True)
+
+    text = axes.jit(steps).lower(F32[(2, 2)][0, 0]).as_text()
+    for what in ("psum over 'y' as MPI_Allreduce", "all_gather over ('x', 'y') as MPI_Allgather",
+                 "psum_scatter over 'x' as MPI_Reduce_scatter_block",
+                 "ppermute over 'y' as MPI_Sendrecv", "all_to_all over 'x' as MPI_Alltoall"):
+        assert f"{what} called from the generated code (mpi, " in text, (what, text)
 passed("as_text")
 
 if sys.argv[1:] == ["then-raise"]:
