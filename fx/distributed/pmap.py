@@ -179,7 +179,7 @@ def _take(x, ax, local: int, i: int, donated: bool = False):
     buf = x._buf if kind is Array else np.asarray(x)
     # A view where it can be one (the leading axis of a contiguous array): the slice is only
     # read by this call, unless donated to it.
-    part = np.ascontiguousarray(buf[0] if ax == 0 and not donated else np.take(buf, 0, axis=ax))
+    part = np.asarray(buf[0] if ax == 0 and not donated else np.take(buf, 0, axis=ax), order="C")
     if kind is np.ndarray:
         return part  # jit reads NumPy arrays as they are (strongly typed)
     return Array(part, x.weak_type if kind is Array else get_aval(x).weak_type)

@@ -2,9 +2,9 @@
 
 A :class:`Transport` is one group of processes (a communicator) and the collectives fx needs
 on it: ``allreduce`` (sum, max, min), ``allgather``, ``reduce_scatter``, ``alltoall``,
-``permute`` (send to one process, receive from one), ``agree`` (every process checks that all
-of them are about to run the same collective on the same type) and ``split`` (the
-sub-communicators of a mesh's axes, ``fx.distributed.mesh``). fx does not move bytes
+``permute`` (send to one process, receive from one), ``broadcast``, ``agree`` (every process
+checks that all of them are about to run the same collective on the same type) and ``split``
+(the sub-communicators of a mesh's axes, ``fx.distributed.mesh``). fx does not move bytes
 itself: :class:`MpiTransport` runs on mpi4py (Open MPI from pip), ``fx.distributed.nccl``'s
 ``NcclTransport`` on CuPy's NCCL, and :class:`SelfTransport` is the group of one process.
 
@@ -87,6 +87,11 @@ class Transport:
         """Send ``x`` to process ``dest`` and return what process ``source`` sent (zeros
         like ``x`` when ``source`` is None; nothing is sent when ``dest`` is None)."""
         raise NotImplementedError
+
+    def broadcast(self, x, root: int, what: str):
+        """Process ``root``'s ``x`` (every process passes an array of the same shape and
+        dtype)."""
+        return self.allgather(x, what)[root]
 
     def split(self, color: int, key: int, where: str) -> Transport:
         """The transport of the processes passing the same ``color``, ranked by ``key`` (a
@@ -221,7 +226,7 @@ class MpiTransport(Transport):
 
     def allreduce(self, x, op: ReduceOp, what: str, out=None):
         if type(x) is not np.ndarray or not x.flags.c_contiguous:
-            x = np.ascontiguousarray(x)
+            x = np.asarray(x, order="C")  # (ascontiguousarray makes 0-d arrays 1-d)
         how = self._how.get(x.dtype)
         if how is None:  # first use of this dtype (dtype tests cost a microsecond each)
             how = self._how[x.dtype] = "bool" if x.dtype == np.bool_ else _WIDEN.get(
@@ -248,14 +253,14 @@ class MpiTransport(Transport):
         return self.allreduce(x.astype(how), op, what).astype(x.dtype)
 
     def allgather(self, x, what: str):
-        x = np.ascontiguousarray(x)
-        src = x.view(np.uint8).reshape(-1) if x.size else np.zeros(0, np.uint8)
+        x = np.asarray(x, order="C")
+        src = x.reshape(-1).view(np.uint8) if x.size else np.zeros(0, np.uint8)
         out = np.empty((self.size, src.size), np.uint8)
         self._run(lambda: self.comm.Allgather(src, out), what)
         return out.view(x.dtype).reshape((self.size,) + x.shape)
 
     def reduce_scatter(self, x, what: str):
-        x = np.ascontiguousarray(x)
+        x = np.asarray(x, order="C")
         how = _WIDEN.get(x.dtype.name, "bool" if x.dtype == np.bool_ else "native")
         if how == "bool":  # a sum of booleans is "any": bytes reduced by max
             src, op = x.view(np.uint8), self._mpi.MAX
@@ -266,20 +271,26 @@ class MpiTransport(Transport):
         return out.view(np.bool_) if how == "bool" else out.astype(x.dtype, copy=False)
 
     def alltoall(self, x, what: str):
-        x = np.ascontiguousarray(x)
-        src = x.view(np.uint8).reshape(self.size, -1)
+        x = np.asarray(x, order="C")
+        src = x.reshape(self.size, -1).view(np.uint8)
         out = np.empty_like(src)
         self._run(lambda: self.comm.Alltoall(src, out), what)
         return out.view(x.dtype).reshape(x.shape)
 
     def permute(self, x, dest, source, what: str):
-        x = np.ascontiguousarray(x)
+        x = np.asarray(x, order="C")
         out = np.zeros_like(x)
         null = self._mpi.PROC_NULL
-        send, recv = x.view(np.uint8).reshape(-1), out.view(np.uint8).reshape(-1)
+        send, recv = x.reshape(-1).view(np.uint8), out.reshape(-1).view(np.uint8)
         self._run(lambda: self.comm.Sendrecv(
             send, null if dest is None else dest, 0,
             recv, null if source is None else source, 0), what)
+        return out
+
+    def broadcast(self, x, root: int, what: str):
+        out = np.array(x, order="C")  # a copy: the root's own value is not written
+        if out.size:
+            self._run(lambda: self.comm.Bcast(out.reshape(-1).view(np.uint8), root), what)
         return out
 
     def split(self, color: int, key: int, where: str) -> MpiTransport:

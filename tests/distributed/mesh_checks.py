@@ -20,6 +20,7 @@ import fx
 import fx.lax as lax
 import fx.numpy as fnp
 from fx.distributed import mesh as dmesh
+from fx.experimental import multihost_utils as mhu
 
 T0 = time.perf_counter()
 fx.distributed.initialize(timeout=60)
@@ -174,6 +175,19 @@ with dmesh.bind(mesh) as axes:
                  "ppermute over 'y' as MPI_Sendrecv", "all_to_all over 'x' as MPI_Alltoall"):
         assert f"{what} called from the generated code (mpi, " in text, (what, text)
 passed("as_text")
+
+# multihost_utils across the 4 processes.
+mine = {"v": np.full((2,), R, np.int32), "s": np.float32(R) / 3}
+got = mhu.process_allgather(mine)
+check(got["v"], np.repeat(np.arange(4, dtype=np.int32), 2).reshape(4, 2), "process_allgather")
+check(got["s"], np.arange(4, dtype=np.float32) / 3, "process_allgather scalar")
+check(mhu.process_allgather(mine["v"], tiled=True), np.repeat(np.arange(4, dtype=np.int32), 2),
+      "process_allgather tiled")
+check(mhu.broadcast_one_to_all(mine)["v"], np.zeros(2, np.int32), "broadcast from 0")
+got = mhu.broadcast_one_to_all(np.arange(3.0, dtype=np.float32) + R, is_source=R == 2)
+check(got, np.arange(3.0, dtype=np.float32) + 2, "broadcast from 2")
+mhu.sync_global_devices("mesh checks")
+passed("multihost_utils")
 
 if sys.argv[1:] == ["then-raise"]:
     with dmesh.bind(mesh) as axes:

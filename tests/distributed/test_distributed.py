@@ -70,6 +70,15 @@ def test_pmap_over_one_device_equals_vmap_over_one_lane(name):
     assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
 
 
+def test_pmap_of_scalars_per_device_keeps_their_rank():
+    # A (1,) argument maps to a scalar per device, and the outputs stack back to (1,), as in
+    # jax; a scalar through the transport's collectives stays a scalar.
+    for arg in (np.ones(1, np.float32), fx.numpy.ones(1)):
+        out = fx.pmap(lambda v: lax.all_gather(v * 2, "i"), axis_name="i")(arg)
+        assert np.asarray(out).shape == (1, 1), np.asarray(out).shape
+    assert fx.pmap(lambda v: v + 1, axis_name="i")(np.ones(1, np.float32)).shape == (1,)
+
+
 def test_in_axes_out_axes_and_the_compiled_step():
     f = fx.pmap(lambda a, b: (lax.psum(a * b, "i"), b), axis_name="i", in_axes=(1, None),
                 out_axes=(0, None))

@@ -5,7 +5,8 @@ compares every collective under ``pmap`` with its ``vmap`` meaning, plus jit, vm
 inside pmap and a data-parallel SGD step; ``fault_checks.py`` makes one process fail and
 checks that every process ends with a message naming the failure; ``mesh_checks.py`` runs
 every collective over every subset of the axes of meshes spanning 4 processes (2x2, 1-D of
-4), grad through the data-moving ones, then makes one process raise.
+4), grad through the data-moving ones and fx.experimental.multihost_utils, then makes one
+process raise.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def test_collectives_and_a_shape_mismatch_on_two_processes():
 
 
 MESH_CHECKS = [f"{what} {shape}" for shape in ("(2, 2)", "(4,)")
-               for what in ("reductions", "movers", "grads")] + ["as_text"]
+               for what in ("reductions", "movers", "grads")] + ["as_text", "multihost_utils"]
 
 
 def test_mesh_axes_on_four_processes_then_a_raising_rank():
