@@ -1,5 +1,5 @@
-"""fx.distributed on MPI: all-reduce bandwidth against raw mpi4py, and data-parallel MLP
-step time at 1 and 2 processes.
+"""fx.distributed on MPI: all-reduce, all-gather and reduce-scatter bandwidth against raw
+mpi4py, and data-parallel MLP step time at 1 and 2 processes.
 
     python bench/bench_distributed.py            # launches its workers with mpiexec itself
     python bench/bench_distributed.py --quick    # fewer sizes and repetitions
@@ -13,6 +13,10 @@ step time at 1 and 2 processes.
    generated code does not run call: float pmax/pmin, all_gather, NCCL); and a whole
    ``fx.pmap(psum)`` call (argument slicing, the compiled program, the result array). Bus
    bandwidth = 2(n-1)/n * bytes / time (the nccl-tests convention); ratios are fx / raw.
+   The same for all-gather and reduce-scatter (``all_gather``; ``psum_scatter`` tiled):
+   MPI_Allgather / MPI_Reduce_scatter_block from Python against fx's step, transport and
+   pmap call; bus bandwidth = (n-1)/n * bytes / time, bytes the gathered output or the
+   scattered input. Then the ring model on an 8 x 8 mesh (bench/README.md derives it).
 2. A data-parallel MLP training step (value_and_grad, ``pmean`` of the gradients, SGD) at 1
    and 2 processes: weak scaling (the same per-process batch: efficiency T1/T2) and strong
    scaling (the same global batch split: efficiency T1/(2 T2)). Times are the fastest of
@@ -91,6 +95,59 @@ def worker_allreduce(quick: bool) -> None:
         rows.append((nbytes, raw, mine, step, max((t_long - t_short) / k, 1e-9)))
     if comm.rank == 0:
         print("RESULT " + json.dumps({"n": comm.size, "rows": rows}), flush=True)
+    fx.distributed.shutdown()
+
+
+def worker_gather_scatter(quick: bool) -> None:
+    """All-gather and reduce-scatter (float32 sum), raw mpi4py against fx: the step of a
+    compiled program (the generated C calling MPI), timed as the difference between programs
+    of 2K and K such collectives of one operand, divided by K; fx's Python transport; and a
+    whole ``fx.pmap`` call. ``nbytes`` is the total: the gathered output, the scattered
+    input."""
+    import fx
+    import fx.lax as lax
+    from fx.distributed import state
+
+    fx.distributed.initialize()
+    from mpi4py import MPI
+
+    comm, t, n = MPI.COMM_WORLD, state.group().transport, MPI.COMM_WORLD.size
+
+    def repeated(op, k):  # k collectives of one operand in one compiled program
+        def f(v):
+            outs = [op(v) for _ in range(k)]
+            # Every result read (one element each), so every collective is a kernel of the
+            # program; the sum's kernel is one per program, cancelled by the difference.
+            return outs[-1] + sum(o.reshape(-1)[0] for o in outs[:-1]) * 0
+
+        return fx.pmap(f, axis_name="i")
+
+    ops = {"all_gather": lambda v: lax.all_gather(v, "i"),
+           "psum_scatter": lambda v: lax.psum_scatter(v, "i", tiled=True)}
+    rows = {name: [] for name in ops}
+    for nbytes in SIZES[::2] if quick else SIZES:
+        reps = max(10, min(300, 2 ** 26 // nbytes)) // (3 if quick else 1)
+        k = max(1, min(16, 2 ** 18 // nbytes))
+        for name, op in ops.items():
+            gather = name == "all_gather"
+            x = np.ones(nbytes // 4 // n if gather else nbytes // 4, np.float32)
+            out = np.empty(nbytes // 4 if gather else nbytes // 4 // n, np.float32)
+            x1 = x[None]
+            call, short, long = repeated(op, 1), repeated(op, k), repeated(op, 2 * k)
+            for f in (call, short, long):
+                f(x1)  # compile once
+            if gather:
+                raw_f, mine_f = (lambda x=x, o=out: comm.Allgather(x, o),
+                                 lambda x=x: t.allgather(x, "bench"))
+            else:
+                raw_f, mine_f = (lambda x=x, o=out: comm.Reduce_scatter_block(x, o, op=MPI.SUM),
+                                 lambda x=x: t.reduce_scatter(x.reshape(n, -1), "bench"))
+            raw, mine, whole, t_short, t_long = _best(
+                [raw_f, mine_f, lambda x1=x1, f=call: f(x1), lambda x1=x1, f=short: f(x1),
+                 lambda x1=x1, f=long: f(x1)], reps, comm.Barrier)
+            rows[name].append((nbytes, raw, mine, whole, max((t_long - t_short) / k, 1e-9)))
+    if comm.rank == 0:
+        print("RESULT " + json.dumps({"n": n, "rows": rows}), flush=True)
     fx.distributed.shutdown()
 
 
@@ -224,6 +281,44 @@ def ring_time(p: int, nbytes: float, a: float, bw: float) -> float:
     return 2 * (p - 1) * a + 2 * (p - 1) / p * nbytes / bw
 
 
+def print_gather_scatter(res: dict) -> None:
+    n = res["n"]
+    factor = (n - 1) / n  # a ring all-gather or reduce-scatter: half an all-reduce
+    for name, rows in res["rows"].items():
+        print(f"\n{name.replace('_', '-')}, float32{' sum' if 'scatter' in name else ''}, "
+              f"{n} processes (bus bandwidth GB/s; bytes: the "
+              f"{'gathered output' if name == 'all_gather' else 'scattered input'}; ratio = "
+              "fx / raw)")
+        print(f"{'bytes':>9} {'raw us':>9} {'raw GB/s':>9} {'step us':>8} {'step GB/s':>10} "
+              f"{'ratio':>6} {'transport':>10} {'ratio':>6} {'pmap call':>10} {'ratio':>6}")
+        for nbytes, raw, mine, whole, native in rows:
+            bw = [factor * nbytes / t / 1e9 for t in (raw, native, mine, whole)]
+            print(f"{nbytes:>9} {raw * 1e6:>9.1f} {bw[0]:>9.3f} {native * 1e6:>8.1f} "
+                  f"{bw[1]:>10.3f} {bw[1] / bw[0]:>6.2f} {bw[2]:>10.3f} {bw[2] / bw[0]:>6.2f} "
+                  f"{bw[3]:>10.3f} {bw[3] / bw[0]:>6.2f}")
+
+
+def mesh_times(rows: int, cols: int, nbytes: float, a: float, bw: float) -> dict:
+    """The ring model on a rows x cols mesh of processes: an all-reduce of ``nbytes`` over
+    one axis (rings of ``cols`` processes, all rows at once), over both (a reduce-scatter
+    along one axis, an all-reduce of the 1/cols shard along the other, an all-gather back:
+    every link busy), and over all rows x cols processes as one flat ring."""
+    one = ring_time(cols, nbytes, a, bw)
+    half = (cols - 1) * a + (cols - 1) / cols * nbytes / bw  # a reduce-scatter (or gather)
+    both = 2 * half + ring_time(rows, nbytes / cols, a, bw)
+    return {"one axis": one, "both axes": both, "flat ring": ring_time(rows * cols, nbytes, a,
+                                                                        bw)}
+
+
+def print_mesh_model(a: float, bw: float) -> None:
+    print("\nring model on an 8 x 8 mesh (64 processes, this machine's a and B):")
+    for mb in (1, 16, 256):
+        t = mesh_times(8, 8, mb * 2 ** 20, a, bw)
+        print(f"  all-reduce of {mb:>3} MB: over one axis {t['one axis'] * 1e3:8.3f} ms, over "
+              f"both {t['both axes'] * 1e3:8.3f} ms (one flat ring of 64: "
+              f"{t['flat ring'] * 1e3:8.3f} ms)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--worker", nargs="*")
@@ -236,6 +331,8 @@ def main():
         kind, *rest = args.worker
         if kind == "allreduce":
             return worker_allreduce(rest == ["quick"])
+        if kind == "gather_scatter":
+            return worker_gather_scatter(rest == ["quick"])
         return worker_mlp(*(int(v) for v in rest))
     sys.path.insert(0, str(HERE.parent))
     from bench_cpu import cpu_model, isa_level
@@ -259,6 +356,8 @@ def main():
     a, bw = _fit_ring(res["rows"], n)
     print(f"ring model from raw MPI: latency a = {a * 1e6:.1f} us per step, "
           f"bandwidth B = {bw / 1e9:.2f} GB/s")
+    print_gather_scatter(launch(2, "gather_scatter", *(["quick"] if args.quick else [])))
+    print_mesh_model(a, bw)
 
     steps = "10" if args.quick else "30"
     print("\ndata-parallel MLP step (256-512-512-10, SGD, pmean of the gradients)")

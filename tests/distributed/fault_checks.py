@@ -4,7 +4,9 @@ every process with a clear message, never a hang. The mode is the first argument
 - ``mismatch``: the processes pass differently shaped values to the same psum;
 - ``kill``: rank 1 dies (SIGKILL) while rank 0 waits in a psum;
 - ``raise``: rank 1 raises while rank 0 waits in a psum;
-- ``timeout``: rank 1 never joins (it sleeps): rank 0's psum misses its deadline.
+- ``timeout``: rank 1 never joins (it sleeps): rank 0's psum misses its deadline;
+- ``mesh-timeout``: the same in a compiled psum (a kernel calling MPI) over one axis of a
+  1x2 mesh (its sub-communicator, fx.distributed.mesh).
 """
 
 from __future__ import annotations
@@ -24,7 +26,16 @@ fx.distributed.initialize(timeout=float(sys.argv[2]) if len(sys.argv) > 2 else 6
 R = fx.process_index()
 psum = fx.pmap(lambda v: lax.psum(v, "i"), axis_name="i")
 psum(np.ones((1, 2), np.float32))  # both processes run one collective first
-if mode == "mismatch":
+if mode == "mesh-timeout":
+    from fx.distributed import mesh as dmesh
+
+    with dmesh.bind(fx.make_mesh((1, 2), ("x", "y"))) as axes:
+        f = axes.jit(lambda v: lax.psum(v, "y"))
+        f(np.ones(3, np.float32))  # together once (the first run's signature check)
+        if R == 1:
+            time.sleep(600)
+        f(np.ones(3, np.float32))  # rank 0 alone, in the generated C
+elif mode == "mismatch":
     psum(np.ones((1, 3 + R), np.float32))
 elif R == 1:
     if mode == "kill":

@@ -125,6 +125,14 @@ def test_missing_rank_times_out():
 
 
 @pytest.mark.slow
+def test_missing_rank_on_a_mesh_axis_times_out_naming_the_collective():
+    rc, out, seconds = launch(2, "fault_checks.py", "mesh-timeout", "3")
+    assert rc != 0 and "finished" not in out, out
+    assert "fx.lax.psum over 'y' of f32[3] timed out after" in out, out
+    assert "rank 0 of 2" in out, out
+
+
+@pytest.mark.slow
 def test_data_parallel_example_matches_single_process_training():
     pytest.importorskip("sklearn")
     rc, out, _ = launch(2, str(HERE.parent.parent / "examples" / "data_parallel_digits.py"),
