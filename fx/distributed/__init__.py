@@ -13,6 +13,12 @@ an exception that escapes any process aborts every process (instead of leaving t
 waiting in their next collective); processes that disagree on a collective's shape or dtype
 all raise :class:`CollectiveMismatchError` before it runs.
 
+Meshes: ``fx.distributed.mesh.bind(mesh)`` binds the axes of a mesh whose devices are one
+per process (``fx.make_mesh((2, 2), ("data", "model"))`` under ``mpiexec -n 4``), each subset
+of axes an MPI sub-communicator, so collectives over any of them run between the processes
+of that subset (the transport under a multi-process ``fx.shard_map``);
+``fx.experimental.multihost_utils`` gathers, broadcasts and synchronizes host values.
+
 Example (``mpiexec -n 2 python this.py``)::
 
     import fx, fx.numpy as jnp

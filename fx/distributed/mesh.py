@@ -11,7 +11,8 @@ order) as the key, so a group's rank is its position along ``S``.
 
 Entry point (what ``fx.shard_map`` calls for a mesh that spans processes)::
 
-    with fx.distributed.mesh.bind(mesh) as axes:      # every process, the same mesh
+    from fx.distributed import mesh as dmesh
+    with dmesh.bind(mesh) as axes:                   # every process, the same mesh
         body = axes.jit(f)                           # fx.jit(f), cached per mesh
         out = body(local_shard)                      # psum(x, "model"), all_gather(x,
                                                      # ("data", "model")), ... run between
@@ -178,8 +179,9 @@ def bind(mesh) -> Iterator[MeshAxes]:
     this process's value with those of the processes that differ from it only along those
     axes; under ``fx.jit`` (:meth:`MeshAxes.jit`) they are steps of the compiled program.
 
+    >>> from fx.distributed import mesh as dmesh
     >>> mesh = fx.make_mesh((2, 2), ("data", "model"))    # mpiexec -n 4
-    >>> with fx.distributed.mesh.bind(mesh) as axes:
+    >>> with dmesh.bind(mesh) as axes:
     ...     rows = axes.jit(lambda x: fx.lax.psum(x, "model"))(x)
     """
     axes = axes_of(mesh)

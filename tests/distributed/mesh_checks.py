@@ -5,7 +5,7 @@ meaning computed by every process from the global data. Integers are compared bi
 floats to a few ulps (MPI may sum in another order). Each process prints
 ``PASS <check> rank <r>``; a failing check raises, which aborts every process. With the
 argument ``then-raise`` the run ends with rank 1 raising while the others wait in a
-collective over a sub-communicator.
+collective over the mesh's axes.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import fx.lax as lax
 import fx.numpy as fnp
 from fx.distributed import mesh as dmesh
 from fx.experimental import multihost_utils as mhu
+from fx.lax import parallel_moves as moves
 
 T0 = time.perf_counter()
 fx.distributed.initialize(timeout=60)
@@ -121,6 +122,26 @@ def movers(mesh, axes, name):
               f"ppermute partial {name}")
 
 
+def tuple_movers(mesh, axes, names):
+    """The data-moving primitives bound over a tuple of mesh axes (lanes row-major over the
+    names in the order given: in mesh order the generated C calls MPI, out of it the Python
+    step reorders the rows)."""
+    grp = Group(mesh, names)
+    n, shape = grp.n, mesh.devices.shape
+    for g in (F32[shape], I32[shape]):
+        blocks = g[..., :n * 2].reshape(shape + (n, 2))
+        st = grp.stack(blocks)
+        got = axes.jit(lambda v: moves.psum_scatter_p.bind(
+            v, axis_name=names, axis_size=n, scatter_dimension=0, tiled=False))(blocks[grp.me])
+        check(got, st.sum(0, dtype=st.dtype)[grp.lane], f"psum_scatter {names}")
+        got = axes.jit(lambda v: moves.all_to_all_p.bind(
+            v, axis_name=names, axis_size=n, split_axis=0, concat_axis=0))(blocks[grp.me])
+        check(got, st[:, grp.lane], f"all_to_all {names}")
+        shift = tuple((j, (j + 1) % n) for j in range(n))
+        got = moves.ppermute_p.bind(g[grp.me], axis_name=names, perm=shift)  # eager
+        check(got, grp.stack(g)[(grp.lane - 1) % n], f"ppermute {names}")
+
+
 def grads(mesh, axes, name):
     """grad through all_gather (-> a sum of the cotangents' rows), psum_scatter (-> the
     gathered cotangents) and ppermute (-> the cotangent of the lane it sent to)."""
@@ -157,6 +178,9 @@ for shape, names in (((2, 2), ("x", "y")), ((4,), ("i",))):
         passed(f"reductions {shape}")
         for name in names:
             movers(mesh, axes, name)
+        if len(names) > 1:
+            tuple_movers(mesh, axes, names)
+            tuple_movers(mesh, axes, tuple(reversed(names)))
         passed(f"movers {shape}")
         for name in names:
             grads(mesh, axes, name)
@@ -193,7 +217,8 @@ if sys.argv[1:] == ["then-raise"]:
     with dmesh.bind(mesh) as axes:
         if R == 1:
             raise ValueError("rank 1 fails on purpose")
-        axes.jit(lambda v: lax.psum(v, "y"))(np.ones(3, np.float32))
+        # Over both axes: every other process waits for rank 1.
+        axes.jit(lambda v: lax.all_gather(v, ("x", "y")))(np.ones(3, np.float32))
     print(f"rank {R} finished: the failure did not stop it", flush=True)
 fx.distributed.shutdown()
 passed("shutdown")

@@ -87,8 +87,8 @@ MESH_CHECKS = [f"{what} {shape}" for shape in ("(2, 2)", "(4,)")
 
 
 def test_mesh_axes_on_four_processes_then_a_raising_rank():
-    # One launch: every mesh check, then rank 1 raises while the others wait in a psum over a
-    # sub-communicator; the job must end with the raising rank named, not hang.
+    # One launch: every mesh check, then rank 1 raises while the others wait in an all-gather
+    # over the mesh's axes; the job must end with the raising rank named, not hang.
     rc, out, _ = launch(4, "mesh_checks.py", "then-raise")
     for name in MESH_CHECKS:
         for r in range(4):
