@@ -144,7 +144,8 @@ def tuple_movers(mesh, axes, names):
 
 def grads(mesh, axes, name):
     """grad through all_gather (-> a sum of the cotangents' rows), psum_scatter (-> the
-    gathered cotangents) and ppermute (-> the cotangent of the lane it sent to)."""
+    gathered cotangents), ppermute (-> the cotangent of the lane it sent to) and all_to_all
+    (-> row i of lane j's cotangent back to lane i as its chunk j)."""
     grp = Group(mesh, (name,))
     n, shape = grp.n, mesh.devices.shape
     w = F32[shape][..., :2]
@@ -163,6 +164,10 @@ def grads(mesh, axes, name):
     got = axes.jit(fx.grad(lambda v, k: fnp.sum(lax.ppermute(v, name, shift) * k)))(
         me, c[grp.me][0])
     check(got, cs[(grp.lane + 1) % n, 0], f"grad ppermute {name}")
+    blocks = F32[shape][..., :2 * n].reshape(shape + (n, 2))
+    got = axes.jit(fx.grad(lambda v, k: fnp.sum(lax.all_to_all(v, name, 0, 0) * k)))(
+        blocks[grp.me], c[grp.me])
+    check(got, cs[:, grp.lane], f"grad all_to_all {name}")
 
 
 for shape, names in (((2, 2), ("x", "y")), ((4,), ("i",))):
