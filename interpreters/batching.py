@@ -28,7 +28,7 @@ from fx.core import (
     set_current_trace,
 )
 from fx.interpreters.eval import eval_jaxpr
-from fx.jaxpr import ClosedJaxpr
+from fx.jaxpr import ClosedJaxpr, Jaxpr
 from fx.tracing import JaxprTrace
 
 not_mapped = None
@@ -115,7 +115,8 @@ class BatchTrace(Trace):
     def process_primitive(self, prim: Primitive, args, params):
         vals, dims = zip(*(self.lift(a) for a in args)) if args else ((), ())
         rule = batch_rules.get(prim)
-        if all(d is not_mapped for d in dims) and not getattr(rule, "always", False):
+        if (all(d is not_mapped for d in dims) and not getattr(rule, "always", False)
+                and not _uses_axis(params, self.axis.name)):
             with set_current_trace(self.parent):
                 return prim.bind(*vals, **params)
         if rule is None:
@@ -128,6 +129,44 @@ class BatchTrace(Trace):
 
     def wrap(self, val, bdim):
         return val if bdim is not_mapped else BatchTracer(self, val, bdim)
+
+
+_axes_used: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _uses_axis(params: dict, name) -> bool:
+    """Whether a sub-jaxpr in ``params`` holds a collective over ``name`` (at any depth): a
+    loop or call over unbatched operands must still run batched then, so that this axis's
+    rule meets the collective, as it would outside the loop."""
+    if name is None:
+        return False
+    for value in params.values():
+        for item in value if isinstance(value, (tuple, list)) else (value,):
+            jaxpr = getattr(item, "jaxpr", item)
+            if isinstance(jaxpr, Jaxpr) and name in _collective_axes(jaxpr):
+                return True
+    return False
+
+
+def _collective_axes(jaxpr: Jaxpr) -> frozenset:
+    """Every axis name a collective inside ``jaxpr`` (or its sub-jaxprs) names."""
+    if jaxpr in _axes_used:
+        return _axes_used[jaxpr]
+    found: set = set()
+    stack = [jaxpr]
+    while stack:
+        j = stack.pop()
+        for eqn in j.eqns:
+            name = eqn.params.get("axis_name")
+            if name is not None:
+                found.update(name if isinstance(name, (tuple, list)) else (name,))
+            for value in eqn.params.values():
+                for item in value if isinstance(value, (tuple, list)) else (value,):
+                    sub = getattr(item, "jaxpr", item)
+                    if isinstance(sub, Jaxpr):
+                        stack.append(sub)
+    _axes_used[jaxpr] = frozenset(found)
+    return _axes_used[jaxpr]
 
 
 # --- helpers for rules --------------------------------------------------------------------------

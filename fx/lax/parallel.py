@@ -16,11 +16,11 @@ import numpy as np
 from fx import dtypes, tree_util
 from fx.array import Array
 from fx.avals import ShapedArray
-from fx.core import Primitive
+from fx.core import Primitive, get_aval
 from fx.interpreters import batching, transpose
 from fx.interpreters.batching import moveaxis, not_mapped
 from fx.lax import base, reductions
-from fx.lax.elementwise import convert_element_type, div, mul
+from fx.lax.elementwise import add, convert_element_type, div, mul
 from fx.lax.structural import iota
 
 
@@ -149,14 +149,19 @@ def psum(x, axis_name):
 
 
 def pmean(x, axis_name):
-    """The mean over the lanes (integers average in floating point, as in jax)."""
-    def one(v, n):
+    """The mean over the lanes (integers average in floating point, as in jax); over a tuple
+    of names, the sum over all of them divided once by the product of their sizes."""
+    names = _names(axis_name)
+
+    def leaf(v):
+        v = to_array(v)
         if not dtypes.is_float(v.dtype):
             v = convert_element_type(v, dtypes.default_float_dtype())
-        return div(psum_p.bind(v, axis_name=n),
-                   np.asarray(batching.axis_size(n), v.dtype))
+        for n in names:
+            v = psum_p.bind(v, axis_name=n)
+        return div(v, np.asarray(_size(names), v.dtype))
 
-    return _over_tree(one, x, axis_name)
+    return tree_util.tree_map(leaf, x)
 
 
 def pmax(x, axis_name):
@@ -167,13 +172,58 @@ def pmin(x, axis_name):
     return _over_tree(lambda v, n: pmin_p.bind(v, axis_name=n), x, axis_name)
 
 
-def all_gather(x, axis_name):
-    """Every lane gets the stack of all lanes' ``x`` (a new leading axis)."""
-    return tree_util.tree_map(
-        lambda v: all_gather_p.bind(to_array(v), axis_name=axis_name,
-                                    axis_size=batching.axis_size(axis_name)), x)
+def _size(names: tuple) -> int:
+    size = 1
+    for n in names:
+        size *= batching.axis_size(n)
+    return size
+
+
+def all_gather(x, axis_name, *, axis_index_groups=None, axis: int = 0, tiled: bool = False):
+    """Every lane gets all lanes' ``x`` stacked along a new dimension ``axis`` (with
+    ``tiled=True``, concatenated along the existing dimension ``axis``). Over a tuple of names
+    the lanes are ordered by their index over the tuple, the first name the major one.
+
+    Example::
+
+        >>> fx.vmap(lambda v: fx.lax.all_gather(v, "i"), axis_name="i")(fnp.arange(2.0))
+        Array([[0., 1.],
+               [0., 1.]], dtype=float32)
+    """
+    if axis_index_groups is not None:
+        raise NotImplementedError("fx.lax.all_gather: axis_index_groups is not supported")
+    names = _names(axis_name)
+
+    def leaf(v):
+        v = to_array(v)
+        ndim = get_aval(v).ndim
+        if not -ndim - (not tiled) <= axis < ndim + (not tiled) or (tiled and ndim == 0):
+            raise ValueError(f"fx.lax.all_gather: axis {axis} is out of range for an operand "
+                             f"of rank {ndim}{' (tiled)' if tiled else ''}")
+        # The last name varies fastest: gather it first, so the earlier names end up in front.
+        for n in reversed(names):
+            v = all_gather_p.bind(v, axis_name=n, axis_size=batching.axis_size(n))
+        shape = get_aval(v).shape
+        k = len(names)
+        v = base.reshape(v, (_size(names),) + tuple(shape[k:]))
+        a = axis % (ndim + (not tiled))
+        if not tiled:
+            return moveaxis(v, 0, a)
+        v = moveaxis(v, 0, a)  # the lanes just before the dimension they tile
+        out = list(shape[k:])
+        out[a] *= _size(names)
+        return base.reshape(v, tuple(out))
+
+    return tree_util.tree_map(leaf, x)
 
 
 def axis_index(axis_name):
-    """This lane's position along the named axis (int32)."""
-    return axis_index_p.bind(axis_name=axis_name)
+    """This lane's position along the named axis (int32); over a tuple of names, its index in
+    their product, the first name the major one."""
+    names = _names(axis_name)
+    index = None
+    for n in names:
+        i = axis_index_p.bind(axis_name=n)
+        index = i if index is None else add(mul(index, np.asarray(batching.axis_size(n),
+                                                                  dtypes.int32)), i)
+    return index

@@ -221,3 +221,38 @@ def test_pmean_of_integers_matches_jax():
     got = fx.vmap(lambda v: flax.pmean(v, "i"), axis_name="i")(x)
     want = jax.vmap(lambda v: jax.lax.pmean(v, "i"), axis_name="i")(x)
     assert_allclose(got, want, what="int pmean")
+
+
+@pytest.mark.parametrize("axis,tiled", [(0, False), (1, False), (-1, False), (0, True),
+                                        (1, True)])
+def test_all_gather_axis_and_tiled_match_jax(axis, tiled):
+    x = RNG.standard_normal((4, 2, 3))
+    got = fx.vmap(lambda v: flax.all_gather(v, "i", axis=axis, tiled=tiled), axis_name="i")(x)
+    want = jax.vmap(lambda v: jax.lax.all_gather(v, "i", axis=axis, tiled=tiled),
+                    axis_name="i")(x)
+    assert_allclose(got, want, what=f"all_gather axis={axis} tiled={tiled}")
+
+
+def test_all_gather_axis_out_of_range():
+    with pytest.raises(ValueError, match="all_gather: axis 2 is out of range"):
+        fx.vmap(lambda v: flax.all_gather(v, "i", axis=2, tiled=True), axis_name="i")(A)
+
+
+def test_pmean_over_a_tuple_divides_once():
+    got = fx.vmap(fx.vmap(lambda v: flax.pmean(v, ("i", "j")), axis_name="j"), axis_name="i")(A)
+    want = jax.vmap(jax.vmap(lambda v: jax.lax.pmean(v, ("i", "j")), axis_name="j"),
+                    axis_name="i")(A)
+    assert_allclose(got, want, what="pmean over both axes")
+
+
+def test_collective_inside_a_loop_over_unbatched_values_matches_jax():
+    # The scan's operands do not vary along "i", but its body sums over "i": the vmap still
+    # has to see the psum (as a multiplication by the axis size).
+    def f(lib, v, c):
+        def step(carry, _):
+            return carry + lib.psum(c, "i"), None
+        return v + lib.scan(step, c, None, length=3)[0]
+
+    got = fx.vmap(lambda v, c: f(flax, v, c), in_axes=(0, None), axis_name="i")(A, A[0])
+    want = jax.vmap(lambda v, c: f(jax.lax, v, c), in_axes=(0, None), axis_name="i")(A, A[0])
+    assert_allclose(got, want, what="psum inside scan")
