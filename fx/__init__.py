@@ -41,6 +41,7 @@ from fx.sharded_arrays import (
     make_array_from_process_local_data,
     make_array_from_single_device_arrays,
 )
+from fx.spmd import shard_map
 from fx.jit_function import clear_caches, jit
 from fx import stages
 from fx.callback import pure_callback
@@ -73,5 +74,6 @@ from fx import export  # onnx itself is imported only when exporting
 from fx import sparsity
 from fx import distributed  # mpi4py itself is imported by initialize()
 from fx.distributed.pmap import pmap
+from fx import experimental
 
 __version__ = "0.1.0"

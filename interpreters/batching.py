@@ -40,6 +40,15 @@ class BatchAxis:
     name: object = None
 
 
+@dataclass(frozen=True)
+class MeshAxis(BatchAxis):
+    """An axis of a ``shard_map``'s mesh. With ``check_vma`` the map follows jax's typed
+    semantics, where derivatives taken inside the mapped function treat values that do not
+    vary along the axis as one value rather than one per lane."""
+
+    check_vma: bool = False
+
+
 BatchRule = Callable[..., tuple[object, object]]
 batch_rules: dict[Primitive, BatchRule] = {}
 
@@ -59,6 +68,14 @@ def axis_size(name) -> int:
         if axis.name == name:
             return axis.size
     raise NameError(f"unbound axis name: {name!r} (no enclosing vmap with axis_name={name!r})")
+
+
+def bound_axis(name) -> BatchAxis | None:
+    """The innermost axis bound under ``name`` (None when it is not bound)."""
+    for axis in reversed(_axis_env.get()):
+        if axis.name == name:
+            return axis
+    return None
 
 
 @contextlib.contextmanager

@@ -69,9 +69,25 @@ batching.batch_rules[psum_p] = _reduce_lanes(
     lambda x, n: x if x.dtype == dtypes.bool_ else mul(x, np.asarray(n, x.dtype)))
 batching.batch_rules[pmax_p] = _reduce_lanes(pmax_p, reductions.reduce_max, lambda x, n: x)
 batching.batch_rules[pmin_p] = _reduce_lanes(pmin_p, reductions.reduce_min, lambda x, n: x)
-# Every lane's output is the sum over lanes, so each input lane's cotangent is the sum of the
-# output cotangents over lanes.
-transpose.deflinear(psum_p, lambda ct, x, *, axis_name: [psum_p.bind(ct, axis_name=axis_name)])
+
+
+def _psum_transpose(ct, x, *, axis_name):
+    # Every lane's output is the sum over lanes, so each input lane's cotangent is the sum of
+    # the output cotangents over lanes (vmap's and pmap's meaning, and shard_map's without
+    # check_vma).
+    axis = batching.bound_axis(axis_name)
+    if isinstance(axis, batching.MeshAxis) and axis.check_vma:
+        # jax's typed shard_map transposes a psum of a varying value to a broadcast and of an
+        # invariant one to a psum; which one it was is not known here.
+        raise NotImplementedError(
+            f"differentiating psum over the mesh axis {axis_name!r} inside fx.shard_map with "
+            "check_vma=True (jax's typed transposes) is not supported: take the derivative "
+            "outside the shard_map (grad(shard_map(f))), or pass check_vma=False for the "
+            "untyped meaning (the transpose of psum is psum, as in pmap)")
+    return [psum_p.bind(ct, axis_name=axis_name)]
+
+
+transpose.deflinear(psum_p, _psum_transpose)
 
 all_gather_p = Primitive("all_gather")  # params: axis_name, axis_size
 
@@ -186,7 +202,7 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis: int = 0, tiled: bo
 
     Example::
 
-        >>> fx.vmap(lambda v: fx.lax.all_gather(v, "i"), axis_name="i")(fnp.arange(2.0))
+        >>> fx.vmap(lambda v: fx.lax.all_gather(v, "i"), axis_name="i")(fx.numpy.arange(2.0))
         Array([[0., 1.],
                [0., 1.]], dtype=float32)
     """
