@@ -9,8 +9,11 @@ collectives of ``fx.lax`` become ``operations.Collective`` steps of that program
 ``mpiexec -n N`` the named axis has size N and lane ``fx.process_index()``.
 
 Transformations go inside: ``grad``, ``vmap`` and ``jit`` within the pmapped function compose
-with the collectives (the transpose of ``psum`` is a ``psum``); a pmapped function itself is
-called on concrete values, outside any trace.
+with the collectives (the transpose of ``psum`` is a ``psum``). In one process a pmapped
+function also runs under a trace (``fx.jit(fx.pmap(f))``, ``grad``, ``vmap``) and over several
+local devices: there it is a compiled ``vmap`` over the mapped axis (at most the local device
+count long) whose lanes are the devices. Across processes it is called on concrete values,
+outside any trace.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from fx.distributed import state
 from fx.distributed.collectives import ProcessAxis
 from fx.interpreters import batching
 from fx.jit_function import jit
+from fx.vectorize import vmap
 
 
 def _fun_name(f) -> str:
@@ -78,10 +82,6 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
         return compiled[transport]
 
     def prepare(args):
-        if current_trace() is not EVAL_TRACE:
-            raise NotImplementedError(
-                f"fx.pmap({_fun_name(fun)}) was called under {current_trace().describe()}: "
-                "a pmapped function runs on concrete values; put grad/vmap/jit inside it")
         g = state.group()
         axes_arg = tuple(in_axes) if isinstance(in_axes, list) else in_axes
         dyn = [a for i, a in enumerate(args) if i not in statics]
@@ -123,7 +123,43 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
         full = [args[i] if i in statics else next(it) for i in range(len(args))]
         return full, axis, body_for(g.transport)
 
+    local_compiled: dict = {}  # static arguments -> the jitted vmap over local devices
+
+    def local(args):
+        """In one process: a vmap over the local devices (compiled), which also runs under
+        an enclosing trace (jit, grad, vmap)."""
+        g = state.group()
+        if g.process_count > 1:
+            raise NotImplementedError(
+                f"fx.pmap({_fun_name(fun)}) was called under {current_trace().describe()}: "
+                f"across {g.process_count} processes a pmapped function runs on concrete "
+                "values; put grad/vmap/jit inside it")
+        key = tuple((i, args[i]) for i in statics if i < len(args))
+        dyn = tuple(a for i, a in enumerate(args) if i not in statics)
+        axes_arg = tuple(in_axes) if isinstance(in_axes, list) else in_axes
+        if isinstance(axes_arg, tuple):
+            if len(axes_arg) != len(args):
+                raise ValueError(f"fx.pmap: in_axes has {len(axes_arg)} entries but "
+                                 f"{_fun_name(fun)} was called with {len(args)} arguments")
+            axes_arg = tuple(a for i, a in enumerate(axes_arg) if i not in statics)
+        _check_local_size(dyn, axes_arg, _local_count())
+        if key not in local_compiled:
+            fixed = dict(key)
+
+            def dynamic(*xs):
+                it = iter(xs)
+                return fun(*[fixed[i] if i in fixed else next(it)
+                              for i in range(len(xs) + len(fixed))])
+
+            local_compiled[key] = jit(
+                vmap(dynamic, in_axes=axes_arg, out_axes=out_axes, axis_name=axis_name),
+                backend=backend)
+        return local_compiled[key](*dyn)
+
     def mapped(*args):
+        if current_trace() is not EVAL_TRACE or (
+                state.group().process_count == 1 and _local_count() > 1):
+            return local(args)
         full, axis, body = prepare(args)
         with batching.extend_axis_env(axis):
             out = body(*full)
@@ -151,6 +187,26 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
     mapped.__wrapped__ = fun
     mapped.lower = lower
     return mapped
+
+
+def _check_local_size(dyn: tuple, axes_arg, local: int) -> None:
+    """jax's rule: a pmap in one process maps over at most its local devices."""
+    leaves = tree_util.tree_leaves(dyn)
+    try:
+        axes = tree_util.broadcast_prefix(
+            axes_arg if isinstance(axes_arg, tuple) else (axes_arg,) * len(dyn), dyn)
+    except ValueError as e:
+        raise ValueError(f"fx.pmap: in_axes does not match the arguments: {e}") from None
+    for i, (x, ax) in enumerate(zip(leaves, axes)):
+        if ax is None:
+            continue
+        shape = get_aval(x).shape
+        if isinstance(ax, int) and -len(shape) <= ax < len(shape) and shape[ax] > local:
+            raise ValueError(
+                f"fx.pmap: argument leaf {i} ({get_aval(x).str_short()}) has {shape[ax]} along "
+                f"its mapped axis {ax % len(shape)}, but this process has {local} local "
+                f"device(s); map over at most {local} (FX_NUM_CPU_DEVICES sets how many CPU "
+                "devices a process has)")
 
 
 def _local_count() -> int:

@@ -94,10 +94,39 @@ def test_pmap_errors_name_the_problem():
     f = fx.pmap(OPS["psum"], axis_name="i")
     with pytest.raises(ValueError, match="has 4 along its mapped axis 0, but this process has 1"):
         f(np.ones((4, 2), np.float32))
-    with pytest.raises(NotImplementedError, match="put grad/vmap/jit inside it"):
-        fx.jit(f)(np.ones((1, 2), np.float32))
     with pytest.raises(NameError, match="fx.pmap"):
         fx.jit(lambda v: lax.psum(v, "j"))(np.ones(2, np.float32))
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_jit_of_pmap_in_one_process_equals_pmap(name):
+    x = np.arange(6, dtype=np.int32).reshape(1, 6)
+    f = fx.pmap(OPS[name], axis_name="i")
+    got, want = np.asarray(fx.jit(f)(x)), np.asarray(f(x))
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+def test_pmap_over_several_local_devices_is_a_vmap(monkeypatch):
+    from fx.distributed import pmap as pmap_module
+
+    monkeypatch.setattr(pmap_module, "_local_count", lambda: 4)
+    x = np.arange(12.0).reshape(4, 3)
+
+    def f(v, scale):
+        return lax.psum(v, "i") * scale + lax.axis_index("i"), lax.all_gather(v, "i")
+
+    pm = fx.pmap(f, axis_name="i", static_broadcasted_argnums=1)
+    want = fx.vmap(lambda v: f(v, 2.0), axis_name="i")(x)
+    for got in (pm(x, 2.0), fx.jit(lambda v: pm(v, 2.0))(x)):
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    grad = fx.grad(lambda v: fx.numpy.sum(pm(v, 2.0)[0] ** 2))(x)
+    # loss = sum over lanes i of (2 S + i)^2, S the sum of the lanes: each lane gets the same.
+    s = x.sum(0)
+    np.testing.assert_allclose(grad, np.broadcast_to(4 * (8 * s + 6), x.shape), rtol=1e-12)
+    with pytest.raises(ValueError, match="has 5 along its mapped axis 0, but this process "
+                                         "has 4 local device"):
+        pm(np.ones((5, 3)), 2.0)
 
 
 class _Table(tr.Transport):
