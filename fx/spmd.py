@@ -18,8 +18,9 @@ a whole), ``vmap`` and ``scan`` compose with it as with any traced function.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from fx import sharding, tree_util
@@ -231,7 +232,9 @@ def _run(f, mesh: Mesh, axes: tuple, in_specs, out_specs, check_vma: bool, args:
     env_axes = [MeshAxis(mesh.shape[n], n, check_vma) for n in axes]
 
     flat_f, store = flatten_fun(f, in_tree, fname)
-    with _axis_env(env_axes):
+    with contextlib.ExitStack() as scope:
+        for axis in env_axes:  # every mapped mesh axis visible to f's collectives
+            scope.enter_context(extend_axis_env(axis))
         closed = trace_to_jaxpr(flat_f, local_avals, description=f"shard_map({fname})")
     out_tree = store["tree"]
     ospecs = _specs_for("out_specs", out_specs,
@@ -260,69 +263,37 @@ def _run(f, mesh: Mesh, axes: tuple, in_specs, out_specs, check_vma: bool, args:
     return tree_util.tree_unflatten(out_tree, results)
 
 
-class _axis_env:
-    """Every mapped mesh axis visible to collectives (while tracing ``f``)."""
-
-    def __init__(self, axes: Sequence[BatchAxis]):
-        self.axes = axes
-        self.stack: list = []
-
-    def __enter__(self):
-        for a in self.axes:
-            cm = extend_axis_env(a)
-            cm.__enter__()
-            self.stack.append(cm)
-
-    def __exit__(self, *exc):
-        while self.stack:
-            self.stack.pop().__exit__(*exc)
-
-
 def _map_axes(closed, grids: list, in_named: list, out_named: list,
               env_axes: list[BatchAxis]) -> list:
     """Evaluate ``closed`` batched over every mesh axis, outermost first: argument ``i``
     carries the axis at its front when ``in_named[i]`` has it; an output keeps the axis in
     front when ``out_named`` has it, else one device's value along it."""
-    depth = len(env_axes)
-    # One level per mesh axis: its batch trace, entered from the outside in.
-    levels: list = []
-
-    def enter(k: int, vals: list) -> list:
-        axis = env_axes[k]
-        trace = BatchTrace(current_trace(), axis)
-        ctx = [extend_axis_env(axis), new_trace(trace)]
-        for c in ctx:
-            c.__enter__()
-        levels.append((trace, ctx))
-        return [trace.wrap(v, 0 if axis.name in named else not_mapped)
-                for v, named in zip(vals, in_named)]
-
-    def leave(vals: list) -> list:
-        trace, ctx = levels.pop()
-        pairs = [trace.lift(v) for v in vals]
-        for c in reversed(ctx):
-            c.__exit__(None, None, None)
-        axis = trace.axis
-        out = []
-        for (val, d), named in zip(pairs, out_named):
-            if axis.name in named:
-                out.append(matchaxis(axis.size, d, 0, val))
-            elif d is not_mapped:
-                out.append(val)
-            else:
-                out.append(index_in_dim(val, 0, d, keepdims=False))
-        return out
-
+    levels: list[tuple[BatchTrace, contextlib.ExitStack]] = []
     vals = list(grids)
     try:
-        for k in range(depth):
-            vals = enter(k, vals)
+        for axis in env_axes:  # enter one batch trace per mesh axis, from the outside in
+            trace, scope = BatchTrace(current_trace(), axis), contextlib.ExitStack()
+            scope.enter_context(extend_axis_env(axis))
+            scope.enter_context(new_trace(trace))
+            levels.append((trace, scope))
+            vals = [trace.wrap(v, 0 if axis.name in named else not_mapped)
+                    for v, named in zip(vals, in_named)]
         vals = eval_jaxpr(closed.jaxpr, closed.consts, *vals)
-        while levels:
-            vals = leave(vals)
+        while levels:  # and leave them from the inside out
+            trace, scope = levels.pop()
+            pairs = [trace.lift(v) for v in vals]
+            scope.close()
+            vals = [_leave_axis(trace.axis, val, d, trace.axis.name in named)
+                    for (val, d), named in zip(pairs, out_named)]
     finally:
         while levels:  # an error inside f: leave the traces it entered
-            _, ctx = levels.pop()
-            for c in reversed(ctx):
-                c.__exit__(None, None, None)
+            levels.pop()[1].close()
     return vals
+
+
+def _leave_axis(axis: BatchAxis, val, d, named: bool):
+    if named:
+        return matchaxis(axis.size, d, 0, val)
+    if d is not_mapped:
+        return val
+    return index_in_dim(val, 0, d, keepdims=False)  # unchecked: one device's value

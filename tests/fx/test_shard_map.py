@@ -201,6 +201,34 @@ def test_jit_equals_eager_bitwise():
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+def test_jit_makes_one_program_of_kernels():
+    f = smap(lambda v: flax.all_gather(flax.psum(v, "x") * 2, "y", tiled=True), P("x", "y"),
+             P(None, "y"))
+    text = fx.jit(f).lower(X).as_text("selection")
+    steps = [line for line in text.splitlines() if line.lstrip().startswith("impl:")]
+    assert steps and all(" cpu." in line.split("->")[0] for line in steps), text
+
+
+def test_axis_size_and_a_collective_over_an_enclosing_vmap_axis():
+    got = smap(lambda v: v * flax.axis_size(("x", "y")), P("x"), P("x"))(X)
+    np.testing.assert_array_equal(got, 4 * X)
+    g = fx.vmap(smap(lambda v: flax.psum(v, ("i", "x")), P("x"), P()), axis_name="i")
+    xs = np.stack([X, 2 * X])
+    np.testing.assert_allclose(g(xs), np.broadcast_to(3 * (X[:4] + X[4:]), (2, 4, 4)),
+                               rtol=1e-14, atol=1e-15)
+
+
+def test_an_error_inside_f_leaves_no_trace_behind():
+    def bad(v):
+        raise RuntimeError("inside f")
+
+    with pytest.raises(RuntimeError, match="inside f"):
+        smap(bad, P("x"), P("x"))(X)
+    with pytest.raises(NameError, match="unbound axis name 'x'"):
+        flax.psum(X, "x")  # the mesh axes are no longer bound
+    np.testing.assert_array_equal(smap(lambda v: v, P("x"), P("x"))(X), X)
+
+
 def test_vmap_around_shard_map():
     f = smap(lambda v: flax.psum(v, "x") * flax.axis_index("y"), P("x"), P("y"))
     xs = RNG.standard_normal((3, 8, 4))
