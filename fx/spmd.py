@@ -14,6 +14,13 @@ mesh's order (absent where its spec does not name the axis: not batched along it
 output leaves the same way. Under ``fx.jit`` the whole is one program whose collectives are
 reductions and gathers over the grid's dimensions, so ``jit``, ``grad`` (of the function as
 a whole), ``vmap`` and ``scan`` compose with it as with any traced function.
+
+Derivatives taken *inside* ``f`` are per device, as under ``pmap``: that is jax's meaning
+with ``check_vma=False`` (the transpose of ``psum`` is ``psum``; ``all_gather`` and
+``ppermute`` transpose as in jax either way). jax's checked mode types values by the axes
+they vary over and transposes ``psum`` to a broadcast and sums the cotangent of a value that
+does not vary; fx raises ``NotImplementedError`` for a ``psum`` differentiated inside a
+checked ``shard_map`` rather than give the other meaning.
 """
 
 from __future__ import annotations
