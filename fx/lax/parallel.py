@@ -221,7 +221,8 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis: int = 0, tiled: bo
             v = all_gather_p.bind(v, axis_name=n, axis_size=batching.axis_size(n))
         shape = get_aval(v).shape
         k = len(names)
-        v = base.reshape(v, (_size(names),) + tuple(shape[k:]))
+        if k > 1:  # one dimension of lanes, numbered over the tuple
+            v = base.reshape(v, (_size(names),) + tuple(shape[k:]))
         a = axis % (ndim + (not tiled))
         if not tiled:
             return moveaxis(v, 0, a)
