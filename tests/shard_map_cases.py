@@ -132,3 +132,23 @@ def global_input(dtype) -> np.ndarray:
         return rng.integers(-50, 50, (8 * SHARD[0], SHARD[1])).astype(dtype)
     # Values with ties, so pmax/pmin meet equal lanes.
     return np.round(rng.standard_normal((8 * SHARD[0], SHARD[1])), 1).astype(dtype)
+
+
+# Cases whose gradient both libraries compute inside shard_map: jax differentiates neither
+# pmax nor pmin, axis_index is an integer, and jax 0.10 fails to transpose an untiled
+# all_to_all ("Expected cotangent type f64[2,3,1] but got f64[2,1,3]"; fx's gradient of it is
+# checked against finite differences instead).
+GRAD_CASES = [c for c in CASES if c not in ("pmax", "pmin", "axis_index", "all_to_all")]
+
+
+def grad_inside(lib, np_mod, grad, names, n, case):
+    """Per shard: the gradient, taken inside the mapped function, of ``sum(w * case(u))`` with
+    fixed weights ``w`` (the same on every device), at the shard."""
+    body = CASES[case](lib, names, n)
+
+    def loss(u):
+        out = body(u)
+        w = np_mod.cos(np_mod.arange(out.size, dtype=u.dtype)).reshape(out.shape)
+        return np_mod.sum(w * out)
+
+    return lambda v: grad(loss)(v)

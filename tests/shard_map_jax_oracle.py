@@ -1,4 +1,5 @@
-"""Run the ``shard_map_cases`` rows given as JSON on stdin under ``jax.shard_map`` with 8 CPU
+"""Run the ``shard_map_cases`` rows ``(mesh kind, axis names, case, grad inside?)`` given as
+JSON on stdin under ``jax.shard_map`` with 8 CPU
 devices (x64) and print the path of an ``.npz`` holding each row's result as ``r<i>``.
 Used by ``test_shard_map_collectives.py`` in a subprocess."""
 
@@ -22,15 +23,18 @@ def main():
     rows = json.load(sys.stdin)
     x = cases.global_input(np.float64)
     out = {}
-    for i, (kind, names, case) in enumerate(rows):
+    for i, (kind, names, case, inside) in enumerate(rows):
         shape, axis_names = cases.MESHES[kind]
         mesh = Mesh(np.array(jax.devices()[:8]).reshape(shape), axis_names)
         names = tuple(names)
         n = int(np.prod([mesh.shape[a] for a in names]))
-        body = cases.CASES[case](jax.lax, names, n)
+        if inside:  # the gradient taken inside, unchecked (fx's meaning there)
+            body = cases.grad_inside(jax.lax, jax.numpy, jax.grad, names, n, case)
+        else:
+            body = cases.CASES[case](jax.lax, names, n)
         every = P(tuple(axis_names))
         f = jax.shard_map(lambda v, body=body: body(v)[None], mesh=mesh, in_specs=every,
-                          out_specs=every)
+                          out_specs=every, check_vma=not inside)
         out[f"r{i}"] = np.asarray(f(x))
     path = tempfile.NamedTemporaryFile(suffix=".npz", delete=False).name
     np.savez(path, **out)

@@ -17,6 +17,7 @@ import shard_map_cases as cases
 
 import fx
 import fx.lax as flax
+import fx.numpy as fnp
 from fx.sharding import Mesh
 from fx.sharding import PartitionSpec as P
 
@@ -73,10 +74,23 @@ def test_collective_jit_equals_eager(kind, names, case):
     np.testing.assert_array_equal(compiled, eager)
 
 
-def test_collectives_match_jax_shard_map():
-    """Every row against jax.shard_map, all in one subprocess (jax needs 8 CPU devices before
-    its backend starts)."""
-    rows = ROWS
+def _run_grad_inside(case, mesh, names, x):
+    n = int(np.prod([mesh.shape[a] for a in names]))
+    body = cases.grad_inside(flax, fnp, fx.grad, names, n, case)
+    every = P(tuple(mesh.axis_names))
+    f = fx.shard_map(lambda v: body(v)[None], mesh=mesh, in_specs=every, out_specs=every,
+                     check_vma=False)
+    return np.asarray(f(x))
+
+
+# One axis subset of each size (the forward rows cover every subset).
+GRAD_ROWS = [("3d", names, case) for names in (("y",), ("z", "x"), ("x", "y", "z"))
+             for case in cases.GRAD_CASES]
+
+
+def _against_jax(rows):
+    """Each ``(kind, names, case, grad inside?)`` row run by fx and by jax.shard_map (in one
+    subprocess: jax needs 8 CPU devices before its backend starts)."""
     env = dict(os.environ, PYTHONPATH=HERE + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run(
         [sys.executable, os.path.join(HERE, "shard_map_jax_oracle.py")],
@@ -84,9 +98,22 @@ def test_collectives_match_jax_shard_map():
     assert proc.returncode == 0, proc.stderr[-3000:]
     want = np.load(proc.stdout.strip().splitlines()[-1])
     x = cases.global_input(np.float64)
-    for i, (kind, names, case) in enumerate(rows):
-        got = run(case, mesh_of(kind), tuple(names), x)
+    for i, (kind, names, case, inside) in enumerate(rows):
+        mesh, names = mesh_of(kind), tuple(names)
+        got = (_run_grad_inside if inside else run)(case, mesh, names, x)
         w = want[f"r{i}"]
-        assert got.shape == w.shape, (kind, names, case, got.shape, w.shape)
-        np.testing.assert_allclose(got, w, rtol=1e-13, atol=1e-13,
-                                   err_msg=f"{kind} {names} {case}")
+        what = f"{kind} {names} {case}{' grad inside' if inside else ''}"
+        assert got.shape == w.shape, (what, got.shape, w.shape)
+        np.testing.assert_allclose(got, w, rtol=1e-13, atol=1e-13, err_msg=what)
+
+
+def test_collectives_match_jax_shard_map():
+    """Every row against jax.shard_map."""
+    _against_jax([(k, n, c, False) for k, n, c in ROWS])
+
+
+def test_grad_inside_unchecked_shard_map_matches_jax():
+    """The gradient of each collective taken inside an unchecked shard_map against jax's:
+    psum transposes to psum, all_gather to psum_scatter and back, ppermute to the inverse
+    permutation, a tiled all_to_all to the reverse all_to_all."""
+    _against_jax([(k, n, c, True) for k, n, c in GRAD_ROWS])
