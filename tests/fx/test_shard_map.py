@@ -281,6 +281,21 @@ def test_grad_through_each_collective_matches_finite_differences(names, case):
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
 
 
+def test_nested_transformations_agree():
+    f = smap(lambda v: flax.psum(fnp.sin(v) * flax.axis_index("z"), ("x", "z")), P("x", "z"),
+             P(None, None))
+
+    def loss(v):
+        return fnp.sum(f(v) ** 2)
+
+    xs = RNG.standard_normal((3, 8, 4))
+    per_example = fx.vmap(fx.grad(loss))(xs)
+    np.testing.assert_allclose(per_example, np.stack([fx.grad(loss)(x) for x in xs]),
+                               rtol=1e-13)
+    np.testing.assert_allclose(fx.jit(fx.vmap(fx.grad(loss)))(xs), per_example, rtol=1e-13)
+    np.testing.assert_allclose(fx.grad(fx.jit(loss))(xs[0]), per_example[0], rtol=1e-13)
+
+
 def test_grad_inside_without_check_is_pmaps_meaning():
     # jax.shard_map(..., check_vma=False) gives n: the transpose of psum is psum.
     f = smap(lambda v: fx.grad(lambda u: flax.psum(fnp.sum(u), "x"))(v), P("x"), P("x"),
