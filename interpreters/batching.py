@@ -39,6 +39,16 @@ class BatchAxis:
     size: int
     name: object = None
 
+    # Whether a collective over a tuple of axes of this kind runs as one step over all of them
+    # (processes: one call on the tuple's communicator); vmap lanes take one name at a time.
+    joins_tuples = False
+
+
+def joined(names: tuple) -> bool:
+    """Whether a collective over the tuple ``names`` binds once, over all of them."""
+    axes = [bound_axis(n) for n in names]
+    return len(names) > 1 and all(a is not None and a.joins_tuples for a in axes)
+
 
 @dataclass(frozen=True)
 class MeshAxis(BatchAxis):

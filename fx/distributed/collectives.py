@@ -45,6 +45,7 @@ class ProcessAxis(batching.BatchAxis):
 
     transport: Transport | None = None
     index: int | None = None
+    joins_tuples = True
     mesh: object = None
     lanes: tuple[int, ...] | None = None
 

@@ -216,11 +216,16 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis: int = 0, tiled: bo
         if not -ndim - (not tiled) <= axis < ndim + (not tiled) or (tiled and ndim == 0):
             raise ValueError(f"fx.lax.all_gather: axis {axis} is out of range for an operand "
                              f"of rank {ndim}{' (tiled)' if tiled else ''}")
-        # The last name varies fastest: gather it first, so the earlier names end up in front.
-        for n in reversed(names):
-            v = all_gather_p.bind(v, axis_name=n, axis_size=batching.axis_size(n))
+        if batching.joined(names):  # processes: one gather over the tuple's communicator
+            v = all_gather_p.bind(v, axis_name=names, axis_size=_size(names))
+            k = 1
+        else:
+            # The last name varies fastest: gather it first, so the earlier names end up in
+            # front.
+            for n in reversed(names):
+                v = all_gather_p.bind(v, axis_name=n, axis_size=batching.axis_size(n))
+            k = len(names)
         shape = get_aval(v).shape
-        k = len(names)
         if k > 1:  # one dimension of lanes, numbered over the tuple
             v = base.reshape(v, (_size(names),) + tuple(shape[k:]))
         a = axis % (ndim + (not tiled))
