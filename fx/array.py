@@ -137,7 +137,7 @@ class Array:
         for d in s._device_assignment:
             if d not in indices:
                 continue
-            data = buf.shards[d] if isinstance(buf, _ProcessShards) else buf[indices[d]]
+            data = buf.shards[d] if isinstance(buf, _ProcessShards) else buf[indices[d] or ...]
             out.append(Shard(d, indices[d], replicas.get(d, 0),
                              Array._wrap(data, shard_aval, SingleDeviceSharding(d))))
         return out
@@ -451,4 +451,4 @@ def _put_named(x, s: NamedSharding) -> Array:
         return Array._wrap(whole._buf, whole.aval, s)
     # Across processes every process passes the same global value and keeps its shards.
     indices = s.addressable_devices_indices_map(shape)
-    return assemble(whole.aval, s, {d: whole._buf[indices[d]] for d in here})
+    return assemble(whole.aval, s, {d: whole._buf[indices[d] or ...] for d in here})

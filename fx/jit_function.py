@@ -236,6 +236,11 @@ class JitFunction:
                         args[i].delete()
                     return rebuild([Array._wrap(b, v) for b, v in zip(outs, out_avals)])
         key, leaves, statics, dyn_args, dyn_kwargs = self._signature(args, kwargs)
+        if current_trace() is EVAL_TRACE and any(_spans_processes(x) for x in leaves):
+            # Each process holds only its shards: the shard_maps inside compile their
+            # functions per process (one program each, collectives between processes); any
+            # other operation on these arrays raises, naming what to do.
+            return self._fun(*args, **kwargs)
         entry = self._entry(key, args, kwargs, statics, dyn_args, dyn_kwargs)
         name = _fun_name(self._fun)
         if current_trace() is EVAL_TRACE and not config.disable_jit and not any(
@@ -471,6 +476,10 @@ def _fast_key(args: tuple):
         else:
             return None  # also NumPy data that the mode converts (float64 in default mode)
     return tuple(key)
+
+
+def _spans_processes(x) -> bool:
+    return type(x) is Array and x._sharding is not None and not x.is_fully_addressable
 
 
 def _fast_tree_key(args: tuple):

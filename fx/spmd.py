@@ -31,7 +31,8 @@ from collections.abc import Callable
 from typing import Any
 
 from fx import sharding, tree_util
-from fx.core import current_trace, get_aval, new_trace, to_value
+from fx.array import device_put
+from fx.core import Tracer, current_trace, get_aval, new_trace, to_value
 from fx.interpreters.batching import (
     BatchAxis,
     BatchTrace,
@@ -60,11 +61,23 @@ def _fun_name(f) -> str:
 
 def place_output(value, mesh: Mesh, spec: PartitionSpec):
     """An output of ``shard_map`` as the array it returns: its value joined from every
-    device's result. Arrays carry no placement in this process yet, so the value is returned
-    as it is; where shardings exist, ``fx.device_put(value, NamedSharding(mesh, spec))``
-    places it."""
-    del mesh, spec
-    return value
+    device's result, placed by ``NamedSharding(mesh, spec)`` (as jax's). Under a trace the
+    value passes through: placement is a property of concrete arrays."""
+    if isinstance(value, Tracer):
+        return value
+    return device_put(value, sharding.NamedSharding(mesh, spec))
+
+
+# The runner of a shard_map over a mesh spanning processes, registered by fx.distributed
+# (the processes' communicators live in that library, above this module): called as
+# ``runner(f, mesh, axes, args, leaves, in_specs, out_specs)`` with the arguments' leaves and
+# the specs checked here, it returns the outputs' leaves.
+_process_runner: list[Callable] = []
+
+
+def register_process_runner(runner: Callable) -> None:
+    """Set the function that runs a ``shard_map`` whose mesh spans processes."""
+    _process_runner[:] = [runner]
 
 
 def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = None,
@@ -261,6 +274,13 @@ def _run(f, mesh: Mesh, axes: tuple, in_specs, out_specs, check_vma: bool, args:
                     "them. If it should vary, name those axes in its out_specs; if it is "
                     "meant to be replicated, reduce it over them (psum/pmax/...) or pass "
                     "check_vma=False, which returns one device's value.")
+    if mesh.is_multi_process:
+        if not _process_runner:
+            raise NotImplementedError(
+                f"shard_map({fname}): the mesh {mesh} spans processes; call "
+                "fx.distributed.initialize() first")
+        results = _process_runner[0](f, mesh, axes, args, leaves, ispecs, ospecs)
+        return tree_util.tree_unflatten(out_tree, results)
     grids = [_to_grid(x, s, mesh, axes) for x, s in zip(leaves, ispecs)]
     in_named = [set(s.all_axes()) for s in ispecs]
     out_named = [set(s.all_axes()) for s in ospecs]

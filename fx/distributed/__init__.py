@@ -33,7 +33,8 @@ from __future__ import annotations
 import os
 import sys
 
-from fx import api
+from fx import api, spmd
+from fx.distributed import shard_map as _shard_map
 from fx.distributed import state
 from fx.distributed.transport import (
     CollectiveError,
@@ -43,6 +44,10 @@ from fx.distributed.transport import (
     SelfTransport,
     Transport,
 )
+
+# A shard_map whose mesh spans processes runs here (fx.spmd checks it, this library has the
+# communicators).
+spmd.register_process_runner(_shard_map.run)
 
 __all__ = ["CollectiveError", "CollectiveMismatchError", "ReduceOp", "Transport",
            "initialize", "is_initialized", "launched_by_mpi", "process_count", "process_index",

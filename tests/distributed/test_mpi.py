@@ -141,3 +141,15 @@ def test_data_parallel_example_matches_single_process_training():
     assert "parameters identical on every process" in out, out
     gap = float(out.split("largest difference between the curves: ")[1].split()[0])
     assert gap < 1e-5, out
+
+
+def test_tensor_parallel_example_on_four_processes_matches_one_device():
+    # The issue's headline: a shard_map over a 2x2 (data x model) mesh of four processes,
+    # its collectives MPI calls on the mesh axes' communicators, trains as one device does.
+    pytest.importorskip("sklearn")
+    rc, out, _ = launch(4, str(HERE.parent.parent / "examples" / "tensor_parallel_mlp.py"),
+                        "--steps", "12")
+    assert rc == 0, out
+    assert "on 4 processes" in out, out
+    gap = float(out.split("largest difference between the curves: ")[1].split()[0])
+    assert gap < 1e-5, out

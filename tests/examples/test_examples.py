@@ -103,3 +103,19 @@ def test_deploy_digits_prints_the_four_models():
     assert abs(acc["fx int8"] - acc["fx float"]) <= 2.0, out  # a short training run
     assert size["fx int8"] * 3 < size["fx float"], out
     assert "inference passes:" in out
+
+
+def test_tensor_parallel_example_on_four_cpu_devices_matches_one_device():
+    pytest.importorskip("sklearn")
+    env_before = os.environ.get("FX_NUM_CPU_DEVICES")
+    os.environ["FX_NUM_CPU_DEVICES"] = "4"
+    try:
+        out = run_example("tensor_parallel_mlp.py", "--steps", "12")
+    finally:
+        if env_before is None:
+            del os.environ["FX_NUM_CPU_DEVICES"]
+        else:
+            os.environ["FX_NUM_CPU_DEVICES"] = env_before
+    assert "on one process" in out, out
+    gap = float(out.split("largest difference between the curves: ")[1].split()[0])
+    assert gap < 1e-5, out

@@ -9,12 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import shard_map_cases as cases
+from cpu_devices import cpu_devices
 from harness import run_doctests
 
 import fx
 import fx.lax as flax
 import fx.numpy as fnp
-from fx.sharding import Mesh
+from fx.sharding import Mesh, NamedSharding
 from fx.sharding import PartitionSpec as P
 from fx.spmd import DuplicateSpecError, place_output
 
@@ -97,9 +98,19 @@ def test_docstring_examples():
     assert run_doctests(fx.spmd, fx.experimental.shard_map, fx.lax.parallel) >= 8
 
 
-def test_place_output_returns_the_value():
-    v = fnp.ones(3)
-    assert place_output(v, MESH3, P()) is v
+def test_outputs_are_placed_by_their_out_specs():
+    with cpu_devices(8):
+        v = place_output(fnp.arange(8.0), MESH3, P("x"))
+        assert v.sharding == NamedSharding(MESH3, P("x"))
+        out = smap(lambda a: (a * 2, flax.psum(a, ("x", "y", "z"))), P(("x", "y"), "z"),
+                   (P(("x", "y"), "z"), P()))(X)
+        assert out[0].sharding == NamedSharding(MESH3, P(("x", "y"), "z"))
+        assert out[1].sharding.is_fully_replicated
+        np.testing.assert_array_equal(np.asarray(out[0]), X * 2)
+        for shard in out[0].addressable_shards:  # each device's block of the result
+            np.testing.assert_array_equal(np.asarray(shard.data), (X * 2)[shard.index])
+        total = float(out[1].addressable_shards[3].data[0, 0])  # a 0-d shard's data reads
+        np.testing.assert_allclose(total, X.reshape(4, 2, 2, 2).sum(axis=(0, 2))[0, 0])
 
 
 # --- errors -------------------------------------------------------------------------------------

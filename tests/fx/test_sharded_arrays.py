@@ -193,3 +193,12 @@ def test_jit_refuses_meshes_spanning_processes(two_processes):
         fx.jit(lambda v: v, in_shardings=NamedSharding(mesh, P("proc")))
 
 
+
+
+def test_a_scalar_shards_data_is_a_zero_dimensional_array():
+    with cpu_devices(2) as devs:
+        mesh = fx.sharding.Mesh(np.array(devs, dtype=object), ("i",))
+        x = fx.device_put(fx.numpy.asarray(3.5), fx.sharding.NamedSharding(mesh, P()))
+        for shard in x.addressable_shards:
+            assert shard.index == () and shard.data.shape == ()
+            assert float(shard.data) == 3.5
