@@ -200,9 +200,10 @@ def test_selection_among_conv_impls(ls, rs, kw, best):
 
 
 @pytest.mark.parametrize("ls,rs,impl,anchor", [
-    # Many channels: Winograd beats the patches and a matmul, but not the kernel reading the
-    # input in place (fx.lowering.kernels.cpu.conv_in_place); there are no patches either way.
-    ((2, 16, 16, 32), (3, 3, 32, 32), "cpu.in_place_conv",
+    # Many channels: the generated Winograd kernel (fx.lowering.kernels.cpu.winograd) beats the
+    # kernel reading the input in place (kernels.cpu.conv_in_place), the bias and relu in its
+    # output transform; there are no patches either way.
+    ((2, 16, 16, 32), (3, 3, 32, 32), "cpu.winograd_f",
      "conv_in_place, broadcast_in_dim, add, max"),
     # Few: the generated kernel reading the (padded) input in place, the bias and relu in its
     # store (fx.lowering.passes.lower_convolutions, then kernels.cpu.conv_in_place).
@@ -227,7 +228,7 @@ def test_jit_conv_bias_relu(ls, rs, impl, anchor):
                           "fallback looks cheaper for a convolution without epilogue")
 @pytest.mark.parametrize("dtype,impl", [
     (np.float16, "cpu.conv_winograd"),  # no kernel in place: Winograd beats the patches
-    (np.float32, "cpu.in_place_conv"),  # the kernel in place beats Winograd in NumPy
+    (np.float32, "cpu.winograd_f"),  # generated Winograd beats the kernel in place and NumPy
 ])
 def test_as_text_picks_the_cheapest_form_of_a_plain_3x3_conv(dtype, impl):
     x = np.ones((2, 32, 32, 32), dtype)

@@ -8,9 +8,11 @@ pipeline: ``conv`` (the convolution strategies) and ``library_calls`` (LAPACK an
 
 from __future__ import annotations
 
+import functools
+
 from fx import dtypes
 from fx.lowering.fusion.groups import FusionGroup, GroupKind
-from fx.lowering.kernels.cpu import conv_in_place
+from fx.lowering.kernels.cpu import conv_in_place, winograd
 from fx.lowering.kernels.cpu.library import HALF_TO_F32, dot_step, eqns_step, is_dot
 from fx.lowering.select.cost import group_flops
 from fx.lowering.select.generable import generable
@@ -44,6 +46,16 @@ register(OpImpl("cpu.in_place_conv", "cpu", GroupKind.GEMM, frozenset([dtypes.fl
                 applies=lambda g: conv_in_place.applies(g) and generable(g),
                 kernel=conv_in_place.conv_kernel, fuses_epilogue=True,
                 describe=conv_in_place.describe))
+# 3x3 stride-1 ones by Winograd's minimal filtering (winograd.cost: cheaper than the direct
+# tiles where the channels are many enough to repay the transforms).
+for _m in (2, 4):
+    register(OpImpl(f"cpu.winograd_f{_m}", "cpu", GroupKind.GEMM, frozenset([dtypes.float32]),
+                    {}, True, functools.partial(winograd.cost, m=_m),
+                    f"generated float32 Winograd F({_m}x{_m},3x3): transformed tiles, register "
+                    "tiles over the channels, epilogue fused in the output transform",
+                    applies=lambda g: winograd.applies(g) and generable(g),
+                    kernel=functools.partial(winograd.winograd_kernel, m=_m),
+                    fuses_epilogue=True, describe=functools.partial(winograd.describe, m=_m)))
 register(OpImpl("cpu.tiled_gemm", "cpu", GroupKind.GEMM, frozenset([dtypes.float32]), {},
                 True, lambda g: conv_in_place.cost(group_flops(g)),
                 "generated float32 register tiles, epilogue fused in the store",
