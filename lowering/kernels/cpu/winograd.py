@@ -216,20 +216,86 @@ def winograd_kernel(group: FusionGroup, name: str, inputs, outputs, m: int) -> C
                    work=d["T"] * a * a * d["C"] * d["NW"])
 
 
-def _combination(coefficients, terms) -> str:
-    """``sum_k coefficients[k] * terms[k]`` as C, skipping zeros, +-1 as additions."""
+def _combination(terms: dict) -> str:
+    """``sum c * t`` over ``terms`` (t -> c) as C, in order, skipping zeros, +-1 as
+    additions."""
     out = []
-    for c, t in zip(coefficients, terms):
+    for t, c in terms.items():
         if c == 0:
             continue
         sign = "-" if c < 0 else "+"
-        mag = abs(c)
-        text = t if mag == 1 else f"{float(mag)!r}f * {t}"
-        out.append((sign, text))
+        out.append((sign, t if abs(c) == 1 else f"{float(abs(c))!r}f * {t}"))
     if not out:
         return "${name}_splat(0.0f)"
     first = ("-" if out[0][0] == "-" else "") + out[0][1]
     return " ".join([first, *(f"{s} {t}" for s, t in out[1:])])
+
+
+def _operations(rows: list[dict]) -> int:
+    """Vector operations of the combinations ``rows`` (term -> coefficient each): a sum of n
+    terms takes n - 1 (a coefficient fuses into its multiply-add), one more where no
+    coefficient is +-1."""
+    return sum(len(r) - 1 + all(abs(c) != 1 for c in r.values()) for r in rows if r)
+
+
+def _paired_columns(rows: list[dict], tmp: str) -> tuple[list, list[dict]]:
+    """Columns ``t``, ``t'`` whose coefficients agree up to sign in every row, as their sum
+    and difference (defined once): ``[(name, combination)], rows over them``."""
+    names = list(dict.fromkeys(t for r in rows for t in r))
+    defs, out, used = [], [dict(r) for r in rows], set()
+    for k, t in enumerate(names):
+        for t2 in names[k + 1:]:
+            if t in used or t2 in used:
+                continue
+            if any(abs(r.get(t, 0)) != abs(r.get(t2, 0)) for r in rows):
+                continue
+            same = [r for r in rows if r.get(t, 0) != 0 and r[t] == r[t2]]
+            diff = [r for r in rows if r.get(t, 0) != 0 and r[t] == -r[t2]]
+            if not same or not diff:
+                continue
+            used |= {t, t2}
+            s, d = f"{tmp}_s{len(defs)}", f"{tmp}_d{len(defs)}"
+            defs += [(s, {t: 1, t2: 1}), (d, {t: 1, t2: -1})]
+            for r in out:
+                c = r.pop(t, 0)
+                c2 = r.pop(t2, 0)
+                if c:
+                    r[s if c == c2 else d] = c
+    return defs, out
+
+
+def _paired_rows(rows: list[dict], tmp: str) -> tuple[list, list[dict]]:
+    """Rows ``r``, ``r'`` over the same terms with coefficients equal up to sign as ``e + o``
+    and ``e - o``: ``e`` the terms where they agree, ``o`` where they differ."""
+    defs, out, used = [], [dict(r) for r in rows], set()
+    for i, r in enumerate(rows):
+        for i2 in range(i + 1, len(rows)):
+            r2 = rows[i2]
+            if i in used or i2 in used or len(r) < 3 or r.keys() != r2.keys():
+                continue
+            e = {t: c for t, c in r.items() if r2[t] == c}
+            o = {t: c for t, c in r.items() if r2[t] == -c}
+            if not e or not o or len(e) + len(o) != len(r):
+                continue
+            used |= {i, i2}
+            en, on = f"{tmp}_e{len(defs)}", f"{tmp}_o{len(defs)}"
+            defs += [(en, e), (on, o)]
+            out[i], out[i2] = {en: 1, on: 1}, {en: 1, on: -1}
+    return defs, out
+
+
+def _product(mat, terms: list[str], tmp: str) -> tuple[list, list[dict]]:
+    """``mat @ terms`` as definitions of intermediate vectors (``tmp``-prefixed names) and
+    one combination per row: paired columns or rows shared where that takes fewer
+    operations (GCC keeps the order of floating-point sums as written)."""
+    rows = [{t: c for t, c in zip(terms, r) if c != 0} for r in mat]
+    best = ([], rows)
+    for plan in (_paired_columns, _paired_rows):
+        defs, out = plan(rows, tmp)
+        if _operations([d for _, d in defs] + out) < _operations(
+                [d for _, d in best[0]] + best[1]):
+            best = (defs, out)
+    return best
 
 
 def _two_sided(mat, src: str, dst, ind: str) -> list[str]:
@@ -239,14 +305,19 @@ def _two_sided(mat, src: str, dst, ind: str) -> list[str]:
     v_t = "${name}_v"
     rows, cols = len(mat), len(mat[0])
     lines = []
+
+    def emit(defs, out, target):
+        lines.extend(f"{ind}const {v_t} {n} = {_combination(d)};"
+                     for n, d in defs)
+        lines.extend(f"{ind}{target(i)} = {_combination(r)};"
+                     for i, r in enumerate(out))
+
+    for j in range(cols):
+        defs, out = _product(mat, [f"{src}{k}_{j}" for k in range(cols)], f"{src}c{j}")
+        emit(defs, out, lambda i, j=j: f"const {v_t} {src}{i}_{j}_l")
     for i in range(rows):
-        for j in range(cols):
-            terms = [f"{src}{k}_{j}" for k in range(cols)]
-            lines.append(f"{ind}const {v_t} {src}{i}_{j}_l = {_combination(mat[i], terms)};")
-    for i in range(rows):
-        for j in range(rows):
-            terms = [f"{src}{i}_{k}_l" for k in range(cols)]
-            lines.append(f"{ind}{dst(i, j)} = {_combination(mat[j], terms)};")
+        defs, out = _product(mat, [f"{src}{i}_{k}_l" for k in range(cols)], f"{src}r{i}")
+        emit(defs, out, lambda j, i=i: dst(i, j))
     return lines
 
 
