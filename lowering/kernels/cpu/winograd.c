@@ -22,13 +22,13 @@ static inline ${name}_v ${name}_splat(float s) { return (${name}_v){${splat}}; }
 static inline void ${name}_epilogue(int64_t i0, int64_t i1, float acc, ${sig}) {
 ${epilogue}
 }
-/* n <= L channels from p (XC apart) as a vector, zeros past n. */
-static inline ${name}_v ${name}_load(const float* p, int64_t n) {
+/* n <= L channels from p (sc apart) as a vector, zeros past n. */
+static inline ${name}_v ${name}_load(const float* p, int64_t n, int64_t sc) {
   ${name}_v v = ${name}_splat(0.0f);
-  if (${XC} == 1 && n == ${L}) {
+  if (sc == 1 && n == ${L}) {
     memcpy(&v, p, sizeof v);
   } else {
-    for (int64_t j = 0; j < n; j++) v[j] = p[j * ${XC}];
+    for (int64_t j = 0; j < n; j++) v[j] = p[j * sc];
   }
   return v;
 }
@@ -57,24 +57,36 @@ static __attribute__((noinline)) void ${name}_weights(const float* w, float* u, 
       }
   }
 }
-/* The input tiles t0 .. t0 + TB of a block (past live: tile t0 again) transformed, B^T d B,
-   into V: row xi * TB + r holds tile r's element xi, CP channels. Pixels past the input read
-   the zeros z. */
+/* One tile's AL x AL pixels from p (rows sh apart, columns sw, channels sc) transformed,
+   B^T d B, into V from row vr. Inlined with constant strides: the loads are constant offsets
+   from p. */
+static inline __attribute__((always_inline)) void ${name}_in1(const float* p, int64_t sh,
+    int64_t sw, int64_t sc, float* vr) {
+  for (int64_t c = 0; c < ${C}; c += ${L}) {
+    const int64_t n = ${C} - c < ${L} ? ${C} - c : ${L};
+${input}
+  }
+}
+/* The input tiles t0 .. t0 + TB of a block (past live: tile t0 again) transformed into V:
+   row xi * TB + r holds tile r's element xi, CP channels. A tile reaching past the input is
+   first copied to e (AL x AL pixels of CP channels) with zeros there. */
 static __attribute__((noinline, optimize("fp-contract=fast"))) void ${name}_in(const float* x,
-    const float* z, int64_t t0, int64_t live, float* V) {
+    float* e, int64_t t0, int64_t live, float* V) {
   for (int64_t r = 0; r < ${TB}; r++) {
     const int64_t t = t0 + (r < live ? r : 0);
     const int64_t b = t / (${TH} * ${TW}), h0 = t / ${TW} % ${TH} * ${MT}, w0 = t % ${TW} * ${MT};
-    const float* px[${AL} * ${AL}];
-    for (int64_t i = 0; i < ${AL}; i++)
-      for (int64_t j = 0; j < ${AL}; j++)
-        px[i * ${AL} + j] = h0 + i < ${H} && w0 + j < ${W}
-            ? x + b * ${XB} + (h0 + i) * ${XH} + (w0 + j) * ${XW} : z;
-    float* vr = V + r * ${CP};
-    for (int64_t c = 0; c < ${C}; c += ${L}) {
-      const int64_t n = ${C} - c < ${L} ? ${C} - c : ${L};
-${input}
+    const float* p = x + b * ${XB} + h0 * ${XH} + w0 * ${XW};
+    if (h0 + ${AL} <= ${H} && w0 + ${AL} <= ${W}) {
+      ${name}_in1(p, ${XH}, ${XW}, ${XC}, V + r * ${CP});
+      continue;
     }
+    for (int64_t i = 0; i < ${AL}; i++)
+      for (int64_t j = 0; j < ${AL}; j++) {
+        float* dst = e + (i * ${AL} + j) * ${CP};
+        const int inside = h0 + i < ${H} && w0 + j < ${W};
+        for (int64_t c = 0; c < ${C}; c++) dst[c] = inside ? p[i * ${XH} + j * ${XW} + c * ${XC}] : 0.0f;
+      }
+    ${name}_in1(e, ${AL} * ${CP}, ${CP}, 1, V + r * ${CP});
   }
 }
 /* The tiles t0 .. t0 + live of a block from their products M (row xi * TB + r, NW columns),
@@ -120,12 +132,12 @@ static __attribute__((optimize("O1"))) void ${name}(${sig}) {
   {
     float* V = (float*)aligned_alloc(64, (size_t)(AA * ${TB} * ${CP}) * sizeof(float));
     float* M = (float*)aligned_alloc(64, (size_t)(AA * ${TB} * ${NW}) * sizeof(float));
-    float* z = (float*)calloc((size_t)((${C} - 1) * ${XC} + 1), sizeof(float));
-    if (!V || !M || !z) abort();
+    float* e = (float*)malloc((size_t)(AA * ${CP}) * sizeof(float));
+    if (!V || !M || !e) abort();
     #pragma omp for schedule(static)
     for (int64_t blk = 0; blk < NB; blk++) {
       const int64_t t0 = blk * ${TB}, live = ${T} - t0 < ${TB} ? ${T} - t0 : ${TB};
-      ${name}_in(x, z, t0, live, V);
+      ${name}_in(x, e, t0, live, V);
       for (int64_t xi = 0; xi < AA; xi++)
         for (int64_t p = 0; p < ${NP}; p++)
           for (int64_t r0 = 0; r0 < ${TB}; r0 += ${R})
@@ -133,7 +145,7 @@ static __attribute__((optimize("O1"))) void ${name}(${sig}) {
                          M + (xi * ${TB} + r0) * ${NW} + p * ${VW});
       ${name}_out(M, t0, live, ${args});
     }
-    free(z);
+    free(e);
     free(M);
     free(V);
   }

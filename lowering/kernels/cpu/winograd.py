@@ -325,7 +325,8 @@ def _input_transform(bt, tb: int, cp: int) -> str:
     """One channel vector of a tile: its pixels ``d<i>_<j>`` loaded, ``B^T d B`` stored to
     row ``(i * a + j) * TB`` of V (from the tile's row ``vr``)."""
     a, ind = len(bt), " " * 6
-    lines = [f"{ind}const ${{name}}_v d{i}_{j} = ${{name}}_load(px[{i * a + j}] + c * ${{XC}}, n);"
+    lines = [f"{ind}const ${{name}}_v d{i}_{j} = "
+             f"${{name}}_load(p + {i} * sh + {j} * sw + c * sc, n, sc);"
              for i in range(a) for j in range(a)]
     lines += _two_sided(bt, "d", lambda i, j: f"*(${{name}}_v*)(vr + {(i * a + j) * tb * cp} + c)",
                         ind)
