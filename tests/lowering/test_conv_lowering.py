@@ -220,7 +220,9 @@ def test_jit_conv_bias_relu(ls, rs, impl, anchor):
     assert "conv_patches" not in text
     want = jax.nn.relu(jax.lax.conv_general_dilated(
         args[0], args[1], (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")) + args[2])
-    assert_allclose(f(*to_fx(args)), want, rtol=1e-4, atol=1e-4, what=impl)
+    # Winograd F(4x4) rounds a few bits coarser than the direct sum (winograd.error_bound)
+    tol = 1e-3 if impl.startswith("cpu.winograd") else 1e-4
+    assert_allclose(f(*to_fx(args)), want, rtol=tol, atol=tol, what=impl)
 
 
 @pytest.mark.xfail(not hasattr(cost, "flops_rules"), strict=True,

@@ -34,16 +34,16 @@ CONV_IMPLS = ("cpu.in_place_conv", "cpu.winograd_f2", "cpu.winograd_f4")
 
 @pytest.fixture(params=[2, 4], ids=["f2", "f4"])
 def only(request, monkeypatch):
-    """Forces ``cpu.winograd_f<m>`` wherever it applies (the other convolution kernels cost
-    infinitely much); the fixture's value is m."""
+    """Forces ``cpu.winograd_f<m>`` wherever it applies; the fixture's value is m."""
     force(monkeypatch, f"cpu.winograd_f{request.param}")
     return request.param
 
 
 def force(monkeypatch, name):
+    """Operator selection takes the convolution kernel ``name`` wherever it applies."""
     monkeypatch.setattr(op_impl, "registry", [
-        dataclasses.replace(impl, cost=lambda g: math.inf)
-        if impl.name in CONV_IMPLS and impl.name != name else impl
+        dataclasses.replace(impl, cost=lambda g, c=0.0 if impl.name == name else math.inf: c)
+        if impl.name in CONV_IMPLS else impl
         for impl in op_impl.registry])
 
 

@@ -67,12 +67,13 @@ static inline __attribute__((always_inline)) void ${name}_in1(const float* p, in
 ${input}
   }
 }
-/* The input tiles t0 .. t0 + TB of a block (past live: tile t0 again) transformed into V:
-   row xi * TB + r holds tile r's element xi, CP channels. A tile reaching past the input is
-   first copied to e (AL x AL pixels of CP channels) with zeros there. */
+/* The input tiles t0 .. t0 + live of a block, and up to the next multiple of R (those: tile
+   t0 again), transformed into V: row xi * TB + r holds tile r's element xi, CP channels. A
+   tile reaching past the input is first copied to e (AL x AL pixels of CP channels) with
+   zeros there. */
 static __attribute__((noinline, optimize("fp-contract=fast"))) void ${name}_in(const float* x,
     float* e, int64_t t0, int64_t live, float* V) {
-  for (int64_t r = 0; r < ${TB}; r++) {
+  for (int64_t r = 0; r < (live + ${R} - 1) / ${R} * ${R}; r++) {
     const int64_t t = t0 + (r < live ? r : 0);
     const int64_t b = t / (${TH} * ${TW}), h0 = t / ${TW} % ${TH} * ${MT}, w0 = t % ${TW} * ${MT};
     const float* p = x + b * ${XB} + h0 * ${XH} + w0 * ${XW};
@@ -140,7 +141,7 @@ static __attribute__((optimize("O1"))) void ${name}(${sig}) {
       ${name}_in(x, e, t0, live, V);
       for (int64_t xi = 0; xi < AA; xi++)
         for (int64_t p = 0; p < ${NP}; p++)
-          for (int64_t r0 = 0; r0 < ${TB}; r0 += ${R})
+          for (int64_t r0 = 0; r0 < live; r0 += ${R})
             ${name}_tile(V + (xi * ${TB} + r0) * ${CP}, u + (xi * ${NP} + p) * ${C} * ${VW},
                          M + (xi * ${TB} + r0) * ${NW} + p * ${VW});
       ${name}_out(M, t0, live, ${args});

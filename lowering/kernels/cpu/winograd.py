@@ -136,21 +136,22 @@ def applies(g: FusionGroup) -> bool:
 # The kernel's cost in conv_in_place.cost's unit (nanoseconds, its products' flops at
 # conv_in_place.RATE): the a^2 products' flops as the direct tiles', each tile's transforms
 # as this many flops of those tiles per vector of channels (input, output; measured against
-# them on one core), the weight transform in double, a call's setup.
+# them on one core), the weight transform in double per element of U, a call's setup.
 TRANSFORM_FLOPS = {2: (4400.0, 2500.0), 4: (13300.0, 9400.0)}
+WEIGHT_FLOPS = 24.0  # per element of U
 
 
 def cost(g: FusionGroup, m: int) -> float:
-    s = _shape_of(g)
-    if s is None:
+    if not applies(g):
         return math.inf
-    a, lane = m + 2, conv_in_place.lanes()
-    tiles = s["BATCH"] * -(-s["QH"] // m) * -(-s["QW"] // m)
-    nw = _panels(s["O"], lane)[2]
-    product = 2.0 * a * a * tiles * s["C"] * nw
+    d = _geometry(g, m)
+    a, lane, tiles = d["AL"], d["L"], d["T"]
+    blocks, last = divmod(tiles, d["TB"])  # the products run on whole register tiles
+    rows = blocks * d["TB"] + -(-last // d["R"]) * d["R"]
+    product = 2.0 * a * a * rows * d["C"] * d["NW"]
     tin, tout = TRANSFORM_FLOPS[m]
-    transforms = tiles * (tin * -(-s["C"] // lane) + tout * -(-s["O"] // lane))
-    weights = 4.0 * a * a * s["C"] * nw
+    transforms = rows * tin * -(-d["C"] // lane) + tiles * tout * -(-d["O"] // lane)
+    weights = WEIGHT_FLOPS * a * a * d["C"] * d["NW"]
     epilogue = group_flops(g) - eqn_flops(g.anchor)
     return 2000.0 + (product + transforms + weights + epilogue) / conv_in_place.RATE
 
