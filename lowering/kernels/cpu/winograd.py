@@ -21,8 +21,10 @@ three steps. The transforms are straight-line vector code generated here from th
 Rounding: the result differs from the direct sum by at most about ``(C + 4a) * 2^-24`` times
 the same transforms applied to the absolute values (see ``error_bound``), a bound that grows
 with ``a`` through the matrices' entries (F(4x4)'s reach 8 and 5): F(2x2) is nearly as
-accurate as the direct form, F(4x4) loses a few bits more. An infinite or NaN input makes
-its tiles' outputs NaN (the transforms subtract it from itself), where the direct form gives
+accurate as the direct form, F(4x4) loses a few bits more. The input transform grows
+magnitudes by up to 4x (F(2x2)) or 100x (F(4x4)), so inputs within that factor of float32's
+largest value overflow where the direct sum does not. An infinite or NaN input makes its
+tiles' outputs NaN (the transforms subtract it from itself), where the direct form gives
 ``inf`` for some of them.
 
 The implementations (``cpu.winograd_f2``, ``cpu.winograd_f4``, registered in ``impls``)
@@ -70,11 +72,11 @@ def error_bound(x: np.ndarray, w: np.ndarray, m: int) -> np.ndarray:
     """A bound on the float32 kernel's rounding error at each output of the convolution of
     ``x`` (channels last, ``(B, H, W, C)``, padded already) by ``w`` (``(3, 3, C, O)``):
     ``(C + 4a) * 2^-24`` times ``|A^T| [ sum_c (|G| |g| |G^T|) (.) (|B^T| |d| |B|) ] |A|``,
-    the transforms of the absolute values. Each rounding (a transform's sum of at most
-    ``a`` terms per stage, two stages each side; the product; the ``C`` terms of the sum
-    over the input channels) errs by at most ``2^-24`` relative to the sum of the magnitudes
-    it combines, and those magnitudes are bounded by the transforms of the absolute
-    values."""
+    the transforms of the absolute values. To first order, each rounding (a transform's sum
+    of at most ``a`` terms per stage, two stages each side; the product; the ``C`` terms of
+    the sum over the input channels) errs by at most ``2^-24`` relative to the sum of the
+    magnitudes it combines, and those magnitudes are bounded by the transforms of the
+    absolute values."""
     bt, g, at = (np.abs(t) for t in matrices(m))
     a = m + 2
     b, h, wd, c = x.shape
