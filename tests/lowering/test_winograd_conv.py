@@ -58,6 +58,11 @@ def _conv(padding="SAME", dn=NHWC):
     return lambda x, w: lax.conv_general_dilated(x, w, (1, 1), padding, dimension_numbers=dn)
 
 
+def jax_conv(padding, dn):
+    return lambda x, w: jax.lax.conv_general_dilated(x, w, (1, 1), padding,
+                                                     dimension_numbers=dn)
+
+
 def _operands(xs, ws, seed=0):
     rng = np.random.default_rng(seed)
     return (rng.standard_normal(xs).astype(np.float32),
@@ -90,11 +95,6 @@ def test_forward_matches_jax(only, xs, ws, padding, dn):
     run, text = _compiled(f, x, w)
     assert f"impl: cpu.winograd_f{only} ->" in text, text
     _assert_close(run(x, w), _jax(jax_conv(padding, dn), x, w), 9 * max(xs))
-
-
-def jax_conv(padding, dn):
-    return lambda x, w: jax.lax.conv_general_dilated(x, w, (1, 1), padding,
-                                                     dimension_numbers=dn)
 
 
 def test_bias_relu_and_the_input_gradient_match_jax(only):
