@@ -14,6 +14,9 @@ processes — one MPI all-reduce inside the compiled training step. Since the sl
 the average is the full batch's gradient: process 0 also trains a single-process copy on the
 whole global batch and prints both loss curves. Every ``--check-every`` steps the processes
 compare their parameters bit for bit (an ``all_gather`` of them) and stop if they differ.
+
+``data_parallel_shard_map.py`` is the same training written with ``fx.shard_map`` over a 1-D
+mesh, as JAX code is written today; it also runs on several devices in one process.
 """
 
 from __future__ import annotations

@@ -143,6 +143,20 @@ def test_data_parallel_example_matches_single_process_training():
     assert gap < 1e-5, out
 
 
+@pytest.mark.slow
+def test_data_parallel_shard_map_example_on_two_processes_matches_one_device():
+    # The pmap example's training as a shard_map over a 1-D mesh of two processes: the batch
+    # placed by rows, the parameters replicated and bitwise equal on both at the end.
+    pytest.importorskip("sklearn")
+    rc, out, _ = launch(2, str(HERE.parent.parent / "examples" / "data_parallel_shard_map.py"),
+                        "--steps", "8")
+    assert rc == 0, out
+    assert "mesh {'batch': 2} on 2 processes" in out, out
+    assert "parameters identical on every process" in out, out
+    gap = float(out.split("largest difference between the curves: ")[1].split()[0])
+    assert gap < 1e-5, out
+
+
 def test_tensor_parallel_example_on_four_processes_matches_one_device():
     # The issue's headline: a shard_map over a 2x2 (data x model) mesh of four processes,
     # its collectives MPI calls on the mesh axes' communicators, trains as one device does.

@@ -119,3 +119,12 @@ def test_tensor_parallel_example_on_four_cpu_devices_matches_one_device():
     assert "on one process" in out, out
     gap = float(out.split("largest difference between the curves: ")[1].split()[0])
     assert gap < 1e-5, out
+
+
+def test_data_parallel_shard_map_example_on_two_cpu_devices_matches_one_device(monkeypatch):
+    pytest.importorskip("sklearn")
+    monkeypatch.setenv("FX_NUM_CPU_DEVICES", "2")
+    out = run_example("data_parallel_shard_map.py", "--steps", "12")
+    assert "mesh {'batch': 2} on one process" in out, out
+    gap = float(out.split("largest difference between the curves: ")[1].split()[0])
+    assert gap < 1e-5, out
