@@ -192,7 +192,10 @@ class Array:
         return self._buf is _DELETED
 
     def block_until_ready(self) -> Array:
-        if not isinstance(self._buf, np.ndarray):
+        # An array spanning processes waits for this process's shards (the others' are theirs).
+        bufs = (self._buf.shards.values() if isinstance(self._buf, _ProcessShards)
+                else (self._buf,))
+        if any(not isinstance(b, np.ndarray) for b in bufs):
             devices.cupy_module().cuda.get_current_stream().synchronize()
         return self
 

@@ -25,6 +25,7 @@ value = np.arange(4.0 * n)
 x = fx.make_array_from_process_local_data(s, value[4 * me:4 * me + 4])
 check("shards", x.shape == value.shape and not x.is_fully_addressable and all(
     np.array_equal(np.asarray(sh.data), value[sh.index]) for sh in x.addressable_shards))
+check("ready", fx.block_until_ready(x) is x and x.block_until_ready() is x)
 try:
     np.asarray(x)
     check("unreadable", False)
