@@ -1,8 +1,10 @@
 """fx.distributed on MPI: all-reduce, all-gather and reduce-scatter bandwidth against raw
-mpi4py, and data-parallel MLP step time at 1 and 2 processes.
+mpi4py, data-parallel MLP step time at 1 and 2 processes, and the tensor-parallel MLP step on
+meshes of 1, 2 and 4 processes or CPU devices.
 
-    python bench/bench_distributed.py            # launches its workers with mpiexec itself
-    python bench/bench_distributed.py --quick    # fewer sizes and repetitions
+    python bench/bench_distributed.py                    # launches its workers itself
+    python bench/bench_distributed.py --quick            # fewer sizes and repetitions
+    python bench/bench_distributed.py --tensor-parallel  # only the tensor-parallel rows
     python bench/bench_distributed.py --nccl     # NCCL on a GPU (run by bench/gpu_check.sh)
 
 1. All-reduce (float32 sum, 1 KB - 64 MB, 2 processes) on the same preallocated buffers:
@@ -24,6 +26,10 @@ mpi4py, and data-parallel MLP step time at 1 and 2 processes.
 3. A ring all-reduce model from (1) — t(p, m) = 2(p-1) a + 2(p-1)/p m / B, a from the 1 KB
    time, B the best bus bandwidth — predicts
    the weak-scaling efficiency at 8 and 64 processes: T1 / (T1 + t(p, gradient bytes)).
+4. ``examples/tensor_parallel_mlp.py``'s training step (hidden 512, batch 256) as a jitted
+   ``fx.shard_map`` on data x model meshes of 1, 2 and 4 devices, each mesh once as
+   processes (mpiexec, one device each) and once as CPU devices of one process
+   (FX_NUM_CPU_DEVICES), beside the unsharded step jitted on one device in the same run.
 """
 
 from __future__ import annotations
@@ -205,6 +211,71 @@ def worker_mlp(global_batch: int, local_batch: int, steps: int) -> None:
     fx.distributed.shutdown()
 
 
+def worker_tensor_parallel(data: int, model: int, hidden: int, batch: int, steps: int) -> None:
+    """``examples/tensor_parallel_mlp.py``'s training step (first weight split by columns over
+    ``model``, second by rows, one ``psum``; batch over ``data``; gradients per device,
+    ``check_vma=False``) on a ``data`` x ``model`` mesh of every device of the run (processes
+    under mpiexec, or FX_NUM_CPU_DEVICES devices of one process), interleaved with the
+    unsharded step jitted on one device. Both run on every process; a step's time is that of
+    its slowest process."""
+    sys.path.insert(0, str(HERE.parents[1] / "examples"))
+    import tensor_parallel_mlp as tp
+
+    import fx
+    import fx.lax as lax
+    from fx.experimental import multihost_utils
+    from fx.sharding import PartitionSpec as P
+
+    fx.distributed.initialize()
+    mesh = fx.make_mesh((data, model), ("data", "model"))
+    lr = np.float32(0.01)
+
+    def local_step(params, x, y):  # the example's step
+        share = lambda p: tp.shard_loss(p, x, y) / lax.axis_size("model")  # noqa: E731
+        loss, grads = fx.value_and_grad(share)(params)
+        grads["b2"] = lax.psum(grads["b2"], "model")
+        grads = lax.pmean(grads, "data")
+        params = fx.tree_util.tree_map(lambda p, g: p - lr * g, params, grads)
+        return params, lax.pmean(lax.psum(loss, "model"), "data")
+
+    step = fx.jit(fx.shard_map(local_step, mesh=mesh,
+                               in_specs=(tp.SPECS, P("data", None), P("data")),
+                               out_specs=(tp.SPECS, P()), check_vma=False))
+
+    @fx.jit
+    def full_step(params, x, y):
+        loss, grads = fx.value_and_grad(tp.full_loss)(params, x, y)
+        return fx.tree_util.tree_map(lambda p, g: p - lr * g, params, grads), loss
+
+    start = tp.init(0, hidden)
+    rng = np.random.default_rng(0)  # the same batch on every process
+    x = rng.random((batch, 64), dtype=np.float32)
+    y = rng.integers(0, 10, batch).astype(np.int32)
+    params = tp.place(start, tp.SPECS, mesh)
+    xs, ys = tp.place((x, y), (P("data", None), P("data")), mesh)
+    ref = fx.tree_util.tree_map(fx.device_put, start)
+    for _ in range(3):  # compile and warm up
+        params, _ = fx.block_until_ready(step(params, xs, ys))
+        ref, _ = fx.block_until_ready(full_step(ref, x, y))
+    times, single = [], []
+    for _ in range(steps):
+        multihost_utils.sync_global_devices("step")
+        t = time.perf_counter()
+        params, _ = fx.block_until_ready(step(params, xs, ys))
+        times.append(time.perf_counter() - t)
+        multihost_utils.sync_global_devices("single")
+        t = time.perf_counter()
+        ref, _ = fx.block_until_ready(full_step(ref, x, y))
+        single.append(time.perf_counter() - t)
+    slowest = multihost_utils.process_allgather(np.array([times, single])).max(axis=0)
+    if fx.process_index() == 0:
+        print("RESULT " + json.dumps({"processes": fx.process_count(),
+                                      "devices": fx.device_count(),
+                                      "step": float(slowest[0].min()),
+                                      "single": float(slowest[1].min())}), flush=True)
+    fx.distributed.shutdown()
+
+
 def nccl_check() -> None:
     """On a GPU machine (bench/gpu_check.sh): the NCCL transport on real cupy.cuda.nccl, one
     process (a communicator of one rank: NCCL allows one rank per GPU, and MPI may be absent
@@ -252,15 +323,28 @@ def nccl_check() -> None:
     print("PASS pmap(psum) compiled for cuda: the collective step on NCCL")
 
 
+WORKER_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+
 def launch(n: int, *args: str) -> dict:
     exe = Path(sys.executable).parent / "mpiexec"
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+               FX_NUM_CPU_DEVICES="1", **WORKER_ENV)
     # No --oversubscribe where the cores suffice: with it Open MPI yields the core in every
     # wait, which on a busy machine costs a scheduler slice per message.
     over = ["--oversubscribe"] if n > (os.cpu_count() or 1) else []
     cmd = [str(exe if exe.exists() else "mpiexec"), *over, "--bind-to", "none",
            "-n", str(n), sys.executable, str(HERE), "--worker", *args]
+    return _result(cmd, env)
+
+
+def launch_devices(devices: int, *args: str) -> dict:
+    """One worker process (no mpiexec) with ``devices`` CPU devices."""
+    env = dict(os.environ, FX_NUM_CPU_DEVICES=str(devices), **WORKER_ENV)
+    return _result([sys.executable, str(HERE), "--worker", *args], env)
+
+
+def _result(cmd: list[str], env: dict) -> dict:
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
     for line in done.stdout.splitlines():
         if line.startswith("RESULT "):
@@ -319,11 +403,37 @@ def print_mesh_model(a: float, bw: float) -> None:
               f"{t['flat ring'] * 1e3:8.3f} ms)")
 
 
+TP_HIDDEN, TP_BATCH = 512, 256
+
+
+def print_tensor_parallel(quick: bool) -> None:
+    """The tensor-parallel step on meshes of 1, 2 and 4 devices, as processes (mpiexec, one
+    device each) and as CPU devices of one process, beside the unsharded step."""
+    steps = "10" if quick else "30"
+    meshes = [(1, 1), (1, 2), (2, 2)] + ([] if quick else [(1, 4)])
+    print(f"\ntensor-parallel MLP step (examples/tensor_parallel_mlp.py: 64-{TP_HIDDEN}-10, "
+          f"batch {TP_BATCH}, w1 by columns and w2 by rows over 'model', the batch over "
+          "'data'; ms, fastest of "
+          f"{steps}; single device: the unsharded step, same run; ratio = single / fx)")
+    print(f"{'mesh (data x model)':<20} {'devices as':<22} {'fx step':>9} {'single':>9} "
+          f"{'ratio':>6}")
+    for data, model in meshes:
+        args = ("tensor_parallel", str(data), str(model), str(TP_HIDDEN), str(TP_BATCH), steps)
+        n = data * model
+        for where, res in ((f"{n} process{'es' if n > 1 else ''}", launch(n, *args)),
+                           (f"{n} device{'s' if n > 1 else ''}, 1 process",
+                            launch_devices(n, *args))):
+            print(f"{f'{data} x {model}':<20} {where:<22} {res['step'] * 1e3:>9.2f} "
+                  f"{res['single'] * 1e3:>9.2f} {res['single'] / res['step']:>6.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--worker", nargs="*")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--nccl", action="store_true", help="the NCCL check (needs a GPU, CuPy)")
+    ap.add_argument("--tensor-parallel", action="store_true",
+                    help="only the tensor-parallel step's rows")
     args = ap.parse_args()
     if args.nccl:
         return nccl_check()
@@ -333,15 +443,21 @@ def main():
             return worker_allreduce(rest == ["quick"])
         if kind == "gather_scatter":
             return worker_gather_scatter(rest == ["quick"])
+        if kind == "tensor_parallel":
+            return worker_tensor_parallel(*(int(v) for v in rest))
         return worker_mlp(*(int(v) for v in rest))
     sys.path.insert(0, str(HERE.parent))
-    from bench_cpu import cpu_model, isa_level
+    from bench_cpu import blas_kernels, cpu_model, isa_level
 
     print(f"CPU: {cpu_model()}, {os.cpu_count()} logical cores; ISA level {isa_level()}")
+    print(f"{blas_kernels()}; the workers run with "
+          + " ".join(f"{k}={v}" for k, v in WORKER_ENV.items()))
     import mpi4py
     from mpi4py import MPI
 
     print(f"mpi4py {mpi4py.__version__}; {MPI.Get_library_version().splitlines()[0]}")
+    if args.tensor_parallel:
+        return print_tensor_parallel(args.quick)
     res = launch(2, "allreduce", *(["quick"] if args.quick else []))
     n = res["n"]
     factor = 2 * (n - 1) / n
@@ -377,6 +493,7 @@ def main():
         t = ring_time(p, g, a, bw)
         print(f"  {p:>3} processes: all-reduce {t * 1e3:7.3f} ms, efficiency "
               f"{t1 / (t1 + t):.2f}")
+    print_tensor_parallel(args.quick)
 
 
 if __name__ == "__main__":
