@@ -91,6 +91,11 @@ def pmap(fun: Callable, axis_name: Any = None, *, in_axes: Any = 0, out_axes: An
                                  f"{_fun_name(fun)} was called with {len(args)} arguments")
             axes_arg = tuple(a for i, a in enumerate(axes_arg) if i not in statics)
         local = _local_count()
+        if local != 1 and g.process_count > 1:  # its other devices' lanes would be lost
+            raise NotImplementedError(
+                f"fx.pmap({_fun_name(fun)}) across {g.process_count} processes maps one "
+                f"device per process, and this process has {local} (FX_NUM_CPU_DEVICES): "
+                "launch with FX_NUM_CPU_DEVICES unset or 1 per process")
         axis = axes_cache.get((g.transport, g.process_count))
         if axis is None:
             axis = axes_cache[g.transport, g.process_count] = ProcessAxis(

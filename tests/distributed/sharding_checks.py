@@ -31,6 +31,11 @@ try:
     check("unreadable", False)
 except RuntimeError as e:
     check("unreadable", "non-addressable" in str(e))
+try:
+    fx.pmap(lambda v: fx.lax.psum(v, "i"), axis_name="i")(np.ones((2, 3), np.float32))
+    check("pmap refused", False)
+except NotImplementedError as e:
+    check("pmap refused", "one device per process, and this process has 2" in str(e))
 y = fx.make_array_from_callback(value.shape, NamedSharding(mesh, P("dev")), lambda i: value[i])
 check("replicated", np.array_equal(np.asarray(y), value))
 fx.distributed.shutdown()

@@ -13,7 +13,7 @@ _mpi = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_mpi)
 launch = _mpi.launch
 
-CHECKS = ["devices", "shards", "ready", "unreadable", "replicated"]
+CHECKS = ["devices", "shards", "ready", "unreadable", "pmap refused", "replicated"]
 
 
 def test_arrays_spanning_two_processes_of_two_cpu_devices(monkeypatch):
