@@ -430,8 +430,8 @@ def test_debug_infs():
 # --- coverage of jax's top-level namespace ----------------------------------------------------
 
 # What `import jax` exposes that fx does not, each with why. Names here are either owned by a
-# later issue, meaningless for a single-process library without meshes/sharding, or deprecated
-# in jax. When fx gains one, the test fails until it is removed from this list.
+# later issue, not built yet for meshes and sharding, or deprecated in jax. When fx gains one,
+# the test fails until it is removed from this list.
 MISSING_FROM_FX = {
     # later issues
     "process_indices": "issue 18, multi-process",
@@ -439,10 +439,10 @@ MISSING_FROM_FX = {
     "custom_batching": "custom_vmap: not planned yet",
     "image": "jax.image resizing: not planned yet",
     "float0": "fx tangents of integer inputs are symbolic zeros, not float0 arrays",
-    # sharding, meshes and multiple devices per program: fx runs one program on one device
-    "reshard": "no sharding", "set_mesh": "no meshes",
-    "shard_map": "no sharding", "smap": "no sharding",
-    "auto_pcast": "no sharding", "remove_size_one_mesh_axis_from_type": "no meshes",
+    # explicit sharding (jax's sharding-in-types): fx has meshes, NamedSharding, shard_map
+    "reshard": "no explicit sharding", "set_mesh": "meshes are set with `with mesh:`",
+    "smap": "no explicit sharding",
+    "auto_pcast": "no explicit sharding", "remove_size_one_mesh_axis_from_type": "no mesh types",
     "default_device": "a config context of jax's; fx picks devices with FX_BACKEND",
     "copy_to_host_async": "fx copies synchronously (fx.device_get)",
     "transfer_guard": "no implicit transfers to guard",
@@ -471,7 +471,7 @@ MISSING_FROM_FX = {
     "typing": "jax's type aliases", "ops": "segment ops: not planned yet",
     "ds": "dynamic shapes (jax experimental)", "effects_barrier": "no asynchronous effects",
     "monitoring": "jax's event hooks", "profiler": "jax's profiler",
-    "experimental": "jax's experimental modules", "print_environment_info": "jax tooling",
+    "print_environment_info": "jax tooling",
     "make_user_context": "jax internals", "softmax_custom_jvp": "jax config (fx.nn.softmax)",
     "version": "fx.__version__",
     # deprecated in jax
