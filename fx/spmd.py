@@ -132,7 +132,11 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
             raise TypeError(f"shard_map({_fun_name(f)}): in_specs is required (arrays carry "
                             "no sharding to infer it from)")
         axes = _manual_axes(m, axis_names)
-        return _run(f, m, axes, in_specs, out_specs, check_vma, args)
+        return _run(f, m, axes, in_specs, out_specs, check_vma, args, checked)
+
+    # Across processes: the signatures whose specs and replication were checked, each with
+    # its output specs and tree (each step then runs the per-process program directly).
+    checked: dict = {}
 
     mapped.__wrapped__ = f
     return mapped
@@ -234,7 +238,8 @@ def _from_grid(y, spec: PartitionSpec, mesh: Mesh, axes: tuple):
     return reshape(transpose(y, perm), tuple(out_shape))
 
 
-def _run(f, mesh: Mesh, axes: tuple, in_specs, out_specs, check_vma: bool, args: tuple):
+def _run(f, mesh: Mesh, axes: tuple, in_specs, out_specs, check_vma: bool, args: tuple,
+         checked: dict):
     fname = _fun_name(f)
     leaves, in_tree = tree_util.tree_flatten((args, {}))
     leaves = [to_value(x, "shard_map") for x in leaves]
@@ -249,6 +254,11 @@ def _run(f, mesh: Mesh, axes: tuple, in_specs, out_specs, check_vma: bool, args:
         local_avals.append(aval.update(shape=tuple(
             s // (mesh.axis_size(spec.axes(d)) if spec.axes(d) else 1)
             for d, s in enumerate(aval.shape))))
+    if mesh.is_multi_process:
+        key = (mesh, axes, in_tree, tuple(local_avals))
+        hit = checked.get(key)
+        if hit is not None:
+            return _across_processes(f, mesh, axes, args, leaves, ispecs, *hit)
     env_axes = [MeshAxis(mesh.shape[n], n, check_vma) for n in axes]
 
     flat_f, store = flatten_fun(f, in_tree, fname)
@@ -275,18 +285,24 @@ def _run(f, mesh: Mesh, axes: tuple, in_specs, out_specs, check_vma: bool, args:
                     "meant to be replicated, reduce it over them (psum/pmax/...) or pass "
                     "check_vma=False, which returns one device's value.")
     if mesh.is_multi_process:
-        if not _process_runner:
-            raise NotImplementedError(
-                f"shard_map({fname}): the mesh {mesh} spans processes; call "
-                "fx.distributed.initialize() first")
-        results = _process_runner[0](f, mesh, axes, args, leaves, ispecs, ospecs)
-        return tree_util.tree_unflatten(out_tree, results)
+        checked[key] = (ospecs, out_tree)
+        return _across_processes(f, mesh, axes, args, leaves, ispecs, ospecs, out_tree)
     grids = [_to_grid(x, s, mesh, axes) for x, s in zip(leaves, ispecs)]
     in_named = [set(s.all_axes()) for s in ispecs]
     out_named = [set(s.all_axes()) for s in ospecs]
     outs = _map_axes(closed, grids, in_named, out_named, env_axes)
     results = [place_output(_from_grid(y, s, mesh, axes), mesh, s)
                for y, s in zip(outs, ospecs)]
+    return tree_util.tree_unflatten(out_tree, results)
+
+
+def _across_processes(f, mesh: Mesh, axes: tuple, args: tuple, leaves: list, ispecs: list,
+                      ospecs: list, out_tree):
+    if not _process_runner:
+        raise NotImplementedError(
+            f"shard_map({_fun_name(f)}): the mesh {mesh} spans processes; call "
+            "fx.distributed.initialize() first")
+    results = _process_runner[0](f, mesh, axes, args, leaves, ispecs, ospecs)
     return tree_util.tree_unflatten(out_tree, results)
 
 
