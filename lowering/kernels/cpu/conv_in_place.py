@@ -23,6 +23,13 @@ every ISA level; the tile alone is compiled with contraction, so its ``s * w + a
 fused multiply-add wherever the target has one (no intrinsics: ``immintrin.h`` alone took
 most of a kernel's compile time).
 
+Compile time: a kernel's own C is its store (the epilogue, vectorized over a row's columns;
+a row copy without an epilogue) and a call. The driver (tables, packing, the tiles'
+schedule) takes the product's sizes and strides as a record at run time, and a tile function
+depends only on its shape (rows, vectors, lanes): both are text shared by every kernel,
+guarded by a macro, so a translation unit compiles the driver once and each tile shape once
+however many products and convolutions it holds.
+
 ``conv_in_place``'s NumPy implementation is ``dot_general(conv_patches(x), w)``; like
 ``conv_patches`` it exists only inside lowered programs (no transformation rules).
 """
@@ -242,14 +249,18 @@ def _rows(length: int, most: int) -> int:
     return min(range(1, most + 1), key=lambda r: (-(-length // r), -(-length // r) * r - length))
 
 
+# The most rows and vectors of columns a tile has (the driver's tile buffers are that size).
+MAX_ROWS, MAX_VECS = 14, 4
+
+
 def _tile_shape(n: int, lanes: int, mshape: tuple[int, ...]) -> tuple[int, int, int]:
-    """(rows, vectors, dimension) of a tile: up to 4 vectors of columns, rows as many as the
-    registers hold beside them (32 vector registers with AVX-512, 16 otherwise), along the
-    innermost free dimension of ``mshape`` (whose neighbouring rows read overlapping windows
-    of the input) unless its tiles would use fewer than half of that, then along the one
-    whose tiles waste the fewest rows."""
-    v = min(-(-n // lanes), 4)
-    most = max(1, min(14, (24 if lanes == 16 else 12) // v))
+    """(rows, vectors, dimension) of a tile: up to ``MAX_VECS`` vectors of columns, rows as
+    many as the registers hold beside them (32 vector registers with AVX-512, 16 otherwise),
+    along the innermost free dimension of ``mshape`` (whose neighbouring rows read
+    overlapping windows of the input) unless its tiles would use fewer than half of that,
+    then along the one whose tiles waste the fewest rows."""
+    v = min(-(-n // lanes), MAX_VECS)
+    most = max(1, min(MAX_ROWS, (24 if lanes == 16 else 12) // v))
 
     def used(d):  # rows computed per tile that are real
         r = _rows(mshape[d], most)
@@ -328,30 +339,42 @@ def conv_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[
     fields["A"], fields["B"] = (names[_source(group, v)[0]] for v in group.anchor.invars)
     for key in ("mdims", "mxs", "mfs", "kdims", "kxs", "kws", "ndims", "nws"):
         d[key] = ", ".join(str(int(s)) for s in d[key])
-    fields.update(d, L=lane, VW=vecs * lane,
-                  splat=", ".join(["s"] * lane))
-    # the tile's text goes into the template itself: it names the kernel's vector type and
-    # helpers by ${name}, which a kernel renamed later (a compiled loop's body) fills anew
-    kernel = resources.sections(__package__, "conv_in_place.c")["kernel"].replace(
-        "${tile}", _tile(rows, vecs, lane))
+    fields.update(d, L=lane, VW=vecs * lane, tile=f"fx_tile_{rows}x{vecs}x{lane}",
+                  members=fields["sig"].replace(", ", "; "),
+                  fields=", ".join(f"a->{q.name}" for q in params),
+                  out=next(q.name for q in params if q.is_output))
+    text = resources.sections(__package__, "conv_in_place.c")
+    # Without an epilogue the product is the output, row-major: the store copies rows.
+    copy = not group.epilogue and list(outputs) == [group.anchor.outvars[0]]
+    store = text["store_copy" if copy else "store_epilogue"]
+    # The driver and the tile carry no ${name}: a kernel renamed later (a compiled loop's
+    # body) shares them with the others.
+    shared = (_driver() + _tile(rows, vecs, lane)).replace("$", "$$")
+    kernel = shared + text["kernel"].replace("${store}\n", store)
     return CKernel(name, params, kernel, tuple(fields.items()), None,
                    work=d["M"] * d["N"] * d["K"])
 
 
+def _driver() -> str:
+    return resources.template(__package__, "conv_in_place.c", "driver").substitute(
+        MAX_R=MAX_ROWS, MAX_VW=MAX_VECS * 16)
+
+
 def _tile(rows: int, vecs: int, lane: int) -> str:
-    """The body of a tile of ``rows`` x ``vecs`` vectors (section tile of the C file)."""
-    v_t = "${name}_v"
-    acc = "\n".join(f"  {v_t} c{r}_{v}; memcpy(&c{r}_{v}, &c[{r}][{v * lane}], sizeof c{r}_{v});"
-                    for r in range(rows) for v in range(vecs))
+    """The tile function of ``rows`` x ``vecs`` vectors of ``lane`` floats (section tile of
+    the C file)."""
+    v_t = f"fx_tiled_v{lane}"
+    acc = "\n".join(f"  {v_t} c{r}_{v}; memcpy(&c{r}_{v}, c + {r * vecs * lane + v * lane}, "
+                    f"sizeof c{r}_{v});" for r in range(rows) for v in range(vecs))
     pointers = "\n".join(f"    const float* p{r} = a[{r}] + off;" for r in range(rows))
     steps = [f"      const {v_t} w{v} = *(const {v_t}*)(wt + i * {vecs * lane} + {v * lane});"
              for v in range(vecs)]
     for r in range(rows):
-        steps.append(f"      {{ const {v_t} s = ${{name}}_splat(p{r}[i * SK]);")
+        steps.append(f"      {{ const {v_t} s = fx_tiled_splat{lane}(p{r}[i * SK]);")
         steps += [f"        c{r}_{v} = s * w{v} + c{r}_{v};" for v in range(vecs)]
         steps[-1] += " }"
-    stores = "\n".join(f"  memcpy(&c[{r}][{v * lane}], &c{r}_{v}, sizeof c{r}_{v});"
+    stores = "\n".join(f"  memcpy(c + {r * vecs * lane + v * lane}, &c{r}_{v}, sizeof c{r}_{v});"
                        for r in range(rows) for v in range(vecs))
     return resources.template(__package__, "conv_in_place.c", "tile").substitute(
         accumulators=acc, pointers=pointers, steps="\n".join(steps), stores=stores,
-        VW=vecs * lane)
+        R=rows, V=vecs, L=lane, VW=vecs * lane, splat=", ".join(["s"] * lane))
