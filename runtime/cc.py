@@ -18,6 +18,12 @@ A large program's source is a :class:`Source`: several translation units, compil
 (one compiler process per core) and cached each under its own key, so a change to one part of
 a program recompiles only the units it touched. ``build`` is safe to call from several threads:
 a given unit compiles once however many threads ask for it.
+
+A runtime library whose functions generated code calls by name is loaded with
+``RTLD_GLOBAL`` (``build_global``). ``build_global_async`` starts such a build on a worker
+thread: a program's units compile meanwhile, and every ``build`` loads the libraries started
+so far before its own (whose undefined names they define), so a library and the first
+program that calls it compile at the same time.
 """
 
 from __future__ import annotations
@@ -147,9 +153,12 @@ class Library:
         raise AttributeError(f"no translation unit defines {name!r}")
 
 
-_lock = threading.Lock()  # guards _loaded and _building
+_lock = threading.Lock()  # guards _loaded, _building, _globals, _failed and _pool
 _loaded: dict[str, ctypes.CDLL] = {}
 _building: dict[str, Future] = {}  # key -> the library another thread is building
+_globals: list[Future] = []  # build_global_async's builds running
+_failed: list[BaseException] = []  # the errors of those that failed
+_pool: ThreadPoolExecutor | None = None  # runs build_global_async's builds
 
 
 def build(source: str) -> ctypes.CDLL | Library:
@@ -166,11 +175,47 @@ def build_global(source: str) -> ctypes.CDLL:
     """``build`` of one translation unit whose symbols later libraries link against: it is
     loaded again with ``RTLD_GLOBAL`` (the generated code of a program calls the functions
     of such a runtime library by name; see ``fx.distributed.native``)."""
-    lib = _build_unit(source)
+    lib = _build_unit(source, after_globals=False)
     return ctypes.CDLL(lib._name, mode=os.RTLD_GLOBAL | os.RTLD_NOW)
 
 
-def _build_unit(source: str) -> ctypes.CDLL:
+def build_global_async(source: str) -> Future:
+    """``build_global(source)`` on a worker thread; its future. Every ``build`` called while
+    it runs compiles meanwhile and loads it (waiting for it) before loading its own
+    libraries, so a program may call the library's functions by name. Where the build fails,
+    a program that calls them fails to load with a ``CompileError`` naming that failure.
+
+    >>> lib = "int fx_doc_seven(void) { return 7; }"
+    >>> _ = build_global_async(lib)
+    >>> build("int fx_doc_seven(void); int fx_doc(void) { return 6 * fx_doc_seven(); }").fx_doc()
+    42
+    """
+    global _pool
+    with _lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
+                                       thread_name_prefix="fx-cc")
+        future = _pool.submit(build_global, source)
+        _globals.append(future)
+
+    def done(f: Future) -> None:
+        with _lock:
+            _globals.remove(f)
+            if f.exception() is not None:
+                _failed.append(f.exception())
+
+    future.add_done_callback(done)
+    return future
+
+
+def _await_globals() -> None:
+    with _lock:
+        pending = list(_globals)
+    for future in pending:
+        future.exception()  # waits; a failure is reported by the library that needs it
+
+
+def _build_unit(source: str, after_globals: bool = True) -> ctypes.CDLL:
     key = cache_key(source)
     with _lock:
         if key in _loaded:
@@ -184,7 +229,7 @@ def _build_unit(source: str) -> ctypes.CDLL:
     if not mine:
         return pending.result()
     try:
-        lib = _load_or_compile(source, key)
+        lib = _load_or_compile(source, key, after_globals)
         with _lock:
             _loaded[key] = lib
         pending.set_result(lib)
@@ -197,14 +242,24 @@ def _build_unit(source: str) -> ctypes.CDLL:
             _building.pop(key, None)
 
 
-def _load_or_compile(source: str, key: str) -> ctypes.CDLL:
+def _load_or_compile(source: str, key: str, after_globals: bool) -> ctypes.CDLL:
+    """The library of ``source`` loaded: from the cache, or compiled (while the global
+    libraries build) and loaded after them (``after_globals``)."""
     path = cache_dir() / f"fx_{key}.so"
+    keyed = source + f'\nconst char* fx_cache_key(void) {{ return "{key}"; }}\n'
+    compiled = not path.exists()
+    if compiled:
+        _compile(keyed, path)
+    if after_globals:
+        _await_globals()
     lib = _try_load(path, key)
-    if lib is None:
-        _compile(source + f'\nconst char* fx_cache_key(void) {{ return "{key}"; }}\n', path)
+    if lib is None and not compiled:  # corrupt or stale: rebuild
+        _compile(keyed, path)
         lib = _try_load(path, key)
-        if lib is None:
-            raise CompileError(f"fx: compiled {path} but it does not load")
+    if lib is None:
+        with _lock:
+            failed = "".join(f"\nafter a runtime library failed to build: {e}" for e in _failed)
+        raise CompileError(f"fx: compiled {path} but it does not load{failed}")
     return lib
 
 

@@ -104,14 +104,22 @@ _X86 = platform.machine() in ("x86_64", "AMD64")
     ("x86-64-v2", 4, r"mulps\s+.*%xmm"),
 ])
 def test_kernel_compiles_at_every_level(monkeypatch, march, lanes, instruction):
+    # The program (its kernels call the driver and the tile by name) and the tile library
+    # both compile for the level; the tile's arithmetic is fused multiply-adds where it has
+    # them.
     monkeypatch.setattr(conv_in_place, "lanes", lambda: lanes)
     lhs, rhs, params = CONVS[9]
     x, w = operands(lhs, rhs)
     source = fx.jit(conv(params)).lower(x, w).as_text("source")
+    (shape,) = set(re.findall(r"\bfx_tile_(\d+)x(\d+)x(\d+)_", source))
+    assert int(shape[2]) == lanes
+    tile = conv_in_place.tile_library(*map(int, shape))
+    assert tile.name in source
     flags = [f for f in cc.FLAGS if not f.startswith("-march") and f not in ("-shared", "-fPIC")]
-    asm = subprocess.run(["gcc", *flags, f"-march={march}", "-S", "-o", "-", "-x", "c", "-"],
-                         input=source, capture_output=True, text=True, check=True).stdout
-    assert re.search(instruction, asm), march
+    asm = [subprocess.run(["gcc", *flags, f"-march={march}", "-S", "-o", "-", "-x", "c", "-"],
+                          input=text, capture_output=True, text=True, check=True).stdout
+           for text in (source, tile.source)]
+    assert re.search(instruction, asm[1]), march
 
 
 # --- products: the same kernel for a dot_general of plain operands --------------------------
@@ -158,3 +166,16 @@ def test_conv_in_a_compiled_loop_body():
     f = lambda x, w: lax.fori_loop(0, 3, lambda i, c: fnp.tanh(same(c, w)), x)  # noqa: E731
     assert "native fx_loop" in _steps(f, x, w)  # the loop compiled whole
     _close(fx.jit(f)(x, w), f(x, w), 40)
+
+
+def test_kernels_call_the_driver_and_tile_libraries():
+    # Two products of other sizes with one tile shape: the program defines neither the driver
+    # nor the tile (runtime libraries, built once per machine); both kernels call the same.
+    a, b, c = operands((64, 128), (128, 128), seed=8) + operands((128, 96), (1,), seed=9)[:1]
+    f = lambda a, b, c: (a @ b, fnp.tanh(a @ c))  # noqa: E731
+    source = fx.jit(f).lower(a, b, c).as_text("source")
+    assert "fx_tiled_digits" not in source
+    calls = re.findall(r"\b(fx_tiled_run_\w+)\(&g, .*, (fx_tile_\w+), ", source)
+    assert len(calls) == 2 and len(set(calls)) == 1, calls
+    for got, want in zip(fx.jit(f)(a, b, c), f(a, b, c)):
+        _close(got, want, 200)

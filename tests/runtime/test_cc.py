@@ -169,3 +169,37 @@ def test_concurrent_builds_compile_each_unit_once(cache, monkeypatch):
     assert len(calls) == 2
     assert all((lib.fx_a(), lib.fx_b()) == (2, 4) for lib in results) and len(results) == 6
     assert len({tuple(id(x) for x in lib.libs) for lib in results}) == 1  # one load each
+
+
+# --- runtime libraries that programs call by name --------------------------------------------
+
+def _named(cache, text: str) -> str:
+    # global symbols outlive a test: each test's library names its functions after its cache
+    return text.replace("NAME", f"fx_lib_{abs(hash(str(cache)))}")
+
+
+def test_program_compiles_while_its_global_library_builds(cache, monkeypatch):
+    library = _named(cache, "int NAME(void) { return 7; }\n")
+    program = _named(cache, "int NAME(void);\nint fx_uses(void) { return 6 * NAME(); }\n")
+    spans = {}
+    real = cc._compile
+
+    def compile_(source, path):
+        start = time.monotonic()
+        time.sleep(0.5 if "return 7" in source else 0.0)
+        real(source, path)
+        spans["library" if "return 7" in source else "program"] = (start, time.monotonic())
+
+    monkeypatch.setattr(cc, "_compile", compile_)
+    future = cc.build_global_async(library)
+    assert cc.build(program).fx_uses() == 42  # loaded after the library: its name resolved
+    assert future.done()
+    assert spans["program"][0] < spans["library"][1]  # the two compiled at the same time
+
+
+def test_program_after_a_failed_global_library_names_its_error(cache):
+    future = cc.build_global_async(_named(cache, "int NAME(void) { return 7 }\n"))
+    with pytest.raises(cc.CompileError, match="(?s)does not load.*failed to build"):
+        cc.build(_named(cache, "int NAME(void);\nint fx_uses(void) { return NAME(); }\n"))
+    assert isinstance(future.exception(), cc.CompileError)
+    assert cc.build(SOURCE).fx_answer() == 42  # programs that do not call it still load

@@ -1,14 +1,17 @@
 // The float32 convolution reading its input in place (see
-// fx.lowering.kernels.cpu.conv_in_place): C, with string.Template placeholders. A kernel is
-// the sections driver, tile and kernel in that order. The driver and each tile shape are
-// the same text in every kernel, guarded by a macro, so that a translation unit compiles
-// each once however many kernels call it. Sections:
-//   driver  fx_tiled_run, which runs a product C[m, n] = sum_k A[m, k] B[k, n] described by
-//           an fx_tiled_geometry (see below) through a tile function and a store function;
-//           at most ${MAX_R} rows and ${MAX_VW} columns in a tile.
-//   tile    the tile function fx_tile_${R}x${V}x${L}: ${R} rows by ${V} vectors of ${L}
-//           lanes (${VW} columns); ${accumulators} its sums loaded from c, ${pointers} each
-//           row's pointer at the step's offset, ${steps} one step of every row and vector,
+// fx.lowering.kernels.cpu.conv_in_place): C, with string.Template placeholders. The driver
+// and the tile functions are runtime libraries (each compiled once per machine, loaded with
+// RTLD_GLOBAL); a kernel's own text is the header, its store and a call. Sections:
+//   header  the types the driver, the tiles and the kernels share, and the driver's
+//           prototype; ${driver} its name. Guarded: every kernel of a translation unit
+//           starts with it.
+//   driver  the driver library (after the header): ${driver}, which runs a product
+//           C[m, n] = sum_k A[m, k] B[k, n] described by an fx_tiled_geometry through a
+//           tile function and a store function; at most ${MAX_R} rows and ${MAX_VW} columns
+//           in a tile.
+//   tile    a tile library: the function ${tile}, ${R} rows by ${V} vectors of ${L} lanes
+//           (${VW} columns); ${accumulators} its sums loaded from c, ${pointers} each row's
+//           pointer at the step's offset, ${steps} one step of every row and vector,
 //           ${stores} the sums stored back to c; ${splat} the initializer of a vector of L
 //           copies of s.
 //   kernel  the kernel ${name}, its parameters ${sig} (declared), ${args} (passed) and
@@ -26,9 +29,10 @@
 //   store_epilogue, store_copy  a store's body: the sums c (rows ${VW} floats apart) of rows
 //           live from flat row m0 and columns cols from n0, through ${name}_epilogue (the
 //           group's arguments in *a) or copied into ${out} (row-major, ${N} columns).
-//@ driver
-#ifndef FX_TILED_DRIVER
-#define FX_TILED_DRIVER
+//@ header
+#ifndef FX_TILED_H
+#define FX_TILED_H
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 /* A product's shape and the strides of its operands (see the file's header for the names). */
@@ -45,6 +49,10 @@ typedef void (*fx_tiled_tile)(const float* const* a, const int64_t* ko, int64_t 
    cols from n0, into the outputs through the epilogue; args holds the kernel's arguments. */
 typedef void (*fx_tiled_store)(const void* args, int64_t m0, int64_t live, int64_t n0,
                                int64_t cols, const float* c);
+void ${driver}(const fx_tiled_geometry* g, const float* x, const float* w, fx_tiled_tile tile,
+    fx_tiled_store store, const void* args);
+#endif
+//@ driver
 /* The digits of i in the mixed radix dims[0..nd) (the last fastest) dotted with the strides
    sa and sb, into *a and *b: an index of several dimensions as offsets in two arrays. */
 static inline void fx_tiled_digits(int64_t i, const int64_t* dims, int64_t nd,
@@ -59,11 +67,9 @@ static inline void fx_tiled_digits(int64_t i, const int64_t* dims, int64_t nd,
   *b = ob;
 }
 /* The product of x and w (tables, packing, the tiles' schedule), compiled at -O1: its loops
-   run once per call or per tile. Not specialized per caller (noipa): one copy serves every
-   kernel of the translation unit. */
-static __attribute__((noipa, optimize("O1"))) void fx_tiled_run(const fx_tiled_geometry* g,
-    const float* x, const float* w, fx_tiled_tile tile, fx_tiled_store store,
-    const void* args) {
+   run once per call or per tile. */
+__attribute__((optimize("O1"))) void ${driver}(const fx_tiled_geometry* g, const float* x,
+    const float* w, fx_tiled_tile tile, fx_tiled_store store, const void* args) {
   const int64_t M = g->M, N = g->N, K = g->K, LM = g->LM, SM = g->SM, FM = g->FM;
   const int64_t KO = g->KO, KI = g->KI, SK = g->SK, KC = g->KC, R = g->R, VW = g->VW;
   const int64_t NP = (N + VW - 1) / VW, MO = M / LM, TB = (LM + R - 1) / R;
@@ -130,21 +136,16 @@ static __attribute__((noipa, optimize("O1"))) void fx_tiled_run(const fx_tiled_g
   free(ko);
   free(wp);
 }
-#endif
 //@ tile
-#ifndef FX_TILE_${R}x${V}x${L}
-#define FX_TILE_${R}x${V}x${L}
-#ifndef FX_TILED_V${L}
-#define FX_TILED_V${L}
+#include <stdint.h>
+#include <string.h>
 typedef float fx_tiled_v${L} __attribute__((vector_size(${L} * 4)));
 static inline fx_tiled_v${L} fx_tiled_splat${L}(float s) { return (fx_tiled_v${L}){${splat}}; }
-#endif
 /* A tile (fx_tiled_tile). Its one kind of arithmetic, s * w + acc, contracts to a fused
    multiply-add where the target has one (the kernels are otherwise compiled without
    contraction). */
-static __attribute__((noinline, optimize("fp-contract=fast"))) void fx_tile_${R}x${V}x${L}(
-    const float* const* a, const int64_t* ko, int64_t KOc, int64_t KI, int64_t SK,
-    const float* wp, float* c) {
+__attribute__((optimize("fp-contract=fast"))) void ${tile}(const float* const* a,
+    const int64_t* ko, int64_t KOc, int64_t KI, int64_t SK, const float* wp, float* c) {
 ${accumulators}
   for (int64_t t = 0; t < KOc; t++) {
     const int64_t off = ko[t];
@@ -156,8 +157,9 @@ ${steps}
   }
 ${stores}
 }
-#endif
 //@ kernel
+void ${tile}(const float* const* a, const int64_t* ko, int64_t KOc, int64_t KI, int64_t SK,
+    const float* wp, float* c);
 struct ${name}_args { ${members}; };
 static inline void ${name}_epilogue(int64_t i0, int64_t i1, float acc, ${sig}) {
 ${epilogue}
@@ -177,7 +179,7 @@ static void ${name}(${sig}) {
     sizeof mdims / sizeof mdims[0], sizeof kdims / sizeof kdims[0],
     sizeof ndims / sizeof ndims[0], mdims, mxs, mfs, kdims, kxs, kws, ndims, nws};
   const struct ${name}_args a = {${args}};
-  fx_tiled_run(&g, (const float*)${A}, (const float*)${B}, ${tile}, ${name}_store, &a);
+  ${driver}(&g, (const float*)${A}, (const float*)${B}, ${tile}, ${name}_store, &a);
 }
 //@ store_epilogue
   for (int64_t r = 0; r < live; r++) {

@@ -23,12 +23,14 @@ every ISA level; the tile alone is compiled with contraction, so its ``s * w + a
 fused multiply-add wherever the target has one (no intrinsics: ``immintrin.h`` alone took
 most of a kernel's compile time).
 
-Compile time: a kernel's own C is its store (the epilogue, vectorized over a row's columns;
-a row copy without an epilogue) and a call. The driver (tables, packing, the tiles'
-schedule) takes the product's sizes and strides as a record at run time, and a tile function
-depends only on its shape (rows, vectors, lanes): both are text shared by every kernel,
-guarded by a macro, so a translation unit compiles the driver once and each tile shape once
-however many products and convolutions it holds.
+Compile time: the driver (tables, packing, the tiles' schedule) takes the product's sizes and
+strides as a record at run time, and a tile function depends only on its shape (rows,
+vectors, lanes): both are runtime libraries, each compiled once per machine into the compile
+cache and loaded with ``RTLD_GLOBAL`` (``cc.build_global_async``: the first program that
+calls them compiles while they do). Their function names carry a digest of their text, so a
+program never calls a function of that name from another text. A kernel's own C is its store
+(the epilogue vectorized over a row's columns; a row copy where the group has no epilogue)
+and the call.
 
 ``conv_in_place``'s NumPy implementation is ``dot_general(conv_patches(x), w)``; like
 ``conv_patches`` it exists only inside lowered programs (no transformation rules).
@@ -36,8 +38,12 @@ however many products and convolutions it holds.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import math
+import string
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -339,7 +345,8 @@ def conv_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[
     fields["A"], fields["B"] = (names[_source(group, v)[0]] for v in group.anchor.invars)
     for key in ("mdims", "mxs", "mfs", "kdims", "kxs", "kws", "ndims", "nws"):
         d[key] = ", ".join(str(int(s)) for s in d[key])
-    fields.update(d, L=lane, VW=vecs * lane, tile=f"fx_tile_{rows}x{vecs}x{lane}",
+    driver, tile = _driver(), _tile(rows, vecs, lane)
+    fields.update(d, L=lane, VW=vecs * lane, driver=driver.name, tile=tile.name,
                   members=fields["sig"].replace(", ", "; "),
                   fields=", ".join(f"a->{q.name}" for q in params),
                   out=next(q.name for q in params if q.is_output))
@@ -347,22 +354,51 @@ def conv_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[
     # Without an epilogue the product is the output, row-major: the store copies rows.
     copy = not group.epilogue and list(outputs) == [group.anchor.outvars[0]]
     store = text["store_copy" if copy else "store_epilogue"]
-    # The driver and the tile carry no ${name}: a kernel renamed later (a compiled loop's
-    # body) shares them with the others.
-    shared = (_driver() + _tile(rows, vecs, lane)).replace("$", "$$")
-    kernel = shared + text["kernel"].replace("${store}\n", store)
+    kernel = text["header"] + text["kernel"].replace("${store}\n", store)
     return CKernel(name, params, kernel, tuple(fields.items()), None,
                    work=d["M"] * d["N"] * d["K"])
 
 
-def _driver() -> str:
-    return resources.template(__package__, "conv_in_place.c", "driver").substitute(
-        MAX_R=MAX_ROWS, MAX_VW=MAX_VECS * 16)
+@dataclass(frozen=True)
+class Library:
+    """A runtime library of the kernels: ``source`` defines the function ``name``."""
+
+    name: str
+    source: str
 
 
-def _tile(rows: int, vecs: int, lane: int) -> str:
-    """The tile function of ``rows`` x ``vecs`` vectors of ``lane`` floats (section tile of
-    the C file)."""
+def _library(prefix: str, source: string.Template, **fields) -> Library:
+    """``source`` filled, its function named ``prefix`` and a digest of the text: a library
+    of another text (another fx) defines another name, so that programs never call a
+    function of the same name loaded from another text."""
+    digest = hashlib.sha256(source.template.encode())
+    for k, v in sorted(fields.items()):
+        digest.update(f"\0{k}={v}".encode())
+    name = f"{prefix}_{digest.hexdigest()[:12]}"
+    return Library(name, source.substitute(fields, driver=name, tile=name))
+
+
+@functools.cache
+def _driver() -> Library:
+    """The driver library (section driver after the header), its build started."""
+    text = resources.sections(__package__, "conv_in_place.c")
+    lib = _library("fx_tiled_run", string.Template(text["header"] + text["driver"]),
+                   MAX_R=MAX_ROWS, MAX_VW=MAX_VECS * 16)
+    cc.build_global_async(lib.source)
+    return lib
+
+
+@functools.cache
+def _tile(rows: int, vecs: int, lane: int) -> Library:
+    """The library of the tile function of ``rows`` x ``vecs`` vectors of ``lane`` floats
+    (section tile of the C file), its build started."""
+    lib = tile_library(rows, vecs, lane)
+    cc.build_global_async(lib.source)
+    return lib
+
+
+def tile_library(rows: int, vecs: int, lane: int) -> Library:
+    """The tile function of ``rows`` x ``vecs`` vectors of ``lane`` floats and its source."""
     v_t = f"fx_tiled_v{lane}"
     acc = "\n".join(f"  {v_t} c{r}_{v}; memcpy(&c{r}_{v}, c + {r * vecs * lane + v * lane}, "
                     f"sizeof c{r}_{v});" for r in range(rows) for v in range(vecs))
@@ -375,6 +411,7 @@ def _tile(rows: int, vecs: int, lane: int) -> str:
         steps[-1] += " }"
     stores = "\n".join(f"  memcpy(c + {r * vecs * lane + v * lane}, &c{r}_{v}, sizeof c{r}_{v});"
                        for r in range(rows) for v in range(vecs))
-    return resources.template(__package__, "conv_in_place.c", "tile").substitute(
-        accumulators=acc, pointers=pointers, steps="\n".join(steps), stores=stores,
-        R=rows, V=vecs, L=lane, VW=vecs * lane, splat=", ".join(["s"] * lane))
+    return _library(f"fx_tile_{rows}x{vecs}x{lane}",
+                    resources.template(__package__, "conv_in_place.c", "tile"),
+                    accumulators=acc, pointers=pointers, steps="\n".join(steps), stores=stores,
+                    R=rows, V=vecs, L=lane, VW=vecs * lane, splat=", ".join(["s"] * lane))
