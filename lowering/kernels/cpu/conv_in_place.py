@@ -244,7 +244,7 @@ def _row_major(shape) -> list[int]:
 
 
 def lanes() -> int:
-    """float32 lanes of the target's widest vectors."""
+    """float32 lanes of the target's widest vectors (at most ``MAX_LANES``)."""
     m = cc.target_macros()
     return 16 if "__AVX512F__" in m else 8 if "__AVX__" in m else 4
 
@@ -255,8 +255,9 @@ def _rows(length: int, most: int) -> int:
     return min(range(1, most + 1), key=lambda r: (-(-length // r), -(-length // r) * r - length))
 
 
-# The most rows and vectors of columns a tile has (the driver's tile buffers are that size).
-MAX_ROWS, MAX_VECS = 14, 4
+# The most rows, vectors of columns and lanes a tile has (the driver's tile buffers are that
+# size).
+MAX_ROWS, MAX_VECS, MAX_LANES = 14, 4, 16
 
 
 def _tile_shape(n: int, lanes: int, mshape: tuple[int, ...]) -> tuple[int, int, int]:
@@ -360,14 +361,14 @@ def conv_kernel(group: FusionGroup, name: str, inputs: list[Var], outputs: list[
 
 
 @dataclass(frozen=True)
-class Library:
+class RuntimeLibrary:
     """A runtime library of the kernels: ``source`` defines the function ``name``."""
 
     name: str
     source: str
 
 
-def _library(prefix: str, source: string.Template, **fields) -> Library:
+def _library(prefix: str, source: string.Template, **fields) -> RuntimeLibrary:
     """``source`` filled, its function named ``prefix`` and a digest of the text: a library
     of another text (another fx) defines another name, so that programs never call a
     function of the same name loaded from another text."""
@@ -375,21 +376,21 @@ def _library(prefix: str, source: string.Template, **fields) -> Library:
     for k, v in sorted(fields.items()):
         digest.update(f"\0{k}={v}".encode())
     name = f"{prefix}_{digest.hexdigest()[:12]}"
-    return Library(name, source.substitute(fields, driver=name, tile=name))
+    return RuntimeLibrary(name, source.substitute(fields, driver=name, tile=name))
 
 
 @functools.cache
-def _driver() -> Library:
+def _driver() -> RuntimeLibrary:
     """The driver library (section driver after the header), its build started."""
     text = resources.sections(__package__, "conv_in_place.c")
     lib = _library("fx_tiled_run", string.Template(text["header"] + text["driver"]),
-                   MAX_R=MAX_ROWS, MAX_VW=MAX_VECS * 16)
+                   MAX_R=MAX_ROWS, MAX_VW=MAX_VECS * MAX_LANES)
     cc.build_global_async(lib.source)
     return lib
 
 
 @functools.cache
-def _tile(rows: int, vecs: int, lane: int) -> Library:
+def _tile(rows: int, vecs: int, lane: int) -> RuntimeLibrary:
     """The library of the tile function of ``rows`` x ``vecs`` vectors of ``lane`` floats
     (section tile of the C file), its build started."""
     lib = tile_library(rows, vecs, lane)
@@ -397,7 +398,7 @@ def _tile(rows: int, vecs: int, lane: int) -> Library:
     return lib
 
 
-def tile_library(rows: int, vecs: int, lane: int) -> Library:
+def tile_library(rows: int, vecs: int, lane: int) -> RuntimeLibrary:
     """The tile function of ``rows`` x ``vecs`` vectors of ``lane`` floats and its source."""
     v_t = f"fx_tiled_v{lane}"
     acc = "\n".join(f"  {v_t} c{r}_{v}; memcpy(&c{r}_{v}, c + {r * vecs * lane + v * lane}, "
