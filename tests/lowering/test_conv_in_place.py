@@ -179,3 +179,17 @@ def test_kernels_call_the_driver_and_tile_libraries():
     assert len(calls) == 2 and len(set(calls)) == 1, calls
     for got, want in zip(fx.jit(f)(a, b, c), f(a, b, c)):
         _close(got, want, 200)
+
+
+def test_inner_run_of_k_spans_a_window_row_of_channels():
+    # NHWC, 5x5 window over 3 channels: a window row's kw * C = 15 taps are one apart in x,
+    # so the tile's inner loop runs over 15 elements for each of the 5 window rows; with a
+    # dilation they are not one apart, and the inner run is one window dimension (3 or 5).
+    x, w = operands((2, 12, 12, 3), (5, 5, 3, 8), seed=10)
+    for dilation, runs in ((1, {(5, 15)}), (2, {(25, 3), (15, 5)})):
+        f = conv(dict(window_strides=(1, 1), padding="VALID", rhs_dilation=(dilation,) * 2,
+                      dimension_numbers=("NHWC", "HWIO", "NHWC")))
+        source = fx.jit(f).lower(x, w).as_text("source")
+        (got,) = re.findall(r"M, N, K, (?:\d+, ){3}(\d+), (\d+),", source)
+        assert tuple(map(int, got)) in runs, (dilation, got)
+        _close(fx.jit(f)(x, w), f(x, w), 100)

@@ -309,11 +309,19 @@ def _geometry(g: FusionGroup) -> dict:
     rows, vecs, t = _tile_shape(N, lanes(), mshape)
     flat = [math.prod(mshape[i + 1:]) for i in range(len(mshape))]
     outer = [i for i in range(len(mshape)) if i != t]
-    ki = pat[lc[-1]]
+    # The inner run of k: the last contracted dimension, with the ones before it whose x
+    # offsets continue it (a window row of channels: kw * C elements one apart in x), so that
+    # a step of the tile's outer loop (an offset read, every row's pointer set) runs over
+    # as many elements as it can.
+    ki, sk = pat[lc[-1]], strides[lc[-1]]
+    for d in reversed(lc[:-1]):
+        if strides[d] != ki * sk:
+            break
+        ki *= pat[d]
     return dict(M=math.prod(mshape), N=N, K=K, R=rows, V=vecs,
                 LM=mshape[t] if mshape else 1, SM=strides[mfree[t]] if mshape else 0,
                 FM=flat[t] if mshape else 0,
-                KO=K // ki, KI=ki, SK=strides[lc[-1]],
+                KO=K // ki, KI=ki, SK=sk,
                 KC=max(1, CHUNK_BYTES // (ki * vecs * lanes() * 4)),
                 mdims=[mshape[i] for i in outer] or [1],
                 mxs=[strides[mfree[i]] for i in outer] or [0],
