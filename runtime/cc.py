@@ -192,8 +192,8 @@ def build_global_async(source: str) -> Future:
     """
     global _pool
     with _lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
+        if _pool is None:  # one core left to the program compiling meanwhile
+            _pool = ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 1) - 1),
                                        thread_name_prefix="fx-cc")
         future = _pool.submit(build_global, source)
         _globals.append(future)
