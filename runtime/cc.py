@@ -156,7 +156,7 @@ class Library:
 _lock = threading.Lock()  # guards _loaded, _building, _globals, _failed and _pool
 _loaded: dict[str, ctypes.CDLL] = {}
 _building: dict[str, Future] = {}  # key -> the library another thread is building
-_globals: list[Future] = []  # build_global_async's builds running
+_globals: dict[Future, str] = {}  # build_global_async's builds running -> their sources
 _failed: list[BaseException] = []  # the errors of those that failed
 _pool: ThreadPoolExecutor | None = None  # runs build_global_async's builds
 
@@ -196,11 +196,11 @@ def build_global_async(source: str) -> Future:
             _pool = ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 1) - 1),
                                        thread_name_prefix="fx-cc")
         future = _pool.submit(build_global, source)
-        _globals.append(future)
+        _globals[future] = source
 
     def done(f: Future) -> None:
         with _lock:
-            _globals.remove(f)
+            _globals.pop(f, None)
             if f.exception() is not None:
                 _failed.append(f.exception())
 
@@ -213,6 +213,23 @@ def _await_globals() -> None:
         pending = list(_globals)
     for future in pending:
         future.exception()  # waits; a failure is reported by the library that needs it
+
+
+def _after_fork_in_child() -> None:
+    # The child has none of the parent's threads: the builds they ran never finish here.
+    # Libraries already loaded stay loaded; the global builds in flight start again.
+    global _lock, _pool
+    _lock = threading.Lock()
+    _pool = None
+    _building.clear()
+    pending = list(_globals.values())
+    _globals.clear()
+    for source in pending:
+        build_global_async(source)
+
+
+os.register_at_fork(before=lambda: _lock.acquire(), after_in_parent=lambda: _lock.release(),
+                    after_in_child=_after_fork_in_child)
 
 
 def _build_unit(source: str, after_globals: bool = True) -> ctypes.CDLL:

@@ -203,3 +203,27 @@ def test_program_after_a_failed_global_library_names_its_error(cache):
         cc.build(_named(cache, "int NAME(void);\nint fx_uses(void) { return NAME(); }\n"))
     assert isinstance(future.exception(), cc.CompileError)
     assert cc.build(SOURCE).fx_answer() == 42  # programs that do not call it still load
+
+
+def test_a_process_forked_while_a_global_library_builds_builds_it_again(cache, monkeypatch):
+    import multiprocessing
+
+    library = _named(cache, "int NAME(void) { return 7; }\n")
+    program = _named(cache, "int NAME(void);\nint fx_uses(void) { return 6 * NAME(); }\n")
+    real = cc._compile
+    monkeypatch.setattr(cc, "_compile", lambda source, path: (time.sleep(0.5), real(source, path)))
+    cc.build_global_async(library)  # still compiling when the child starts
+
+    def child(results):
+        results.put(cc.build(program).fx_uses())
+
+    ctx = multiprocessing.get_context("fork")
+    results = ctx.Queue()
+    p = ctx.Process(target=child, args=(results,))
+    p.start()
+    p.join(timeout=60)
+    if p.is_alive():
+        p.kill()
+    assert p.exitcode == 0, "the child hung or failed"
+    assert results.get(timeout=1) == 42
+    assert cc.build(program).fx_uses() == 42
