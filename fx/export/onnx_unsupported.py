@@ -11,6 +11,7 @@ from fx.core import Primitive
 from fx.custom_derivatives import custom_lin_p
 from fx.debug import debug_print_p
 from fx.lax import linalg
+from fx.lax import parallel_moves as moves
 from fx.lax import primitives as P
 from fx.lax import scipy_special as special
 from fx.quant.nf4 import nf4_dot_p
@@ -23,8 +24,9 @@ _SPECIAL = ("no ONNX operator computes this special function; fx evaluates it wi
 _LINALG = ("a LAPACK-style decomposition or solve: ONNX has no operator for it (only Det and "
            "MatMul); export the model without it or precompute it")
 _COLLECTIVE = ("a named-axis collective exists only inside fx.vmap(..., axis_name=...), where "
-               "it becomes an ordinary reduction, or fx.pmap, whose program is one process's "
-               "part of a multi-process computation; a single ONNX graph has no such axis")
+               "it becomes an ordinary array operation, or fx.pmap and fx.shard_map, whose "
+               "program is one device's part of a computation over many; a single ONNX graph "
+               "has no such axis")
 _GRADIENT = "appears only in derivatives (training-time programs); inference graphs lack it"
 
 NOT_EXPORTABLE: dict[Primitive, str] = {
@@ -43,7 +45,8 @@ NOT_EXPORTABLE: dict[Primitive, str] = {
         linalg.ormqr_p, linalg.qr_p, linalg.schur_p, linalg.svd_p, linalg.triangular_solve_p,
         linalg.tridiagonal_p, linalg.tridiagonal_solve_p)},
     **{p: _COLLECTIVE for p in (P.psum_p, P.pmax_p, P.pmin_p, P.all_gather_p,
-                                P.axis_index_p)},
+                                P.axis_index_p, moves.psum_scatter_p, moves.ppermute_p,
+                                moves.all_to_all_p)},
     P.select_and_gather_add_p: _GRADIENT + " (the tangent of max pooling)",
     P.select_and_scatter_add_p: _GRADIENT + " (the cotangent of max pooling)",
     custom_lin_p: "exists only inside linearized jaxprs being transposed (reverse mode)",

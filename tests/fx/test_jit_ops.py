@@ -488,10 +488,31 @@ def _collectives(L, vmap):
     return lambda x: vmap(lane, axis_name="i")(x)
 
 
+def _moves(L, vmap):
+    def lanes(x):
+        n = x.shape[0]
+        shift = [(i, (i + 1) % n) for i in range(n)]
+        flip = [(i, n - 1 - i) for i in range(n)]
+
+        def lane(r):
+            return (L.psum_scatter(r, "i", scatter_dimension=1, tiled=True),
+                    L.psum_scatter(r, "i", scatter_dimension=0),
+                    L.ppermute(r, "i", shift), L.ppermute(r, "i", flip),
+                    L.all_to_all(r, "i", 0, 1, tiled=True))
+
+        return vmap(lane, axis_name="i")(x)
+
+    return lanes
+
+
 PARALLEL = [
     Row("collectives", _collectives(lax, fx.vmap), _collectives(jax.lax, jax.vmap),
         shaped((3,), (4, 2), (1, 3), (2, 0)), (F32, F64, I32),
         covers=("psum", "pmax", "pmin", "all_gather", "axis_index")),
+    # lanes x (lane's rows, lane's columns): both divisible by the lanes for the scatters
+    Row("collective-moves", _moves(lax, fx.vmap), _moves(jax.lax, jax.vmap),
+        shaped((2, 2, 4), (4, 4, 8), (1, 1, 3)), (F32, F64, I32),
+        covers=("psum_scatter", "ppermute", "all_to_all")),
 ]
 
 def _cond(L):
