@@ -42,6 +42,7 @@ from fx.sharded_arrays import (
     make_array_from_single_device_arrays,
 )
 from fx.spmd import shard_map
+from fx import spmd_partition  # registers jit's partitioning over processes
 from fx.jit_function import clear_caches, jit
 from fx import stages
 from fx.callback import pure_callback

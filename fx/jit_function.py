@@ -410,6 +410,10 @@ class _ShardedJitFunction(JitFunction):
 
     def __call__(self, *args, **kwargs):
         name = _fun_name(self._fun)
+        if current_trace() is EVAL_TRACE:
+            mesh = jit_shardings.spanning_mesh(self._in_shardings, self._out_shardings, name)
+            if mesh is not None:
+                return self._partitioned_call(mesh, args, kwargs, name)
         given = args
         if self._in_shardings is not None:
             statics, _, dyn_args, _ = self._split(args, kwargs)
@@ -425,6 +429,26 @@ class _ShardedJitFunction(JitFunction):
         if self._out_shardings is None:
             return out
         return jit_shardings.apply(self._out_shardings, out, "out_shardings", name)
+
+    def _partitioned_call(self, mesh, args, kwargs, name):
+        """Over a mesh spanning processes: the program partitioned by its batch, one per
+        set of static arguments."""
+        statics, static_vals, dyn_args, _ = self._split(args, kwargs)
+        jit_shardings.args_tree(dyn_args, kwargs, name)
+        parts = self.__dict__.setdefault("_partitioned", {})
+        run = parts.get(static_vals)
+        if run is None:
+            fixed = {i: args[i] for i in statics}
+
+            def fun(*dyn):
+                it = iter(dyn)
+                return self._fun(*[fixed[i] if i in fixed else next(it)
+                                   for i in range(len(dyn) + len(fixed))])
+
+            fun.__name__ = name
+            run = parts[static_vals] = jit_shardings.partitioned(
+                fun, mesh, self._in_shardings, self._out_shardings, name)
+        return run(*dyn_args)
 
 
 def _static_positions_and_names(fun: Callable, nums: tuple, names: tuple):
@@ -572,8 +596,8 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] = ()
 
     ``in_shardings``/``out_shardings`` (pytree prefixes of the positional arguments and of the
     outputs, leaves shardings or None) place the arguments and give the outputs those
-    shardings, within one process (see :mod:`fx.jit_shardings`); values are the unsharded
-    program's.
+    shardings (see :mod:`fx.jit_shardings`); values are the unsharded program's. Over a
+    mesh spanning processes the program is partitioned by its batch (:mod:`fx.spmd_partition`).
 
     Example::
 

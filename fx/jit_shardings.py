@@ -5,9 +5,10 @@ leaves are shardings (``None``: leave that part where it is). A call places its 
 arguments as ``in_shardings`` says (``fx.device_put``: checked for rank and divisibility, no
 copy between CPU devices) and gives its outputs ``out_shardings``. The program is the
 unsharded one: every CPU device of a process shares host memory, so the values are exactly
-those of the unsharded call. Meshes spanning processes are refused (``NotImplementedError``):
-write such programs with ``fx.shard_map``. Under a transformation (a traced call) the
-shardings change nothing.
+those of the unsharded call. Over a mesh spanning processes the program is partitioned by
+its batch (:mod:`fx.spmd_partition`, registered here by the layer above): each process runs
+its shard's program, with collectives between processes. Under a transformation (a traced
+call) the shardings change nothing.
 """
 
 from __future__ import annotations
@@ -30,11 +31,45 @@ def check(shardings, what: str, name: str) -> None:
         if not isinstance(s, Sharding):
             raise TypeError(f"jit({name}): {what} leaves must be shardings (NamedSharding, "
                             f"SingleDeviceSharding) or None, got {s!r}")
-        if isinstance(s, NamedSharding) and s.mesh.is_multi_process:
+        if isinstance(s, NamedSharding) and s.mesh.is_multi_process and not _partitioner:
             raise NotImplementedError(
                 f"jit({name}): {what} {s} is over a mesh spanning processes; fx.jit partitions "
                 "programs within one process only. Write the program per shard with "
                 "fx.shard_map, which runs across processes")
+
+
+def spanning_mesh(in_shardings, out_shardings, name: str):
+    """The mesh spanning processes that the shardings name (None: none does); ValueError for
+    two different meshes, NotImplementedError for out_shardings over such a mesh without
+    in_shardings."""
+    meshes = set()
+    for tree in (in_shardings, out_shardings):
+        for s in tree_util.tree_leaves(tree, is_leaf=_is_spec_leaf):
+            if isinstance(s, NamedSharding) and s.mesh.is_multi_process:
+                meshes.add(s.mesh)
+    if not meshes:
+        return None
+    if len(meshes) > 1:
+        raise ValueError(f"jit({name}): in_shardings and out_shardings name different meshes "
+                         f"spanning processes: {sorted(map(str, meshes))}")
+    if in_shardings is None:
+        raise NotImplementedError(
+            f"jit({name}): out_shardings over a mesh spanning processes needs in_shardings on "
+            "that mesh (the partitioned program takes its split from the inputs)")
+    return meshes.pop()
+
+
+_partitioner: list = []
+
+
+def register_partitioner(make) -> None:
+    """``make(fun, mesh, in_shardings, out_shardings, name)`` gives a callable running ``fun``
+    partitioned over ``mesh`` (fx.spmd_partition registers it)."""
+    _partitioner[:] = [make]
+
+
+def partitioned(fun, mesh, in_shardings, out_shardings, name: str):
+    return _partitioner[0](fun, mesh, in_shardings, out_shardings, name)
 
 
 def apply(shardings, tree, what: str, name: str):

@@ -205,6 +205,42 @@ with dmesh.bind(mesh) as axes:
         assert f"{what} called from the generated code (mpi, " in text, (what, text)
 passed("as_text")
 
+# fx.jit with in_shardings over meshes of the 4 processes: a data-parallel SGD step, the
+# program partitioned by its batch (fx.spmd_partition), equal to the unsharded step that every
+# process computes from the global data; the outputs feed the next call.
+def _loss(p, x, y):
+    h = fx.nn.relu(x @ p["w1"] + p["b1"])
+    logp = fx.nn.log_softmax(h @ p["w2"])
+    return -fnp.mean(fnp.take_along_axis(logp, y[:, None], axis=1))
+
+
+def _sgd(p, x, y):
+    loss, g = fx.value_and_grad(_loss)(p, x, y)
+    return fx.tree_util.tree_map(lambda a, b: a - 0.1 * b, p, g), loss
+
+
+PARAMS = {"w1": RNG.standard_normal((12, 16)).astype(np.float32) / 3,
+          "b1": RNG.standard_normal(16).astype(np.float32) / 10,
+          "w2": RNG.standard_normal((16, 5)).astype(np.float32) / 3}
+XS = RNG.standard_normal((32, 12)).astype(np.float32)
+YS = RNG.integers(0, 5, 32).astype(np.int32)
+P_ = fx.sharding.PartitionSpec
+for shape, names, batch in (((4,), ("i",), "i"), ((2, 2), ("x", "y"), ("x", "y")),
+                            ((2, 2), ("x", "y"), "y")):
+    mesh = mesh_of(shape, names)
+    rep = fx.NamedSharding(mesh, P_())
+    rows = fx.NamedSharding(mesh, P_(batch))
+    step = fx.jit(_sgd, in_shardings=(rep, rows, rows), out_shardings=(rep, rep))
+    params, ref = PARAMS, PARAMS
+    for _ in range(2):
+        params, loss = step(params, XS, YS)
+        ref, ref_loss = fx.jit(_sgd)(ref, XS, YS)
+        assert loss.sharding == rep, loss.sharding
+        check(loss.addressable_shards[0].data, np.asarray(ref_loss), f"jit loss {batch}")
+        for k in ref:
+            check(params[k].addressable_shards[0].data, np.asarray(ref[k]), f"jit {k} {batch}")
+passed("jit partitioned")
+
 # multihost_utils across the 4 processes.
 mine = {"v": np.full((2,), R, np.int32), "s": np.float32(R) / 3}
 got = mhu.process_allgather(mine)

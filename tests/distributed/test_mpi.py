@@ -83,7 +83,8 @@ def test_collectives_and_a_shape_mismatch_on_two_processes():
 
 
 MESH_CHECKS = [f"{what} {shape}" for shape in ("(2, 2)", "(4,)")
-               for what in ("reductions", "movers", "grads")] + ["as_text", "multihost_utils"]
+               for what in ("reductions", "movers", "grads")] + ["as_text", "jit partitioned",
+                                                                  "multihost_utils"]
 
 
 def test_mesh_axes_on_four_processes_then_a_raising_rank():

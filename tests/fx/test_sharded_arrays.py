@@ -187,10 +187,13 @@ def test_replicated_across_processes_is_readable(two_processes):
         np.testing.assert_array_equal(np.asarray(x + 1), value + 1)
 
 
-def test_jit_refuses_meshes_spanning_processes(two_processes):
+def test_jit_over_meshes_spanning_processes_partitions_only_by_batch(two_processes):
+    # fx.jit partitions such programs by one split dimension (tests/fx/test_spmd_partition.py,
+    # and under mpiexec tests/distributed/mesh_checks.py); anything else names shard_map.
     mesh = Mesh(np.array(fx.devices("cpu"), dtype=object).reshape(2, 4), ("proc", "dev"))
-    with pytest.raises(NotImplementedError, match="spanning processes.*shard_map"):
-        fx.jit(lambda v: v, in_shardings=NamedSharding(mesh, P("proc")))
+    f = fx.jit(lambda v: v * 2, in_shardings=NamedSharding(mesh, P("proc", "dev")))
+    with pytest.raises(NotImplementedError, match="splitting 2 dimensions.*shard_map"):
+        f(np.zeros((4, 8), np.float32))
 
 
 
