@@ -237,10 +237,14 @@ class JitFunction:
                     return rebuild([Array._wrap(b, v) for b, v in zip(outs, out_avals)])
         key, leaves, statics, dyn_args, dyn_kwargs = self._signature(args, kwargs)
         if current_trace() is EVAL_TRACE and any(_spans_processes(x) for x in leaves):
-            # Each process holds only its shards: the shard_maps inside compile their
-            # functions per process (one program each, collectives between processes); any
-            # other operation on these arrays raises, naming what to do.
-            return self._fun(*args, **kwargs)
+            # Each process holds only its shards: the program partitioned by the arguments'
+            # shardings where they are data parallel (fx.spmd_partition); otherwise a call,
+            # whose shard_maps compile their functions per process (one program each,
+            # collectives between processes), any other operation on these arrays raising.
+            out = None
+            if not kwargs:
+                out = self._spanning(args, kwargs, _fun_name(self._fun))
+            return self._fun(*args, **kwargs) if out is None else out
         entry = self._entry(key, args, kwargs, statics, dyn_args, dyn_kwargs)
         name = _fun_name(self._fun)
         if current_trace() is EVAL_TRACE and not config.disable_jit and not any(
@@ -277,6 +281,19 @@ class JitFunction:
             outs = jit_p.bind(*args_all, jaxpr=entry.jaxpr, name=name, donated=donated,
                               backend=self._backend)
         return tree_util.tree_unflatten(entry.out_tree, outs)
+
+    def _spanning(self, args, kwargs, name):
+        statics, static_vals, dyn_args, _ = self._split(args, kwargs)
+        fixed = {i: args[i] for i in statics}
+
+        def fun(*dyn):
+            it = iter(dyn)
+            return self._fun(*[fixed[i] if i in fixed else next(it)
+                               for i in range(len(dyn) + len(fixed))])
+
+        fun.__name__ = name
+        caches = self.__dict__.setdefault("_spanning_plans", {})
+        return jit_shardings.spanning_call(fun, dyn_args, name, caches.setdefault(static_vals, {}))
 
     def _donated_leaf_ids(self, args) -> set[int]:
         return {id(leaf) for i in self._donate if -len(args) <= i < len(args)

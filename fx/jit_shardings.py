@@ -62,10 +62,16 @@ def spanning_mesh(in_shardings, out_shardings, name: str):
 _partitioner: list = []
 
 
-def register_partitioner(make) -> None:
+def register_partitioner(make, spanning_call) -> None:
     """``make(fun, mesh, in_shardings, out_shardings, name)`` gives a callable running ``fun``
-    partitioned over ``mesh`` (fx.spmd_partition registers it)."""
-    _partitioner[:] = [make]
+    partitioned over ``mesh``; ``spanning_call(fun, args, name, cache)`` runs ``fun`` on
+    arguments spanning processes partitioned as they are placed, or returns None where it
+    does not apply (fx.spmd_partition registers both)."""
+    _partitioner[:] = [make, spanning_call]
+
+
+def spanning_call(fun, args: tuple, name: str, cache: dict):
+    return _partitioner[1](fun, args, name, cache) if _partitioner else None
 
 
 def partitioned(fun, mesh, in_shardings, out_shardings, name: str):

@@ -48,11 +48,16 @@ from fx.sharding import Mesh, PartitionSpec
 from fx.spmd_vma import varying_axes
 from fx.tracing import flatten_fun, trace_to_jaxpr
 
-__all__ = ["DuplicateSpecError", "place_output", "shard_map"]
+__all__ = ["DuplicateSpecError", "TracedAcrossProcesses", "place_output", "shard_map"]
 
 
 class DuplicateSpecError(Exception):
     """A partition spec names one mesh axis for two dimensions (jax's error type)."""
+
+
+class TracedAcrossProcesses(NotImplementedError):
+    """A ``shard_map`` over a mesh spanning processes was given a traced value: there it runs
+    on concrete arrays and compiles its function itself."""
 
 
 def _fun_name(f) -> str:

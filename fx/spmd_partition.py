@@ -43,6 +43,10 @@ from fx.sharding import PartitionSpec as P
 REPLICATED = None
 PARTIAL = "partial"
 
+
+class NotDataParallel(NotImplementedError):
+    """Shardings the batch partitioner does not take (two split dimensions, different axes)."""
+
 _LINEAR_SUMS = (prims.add_p, prims.sub_p, prims.add_any_p)
 
 
@@ -73,7 +77,7 @@ def layout_of(mesh: Mesh, specs: Sequence[P], avals: Sequence, name: str,
     for spec, aval, path in zip(specs, avals, paths):
         split = [d for d in range(len(spec)) if spec.axes(d)]
         if len(split) > 1:
-            raise NotImplementedError(
+            raise NotDataParallel(
                 f"jit({name}): in_shardings for {path} is {spec}, splitting {len(split)} "
                 "dimensions; across processes fx.jit partitions programs whose inputs are each "
                 "replicated or split along one dimension (data parallelism). Write the program "
@@ -84,7 +88,7 @@ def layout_of(mesh: Mesh, specs: Sequence[P], avals: Sequence, name: str,
         d = split[0]
         these = spec.axes(d)
         if axes is not None and these != axes:
-            raise NotImplementedError(
+            raise NotDataParallel(
                 f"jit({name}): in_shardings split {path} over mesh axes {these} and another "
                 f"input over {axes}; fx.jit partitions programs whose split inputs all use the "
                 "same mesh axes (the batch). Write the program per shard with fx.shard_map")
@@ -505,10 +509,12 @@ class Partitioned:
         from fx.jit_function import jit
         from fx.spmd import shard_map
 
-        run = jit(shard_map(plan.body(), mesh=self.mesh,
-                            in_specs=tuple(layout.spec(d) for d in layout.dims),
-                            out_specs=tuple(layout.spec(d) for d in plan.out_dims),
-                            check_vma=False))
+        run = shard_map(plan.body(), mesh=self.mesh,
+                        in_specs=tuple(layout.spec(d) for d in layout.dims),
+                        out_specs=tuple(layout.spec(d) for d in plan.out_dims),
+                        check_vma=False)
+        if not self.mesh.is_multi_process:  # across processes shard_map compiles per process
+            run = jit(run)
         entry = (plan, run, out_tree)
         with self._lock:
             self._cache[key] = entry
@@ -520,7 +526,7 @@ def _split_dim(spec: P, layout: Layout, name: str) -> int | None:
     if not split:
         return None
     if len(split) > 1 or spec.axes(split[0]) != layout.axes:
-        raise NotImplementedError(
+        raise NotDataParallel(
             f"jit({name}): out_shardings {spec}: a partitioned program's outputs are "
             f"replicated or split along one dimension over the inputs' mesh axes {layout.axes}")
     return split[0]
@@ -553,7 +559,7 @@ def _place(x, mesh: Mesh, spec: P):
     sharding = NamedSharding(mesh, spec)
     existing = getattr(x, "_sharding", None) if isinstance(x, Array) else None
     if existing is not None and not x.is_fully_addressable:
-        if existing != sharding:
+        if not existing.is_equivalent_to(sharding, x.ndim):
             raise NotImplementedError(
                 f"an argument is sharded as {existing} where the partitioned program takes "
                 f"{sharding}; fx does not move shards between processes: place it with the "
@@ -569,4 +575,36 @@ def _jit_partitioned(fun: Callable, mesh: Mesh, in_shardings, out_shardings, nam
     return Partitioned(fun, mesh, in_shardings, out_shardings, name)
 
 
-jit_shardings.register_partitioner(_jit_partitioned)
+def _spanning_call(fun: Callable, args: tuple, name: str, cache: dict):
+    """``fun(*args)`` partitioned by the shardings of its arguments that span processes (the
+    others taken as replicated), as jax's jit follows its arguments' shardings; None when
+    those shardings are not data parallel or ``fun`` itself maps over the mesh with
+    ``shard_map`` (it then runs as a call). ``cache`` keeps each signature's outcome."""
+    from fx.array import Array
+    from fx.core import get_aval
+    from fx.spmd import TracedAcrossProcesses
+
+    leaves, in_tree = tree_util.tree_flatten(args)
+    shardings = [x.sharding if isinstance(x, Array) and x._sharding is not None
+                 and not x.is_fully_addressable else None for x in leaves]
+    meshes = {s.mesh for s in shardings if isinstance(s, NamedSharding)}
+    if len(meshes) != 1 or any(s is not None and not isinstance(s, NamedSharding)
+                               for s in shardings):
+        return None
+    key = (in_tree, tuple(get_aval(x) for x in leaves), tuple(shardings))
+    part = cache.get(key, False)
+    if part is False:
+        mesh = meshes.pop()
+        prefix = tree_util.tree_unflatten(in_tree, list(range(len(leaves))))
+        in_shardings = tree_util.tree_map(lambda i: shardings[i] or NamedSharding(mesh, P()),
+                                          prefix)
+        part = Partitioned(fun, mesh, in_shardings, None, name)
+        try:
+            part.plan(*args)
+        except (NotDataParallel, TracedAcrossProcesses):
+            part = None
+        cache[key] = part
+    return None if part is None else part(*args)
+
+
+jit_shardings.register_partitioner(_jit_partitioned, _spanning_call)

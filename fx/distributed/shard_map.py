@@ -23,12 +23,13 @@ from fx.core import Tracer
 from fx.distributed import mesh as dmesh
 from fx.sharded_arrays import make_array_from_single_device_arrays
 from fx.sharding import Mesh, NamedSharding, PartitionSpec
+from fx.spmd import TracedAcrossProcesses
 
 
 def _local_shard(x, spec: PartitionSpec, mesh: Mesh, device, where: str):
     target = NamedSharding(mesh, spec)
     if isinstance(x, Tracer):
-        raise NotImplementedError(
+        raise TracedAcrossProcesses(
             f"shard_map over the mesh {mesh}, which spans processes, got a traced value for "
             f"{where}: across processes shard_map runs on concrete arrays and compiles its "
             "function itself (call it outside jit, vmap and grad; transformations go inside)")

@@ -239,6 +239,13 @@ for shape, names, batch in (((4,), ("i",), "i"), ((2, 2), ("x", "y"), ("x", "y")
         check(loss.addressable_shards[0].data, np.asarray(ref_loss), f"jit loss {batch}")
         for k in ref:
             check(params[k].addressable_shards[0].data, np.asarray(ref[k]), f"jit {k} {batch}")
+    # without in_shardings: partitioned as the arguments are placed (as jax's jit follows them)
+    placed = [fx.make_array_from_callback(v.shape, s, lambda i, v=v: v[i])
+              for v, s in ((XS, rows), (YS, rows))]
+    params, loss = fx.jit(_sgd)(PARAMS, *placed)
+    ref, ref_loss = fx.jit(_sgd)(PARAMS, XS, YS)
+    check(loss.addressable_shards[0].data, np.asarray(ref_loss), f"jit placed loss {batch}")
+    check(params["w1"].addressable_shards[0].data, np.asarray(ref["w1"]), f"jit placed {batch}")
 passed("jit partitioned")
 
 # multihost_utils across the 4 processes.
