@@ -16,8 +16,8 @@ averaged over it with ``pmean``. Every array lives sharded (``NamedSharding``); 
 step is one ``fx.shard_map`` inside ``fx.jit``. Process 0 (or the one process) also trains an
 unsharded copy from the same start on the same batches and prints both loss curves.
 
-Gradients are taken inside the mapped function, per device (``check_vma=False``, the meaning
-``pmap`` gives them); the step says how each parameter's gradient is combined.
+Gradients are taken inside the mapped function with jax's typed meaning (``check_vma=True``):
+the gradient of a parameter comes out summed over the devices that share it.
 """
 
 from __future__ import annotations
@@ -99,20 +99,18 @@ def main():
     lr = np.float32(args.lr)
 
     def local_step(params, x, y):
-        # Derivatives inside shard_map are per device (check_vma=False): the gradient of the
-        # sum over devices of what each device computes. The model's devices each see the
-        # whole loss, so each takes its share; the parameters they hold whole (b2) then add
-        # their shares' gradients, and the batch halves' gradients are averaged.
-        share = lambda p: shard_loss(p, x, y) / lax.axis_size("model")  # noqa: E731
-        loss, grads = fx.value_and_grad(share)(params)
-        grads["b2"] = lax.psum(grads["b2"], "model")
-        grads = lax.pmean(grads, "data")
+        # Derivatives inside shard_map have jax's typed meaning (check_vma=True): the loss,
+        # averaged over the batch halves, is one value; each parameter's gradient comes out
+        # typed as the parameter: w1, b1 and w2 split over "model" as they are, b2 (whole on
+        # every device) summed over the devices that used it, all of them summed over "data".
+        loss, grads = fx.value_and_grad(
+            lambda p: lax.pmean(shard_loss(p, x, y), "data"))(params)
         params = fx.tree_util.tree_map(lambda p, g: p - lr * g, params, grads)
-        return params, lax.pmean(lax.psum(loss, "model"), "data")
+        return params, loss
 
     step = fx.jit(fx.shard_map(local_step, mesh=mesh,
                                in_specs=(SPECS, P("data", None), P("data")),
-                               out_specs=(SPECS, P()), check_vma=False))
+                               out_specs=(SPECS, P())))
 
     @fx.jit
     def full_step(params, x, y):  # the unsharded reference

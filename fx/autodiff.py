@@ -15,10 +15,12 @@ import numpy as np
 
 from fx import dtypes, lax, tree_util
 from fx.core import get_aval
+from fx.interpreters import batching
 from fx.interpreters.eval import eval_jaxpr
 from fx.interpreters.jvp import Zero, instantiate, is_differentiable, jvp_flat
 from fx.interpreters.partial_eval import linearize_flat
 from fx.interpreters.transpose import UndefinedPrimal, backward_pass
+from fx.lax.parallel import checked_scale_p, checked_sum_p
 from fx.numpy._promote import to_array
 from fx.vectorize import vmap
 
@@ -176,12 +178,16 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     outs, linear = linearize_flat(flat, p_leaves, diff)
     outs = _split_aux(store, outs)
     out_tree = store["tree"]
+    # Inside a shard_map with check_vma, the cotangents are jax's typed ones: the primal
+    # inputs and outputs go with the residuals as witnesses of their types (see _Pullback).
+    checked = batching.checked_axes()
+    witnesses = ([p for p, d in zip(p_leaves, diff) if d] + list(outs)) if checked else []
     spec = _Pullback(linear.jaxpr, _fun_name(fun), p_tree, out_tree, tuple(diff),
                      tuple(get_aval(p) for p in p_leaves), tuple(get_aval(o) for o in outs),
-                     store["n_out"])
+                     store["n_out"], checked)
     # As jax's, the vjp function is a Partial: its residuals are pytree leaves, so it can be
     # returned from or passed into jit and vmap.
-    vjp_fn = tree_util.Partial(spec, list(linear.consts))
+    vjp_fn = tree_util.Partial(spec, list(linear.consts) + witnesses)
     out = tree_util.tree_unflatten(out_tree, outs)
     if has_aux:
         return out, vjp_fn, store["aux"]
@@ -193,13 +199,23 @@ class _Pullback:
     the structures and types of the primal inputs and outputs (compared by identity, as the
     aux data of a pytree node)."""
 
-    __slots__ = ("jaxpr", "name", "p_tree", "out_tree", "diff", "p_avals", "out_avals", "n_out")
+    __slots__ = ("jaxpr", "name", "p_tree", "out_tree", "diff", "p_avals", "out_avals", "n_out",
+                 "checked")
 
-    def __init__(self, jaxpr, name, p_tree, out_tree, diff, p_avals, out_avals, n_out):
+    def __init__(self, jaxpr, name, p_tree, out_tree, diff, p_avals, out_avals, n_out,
+                 checked=()):
         self.jaxpr, self.name, self.p_tree, self.out_tree = jaxpr, name, p_tree, out_tree
         self.diff, self.p_avals, self.out_avals, self.n_out = diff, p_avals, out_avals, n_out
+        # The checked mesh axes bound when the vjp was taken; with them, the residuals end
+        # with the differentiated primal inputs and the outputs.
+        self.checked = checked
 
     def __call__(self, residuals: list, ct):
+        if self.checked:
+            n_in = sum(self.diff)
+            k = len(residuals) - n_in - len(self.out_avals)
+            residuals, p_refs, out_refs = (residuals[:k], residuals[k:k + n_in],
+                                           residuals[k + n_in:])
         ct_leaves, ct_tree = tree_util.tree_flatten(ct)
         if ct_tree != self.out_tree:
             raise ValueError(
@@ -216,9 +232,20 @@ class _Pullback:
                 )
             if ca.dtype != a.dtype and is_differentiable(a):
                 ct_leaves[i] = lax.convert_element_type(c, a.dtype)
+            if self.checked and is_differentiable(a):
+                # An output that does not vary over a checked axis counts once, not once
+                # per lane: jax's vjp of the lanes' function with these cotangents.
+                ct_leaves[i] = checked_scale_p.bind(ct_leaves[i], out_refs[i],
+                                                    axes=self.checked)
         aux_zeros = [Zero(v.aval) for v in self.jaxpr.outvars[self.n_out:]]
         undefined = [UndefinedPrimal(v.aval) for v in self.jaxpr.invars]
         cts = backward_pass(self.jaxpr, residuals, undefined, ct_leaves + aux_zeros)
+        if self.checked:
+            # An input that does not vary over a checked axis is one value feeding every
+            # lane: its cotangent is the sum of the lanes'.
+            cts = [c if isinstance(c, Zero) else
+                   checked_sum_p.bind(instantiate(c), ref, axes=self.checked)
+                   for c, ref in zip(cts, p_refs)]
         it = iter(cts)
         flat_cts = [instantiate(next(it)) if d else instantiate(Zero(a))
                     for a, d in zip(self.p_avals, self.diff)]

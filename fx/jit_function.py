@@ -26,6 +26,7 @@ from fx.config import config
 from fx.core import EVAL_TRACE, Tracer, current_trace
 from fx.debug import check_nans
 from fx.devices import default_backend
+from fx.interpreters import batching
 from fx.interpreters.call import eval_call_impl, jit_p
 from fx.interpreters.physical import physicalize
 from fx.jaxpr import ClosedJaxpr, Jaxpr
@@ -173,9 +174,10 @@ class JitFunction:
         leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         avals = tuple(abstractify(x) for x in leaves)
         # The modes are part of the key: they decide the dtypes of Python scalars and constants,
-        # and which promotions trace.
+        # and which promotions trace; so are the bound named axes (inside vmap or shard_map):
+        # their sizes, and whether a shard_map checks types (its vjp's typed cotangents).
         key = (in_tree, avals, static_vals, _backend(self._backend), dtypes.x64_enabled(),
-               dtypes.promotion_mode())
+               dtypes.promotion_mode(), batching.env_key())
         return key, leaves, statics, dyn_args, dyn_kwargs
 
     def _entry(self, key, args, kwargs, statics, dyn_args, dyn_kwargs) -> _Entry:
@@ -579,7 +581,9 @@ def _hashable_static(value, what: str, fun):
 
 
 def _explain(old, new) -> str:
-    (ot, oa, os_, ob, ox, op), (nt, na, ns, nb, nx, np_) = old, new
+    (ot, oa, os_, ob, ox, op, oe), (nt, na, ns, nb, nx, np_, ne) = old, new
+    if oe != ne:
+        return f"the bound named axes (name, size, checked) changed {oe} → {ne}"
     if ox != nx:
         return f"x64 mode was {'enabled' if nx else 'disabled'}"
     if op != np_:

@@ -15,12 +15,14 @@ output leaves the same way. Under ``fx.jit`` the whole is one program whose coll
 reductions and gathers over the grid's dimensions, so ``jit``, ``grad`` (of the function as
 a whole), ``vmap`` and ``scan`` compose with it as with any traced function.
 
-Derivatives taken *inside* ``f`` are per device, as under ``pmap``: that is jax's meaning
-with ``check_vma=False`` (the transpose of ``psum`` is ``psum``; ``all_gather`` and
-``ppermute`` transpose as in jax either way). jax's checked mode types values by the axes
-they vary over and transposes ``psum`` to a broadcast and sums the cotangent of a value that
-does not vary; fx raises ``NotImplementedError`` for a ``psum`` differentiated inside a
-checked ``shard_map`` rather than give the other meaning.
+Derivatives taken *inside* ``f`` have jax's typed meaning with ``check_vma=True``: values
+are typed by the mesh axes they vary over (:mod:`fx.spmd_vma`); the transpose of ``psum`` of
+a varying value is a broadcast, an invariant value used with varying ones has its cotangent
+summed over the devices, an invariant output's cotangent counts once. ``fx.vjp`` inside the
+body computes this from the lanes' own transpose (as ``pmap``'s: ``psum`` to ``psum``) with
+placeholders at its boundary that :func:`fx.spmd_vma.resolve_checked` resolves once the body
+is traced and each value's axes are known. With ``check_vma=False`` they are per device, as
+under ``pmap``.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from fx.interpreters.eval import eval_jaxpr
 from fx.lax.base import reshape, transpose
 from fx.lax.composites import index_in_dim
 from fx.sharding import Mesh, PartitionSpec
-from fx.spmd_vma import varying_axes
+from fx.spmd_vma import resolve_checked, varying_axes
 from fx.tracing import flatten_fun, trace_to_jaxpr
 
 __all__ = ["DuplicateSpecError", "TracedAcrossProcesses", "place_output", "shard_map"]
@@ -263,7 +265,8 @@ def _run(f, mesh: Mesh, axes: tuple, in_specs, out_specs, check_vma: bool, args:
         key = (mesh, axes, in_tree, tuple(local_avals))
         hit = checked.get(key)
         if hit is not None:
-            return _across_processes(f, mesh, axes, args, leaves, ispecs, *hit)
+            ospecs, out_tree, body = hit
+            return _across_processes(body, mesh, axes, args, leaves, ispecs, ospecs, out_tree)
     env_axes = [MeshAxis(mesh.shape[n], n, check_vma) for n in axes]
 
     flat_f, store = flatten_fun(f, in_tree, fname)
@@ -276,8 +279,10 @@ def _run(f, mesh: Mesh, axes: tuple, in_specs, out_specs, check_vma: bool, args:
                         tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves))
     for i, (spec, aval) in enumerate(zip(ospecs, closed.out_avals)):
         _check_spec("out_specs", spec, mesh, axes, aval, f"output {i} of {fname}", split=False)
+    body = f
     if check_vma:
-        varying = varying_axes(closed, [frozenset(s.all_axes()) for s in ispecs])
+        in_axes = [frozenset(s.all_axes()) for s in ispecs]
+        varying = varying_axes(closed, in_axes)
         for i, (spec, vary) in enumerate(zip(ospecs, varying)):
             extra = sorted(vary - set(spec.all_axes()), key=axes.index)
             if extra:
@@ -289,9 +294,17 @@ def _run(f, mesh: Mesh, axes: tuple, in_specs, out_specs, check_vma: bool, args:
                     "them. If it should vary, name those axes in its out_specs; if it is "
                     "meant to be replicated, reduce it over them (psum/pmax/...) or pass "
                     "check_vma=False, which returns one device's value.")
+        # The derivatives taken inside f get jax's typed cotangents now that each value's
+        # axes are known.
+        resolved = resolve_checked(closed, in_axes, {n: mesh.shape[n] for n in axes})
+        if resolved is not closed:
+            closed = resolved
+            body = _jaxpr_function(closed, out_tree, fname)
     if mesh.is_multi_process:
-        checked[key] = (ospecs, out_tree)
-        return _across_processes(f, mesh, axes, args, leaves, ispecs, ospecs, out_tree)
+        # Each process then runs f itself, compiled for its communicators (or the resolved
+        # body, where f took derivatives of typed values).
+        checked[key] = (ospecs, out_tree, body)
+        return _across_processes(body, mesh, axes, args, leaves, ispecs, ospecs, out_tree)
     grids = [_to_grid(x, s, mesh, axes) for x, s in zip(leaves, ispecs)]
     in_named = [set(s.all_axes()) for s in ispecs]
     out_named = [set(s.all_axes()) for s in ospecs]
@@ -299,6 +312,17 @@ def _run(f, mesh: Mesh, axes: tuple, in_specs, out_specs, check_vma: bool, args:
     results = [place_output(_from_grid(y, s, mesh, axes), mesh, s)
                for y, s in zip(outs, ospecs)]
     return tree_util.tree_unflatten(out_tree, results)
+
+
+def _jaxpr_function(closed, out_tree, name: str) -> Callable:
+    """A function of ``f``'s arguments that evaluates ``closed``, ``f``'s traced body."""
+    def body(*args):
+        leaves = tree_util.tree_leaves((args, {}))
+        return tree_util.tree_unflatten(out_tree, eval_jaxpr(closed.jaxpr, closed.consts,
+                                                             *leaves))
+
+    body.__name__ = name
+    return body
 
 
 def _across_processes(f, mesh: Mesh, axes: tuple, args: tuple, leaves: list, ispecs: list,

@@ -54,7 +54,8 @@ def joined(names: tuple) -> bool:
 class MeshAxis(BatchAxis):
     """An axis of a ``shard_map``'s mesh. With ``check_vma`` the map follows jax's typed
     semantics, where derivatives taken inside the mapped function treat values that do not
-    vary along the axis as one value rather than one per lane."""
+    vary along the axis as one value rather than one per lane (``fx.vjp`` asks
+    :func:`checked_axes`)."""
 
     check_vma: bool = False
 
@@ -86,6 +87,28 @@ def bound_axis(name) -> BatchAxis | None:
         if axis.name == name:
             return axis
     return None
+
+
+def checked_axes() -> tuple:
+    """The names bound to mesh axes of a ``shard_map`` with ``check_vma``, outermost first
+    (a name's innermost binding decides): the axes over which jax types values as varying or
+    invariant, so over which ``fx.vjp`` gives jax's typed cotangents."""
+    names: list = []
+    seen: set = set()
+    for axis in reversed(_axis_env.get()):
+        if axis.name in seen:
+            continue
+        seen.add(axis.name)
+        if isinstance(axis, MeshAxis) and axis.check_vma:
+            names.append(axis.name)
+    return tuple(reversed(names))
+
+
+def env_key() -> tuple:
+    """The bound named axes as a cache key: a program traced under them depends on their
+    sizes (a gather's lanes) and on whether a mesh axis is checked (the typed vjp)."""
+    return tuple((a.name, a.size, isinstance(a, MeshAxis) and a.check_vma)
+                 for a in _axis_env.get())
 
 
 @contextlib.contextmanager

@@ -150,10 +150,12 @@ from fx.lax.structural import (
 from fx.lax.parallel import (
     all_gather,
     axis_index,
+    pcast,
     pmax,
     pmean,
     pmin,
     psum,
+    pvary,
 )
 from fx.lax.control_flow import (  # noqa: A004
     cond,

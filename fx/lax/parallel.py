@@ -1,5 +1,5 @@
 """Collectives over a named axis: ``psum``, ``pmean``, ``pmax``, ``pmin``, ``all_gather``,
-``axis_index``.
+``axis_index``, and jax's ``pvary``/``pcast``.
 
 Inside ``vmap(..., axis_name=name)`` each value stands for one lane of the batch; a collective
 combines the lanes. They are implemented by the batching rule of the vmap that owns the axis
@@ -7,6 +7,12 @@ name (an inner vmap over another name passes them through); outside any such vma
 ``NameError`` naming the unbound axis. Under ``fx.pmap`` the lanes are processes: the same
 primitives then reach the jaxpr and run between processes (``fx.distributed.collectives``
 gives them that meaning and their lowering).
+
+Inside ``fx.shard_map`` with ``check_vma`` (jax's typed meaning), ``pvary`` types a value as
+varying over mesh axes, and ``fx.vjp`` emits ``checked_scale_p`` and ``checked_sum_p`` at
+its boundary, which ``fx.spmd_vma.resolve_checked`` resolves once each value's axes are
+known (see the comment above them); the collectives' own transposes are the lanes' exact
+ones either way.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from fx import dtypes, tree_util
 from fx.array import Array
 from fx.avals import ShapedArray
 from fx.core import Primitive, get_aval
-from fx.interpreters import batching, transpose
+from fx.interpreters import batching, jvp, transpose
 from fx.interpreters.batching import moveaxis, not_mapped
 from fx.lax import base, reductions
 from fx.lax.elementwise import add, convert_element_type, div, mul
@@ -73,17 +79,10 @@ batching.batch_rules[pmin_p] = _reduce_lanes(pmin_p, reductions.reduce_min, lamb
 
 def _psum_transpose(ct, x, *, axis_name):
     # Every lane's output is the sum over lanes, so each input lane's cotangent is the sum of
-    # the output cotangents over lanes (vmap's and pmap's meaning, and shard_map's without
-    # check_vma).
-    axis = batching.bound_axis(axis_name)
-    if isinstance(axis, batching.MeshAxis) and axis.check_vma:
-        # jax's typed shard_map transposes a psum of a varying value to a broadcast and of an
-        # invariant one to a psum; which one it was is not known here.
-        raise NotImplementedError(
-            f"differentiating psum over the mesh axis {axis_name!r} inside fx.shard_map with "
-            "check_vma=True (jax's typed transposes) is not supported: take the derivative "
-            "outside the shard_map (grad(shard_map(f))), or pass check_vma=False for the "
-            "untyped meaning (the transpose of psum is psum, as in pmap)")
+    # the output cotangents over lanes: the exact transpose of the lanes' function (vmap's and
+    # pmap's meaning, and shard_map's without check_vma). With check_vma, jax's typed
+    # transpose (a broadcast of the cotangent) follows from this one and the cotangents that
+    # fx.vjp scales and sums at its boundary (checked_scale_p, checked_sum_p below).
     return [psum_p.bind(ct, axis_name=axis_name)]
 
 
@@ -130,6 +129,49 @@ def _axis_index_batch(axis, vals, dims, *, axis_name):
 
 batching.batch_rules[axis_index_p] = _axis_index_batch
 
+
+# --- jax's typed (check_vma) meaning: pvary and the cotangents fx.vjp fixes up ---------------
+
+pvary_p = Primitive("pvary")  # params: axis_name (a tuple of mesh axes)
+pvary_p.def_abstract_eval(lambda x, *, axis_name: x)
+pvary_p.def_impl(_unbound("pvary"))
+# Every lane keeps its value: only the type changes (the value now varies over the axes), so
+# the lanes' function is the identity, and so is its exact transpose (the sum jax's transpose
+# makes comes from fx.vjp's checked_sum_p for the invariant input).
+batching.batch_rules[pvary_p] = lambda axis, vals, dims, *, axis_name: (vals[0], dims[0])
+transpose.deflinear(pvary_p, lambda ct, x, *, axis_name: [ct])
+
+
+def _checked(name: str) -> Primitive:
+    prim = Primitive(name)  # operands: the cotangent, the primal value it belongs to
+    prim.def_abstract_eval(lambda ct, ref, *, axes: ct)
+
+    def impl(ct, ref, *, axes):
+        raise RuntimeError(f"{name} over {axes} outside a checked fx.shard_map: it is resolved "
+                           "there (fx.spmd_vma.resolve_checked) before it runs")
+
+    prim.def_impl(impl)
+
+    def batch(axis, vals, dims, *, axes):  # ``ref`` only witnesses the type: any batching
+        return prim.bind(vals[0], vals[1], axes=axes), dims[0]
+
+    batching.batch_rules[prim] = batch
+    # Linear in the cotangent: a scale and a sum over lanes are their own transposes.
+    jvp.deflinear_in(prim, 0)
+    transpose.deftranspose(prim, lambda ct, c, ref, *, axes: [prim.bind(ct, ref, axes=axes),
+                                                             None])
+    return prim
+
+
+# Inside a checked shard_map, fx.vjp computes jax's typed vjp from the lanes' exact one: the
+# output cotangent is divided by the size of every mesh axis the output does not vary over
+# (an invariant output counts once, not once per lane), and the cotangent of an input is
+# summed over every axis the input does not vary over (one value feeds every lane). Whether a
+# value varies is known only once the whole body is traced, so fx.vjp emits these two
+# placeholders, carrying the primal value as a type witness and the checked axes bound then,
+# and fx.spmd_vma.resolve_checked replaces them by a multiplication, psums, or nothing.
+checked_scale_p = _checked("checked_scale")
+checked_sum_p = _checked("checked_sum")
 
 # The collectives fx.distributed runs across processes (and lowers to operations.Collective).
 collective_prims = frozenset([psum_p, pmax_p, pmin_p, all_gather_p, axis_index_p])
@@ -249,3 +291,45 @@ def axis_index(axis_name):
         index = i if index is None else add(mul(index, np.asarray(batching.axis_size(n),
                                                                   dtypes.int32)), i)
     return index
+
+
+def pvary(x, axis_name):
+    """``x`` typed as varying over the mesh axes ``axis_name`` (a name or a tuple), as jax's
+    ``pvary`` (``pcast(x, axis_name, to="varying")``): every device keeps its value, but
+    inside a ``shard_map`` with ``check_vma`` the value now counts once per device along those
+    axes, so its derivative with respect to an invariant ``x`` sums over them. Outside a
+    checked ``shard_map`` (``check_vma=False``, ``vmap``, ``pmap``) it returns ``x``. Axes
+    ``x`` already varies over are left as they are.
+
+    Example::
+
+        >>> mesh = fx.sharding.Mesh(np.array(fx.devices()[:1]), ("i",))
+        >>> P = fx.sharding.PartitionSpec
+        >>> f = fx.shard_map(lambda w: fx.grad(lambda w: fx.lax.pvary(w, "i").sum())(w),
+        ...                  mesh=mesh, in_specs=P(), out_specs=P())
+        >>> f(fx.numpy.ones(2))      # summed over the one device of "i"
+        Array([1., 1.], dtype=float32)
+    """
+    names = _names(axis_name)
+    for n in names:
+        if batching.bound_axis(n) is None:
+            raise NameError(f"pvary: unbound axis name {n!r}: it needs an enclosing "
+                            f"fx.shard_map over a mesh with an axis {n!r}")
+    checked = tuple(n for n in names if n in batching.checked_axes())
+    if not checked:
+        return x
+    return tree_util.tree_map(lambda v: pvary_p.bind(to_array(v), axis_name=checked), x)
+
+
+def pcast(x, axis_name, *, to: str):
+    """jax's ``pcast``: ``to="varying"`` is :func:`pvary`; ``"reduced"`` and
+    ``"unreduced"`` (jax's unreduced types) are not supported."""
+    if to != "varying":
+        if to in ("reduced", "unreduced"):
+            raise NotImplementedError(f"fx.lax.pcast: to={to!r} (jax's reduced/unreduced "
+                                      "types) is not supported; only to='varying'")
+        raise ValueError(f"fx.lax.pcast: unexpected to={to!r}; allowed: 'varying', "
+                         "'reduced', 'unreduced'")
+    if not axis_name:
+        return x
+    return pvary(x, axis_name)

@@ -38,7 +38,7 @@ LAX_EXCLUDED = {
     "all_to_all_p": _NAMED_AXIS, "ppermute_p": _NAMED_AXIS,
     "pswapaxes": "shard_map's axis swap (issue 18); all_to_all is implemented",
     "psend": _COLLECTIVE, "precv": _COLLECTIVE,
-    "pbroadcast": _COLLECTIVE, "pcast": _COLLECTIVE,
+    "pbroadcast": _COLLECTIVE,
     "ragged_all_to_all": _COLLECTIVE, "ragged_all_to_all_p": _COLLECTIVE,
     "sharding_constraint_p": "with_sharding_constraint is the identity on one device",
     "device_put_p": "fx.device_put is the top-level API's (issue 13), not a primitive",
