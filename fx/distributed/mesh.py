@@ -74,9 +74,9 @@ class MeshAxes:
         if sorted(grid.reshape(-1).tolist()) != list(range(transport.size)):
             raise NotImplementedError(
                 f"fx.distributed.mesh: {mesh} places processes {grid.tolist()}; across "
-                f"processes a mesh must hold one device of each of the run's {transport.size} "
-                "processes (several devices per process: use FX_NUM_CPU_DEVICES in one "
-                "process)")
+                f"processes a mesh bound here must hold one device of each of the run's "
+                f"{transport.size} processes (fx.shard_map takes meshes with several devices "
+                "per process)")
         self.grid = grid
         where = np.argwhere(grid == transport.rank)
         self.coords: tuple[int, ...] = tuple(int(c) for c in where[0])

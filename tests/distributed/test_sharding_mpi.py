@@ -13,7 +13,9 @@ _mpi = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_mpi)
 launch = _mpi.launch
 
-CHECKS = ["devices", "shards", "ready", "unreadable", "pmap refused", "replicated"]
+CHECKS = ["devices", "shards", "ready", "unreadable", "pmap refused", "replicated",
+          "shard_map two devices per process", "grad two devices per process",
+          "jit two devices per process"]
 
 
 def test_arrays_spanning_two_processes_of_two_cpu_devices(monkeypatch):
