@@ -213,11 +213,13 @@ def worker_mlp(global_batch: int, local_batch: int, steps: int) -> None:
 
 def worker_tensor_parallel(data: int, model: int, hidden: int, batch: int, steps: int) -> None:
     """``examples/tensor_parallel_mlp.py``'s training step (first weight split by columns over
-    ``model``, second by rows, one ``psum``; batch over ``data``; gradients per device,
-    ``check_vma=False``) on a ``data`` x ``model`` mesh of every device of the run (processes
+    ``model``, second by rows, one ``psum``; batch over ``data``; gradients typed, jax's
+    ``check_vma=True``) on a ``data`` x ``model`` mesh of every device of the run (processes
     under mpiexec, or FX_NUM_CPU_DEVICES devices of one process), interleaved with the
-    unsharded step jitted on one device. Both run on every process; a step's time is that of
-    its slowest process."""
+    unsharded step jitted on one device and, with ``model`` 1, the unsharded step under
+    ``fx.jit(in_shardings=...)`` with the batch split over ``data`` (partitioned by
+    ``fx.spmd_partition`` across processes). Each runs on every process; a step's time is
+    that of its slowest process."""
     sys.path.insert(0, str(HERE.parents[1] / "examples"))
     import tensor_parallel_mlp as tp
 
@@ -231,21 +233,22 @@ def worker_tensor_parallel(data: int, model: int, hidden: int, batch: int, steps
     lr = np.float32(0.01)
 
     def local_step(params, x, y):  # the example's step
-        share = lambda p: tp.shard_loss(p, x, y) / lax.axis_size("model")  # noqa: E731
-        loss, grads = fx.value_and_grad(share)(params)
-        grads["b2"] = lax.psum(grads["b2"], "model")
-        grads = lax.pmean(grads, "data")
+        loss, grads = fx.value_and_grad(
+            lambda p: lax.pmean(tp.shard_loss(p, x, y), "data"))(params)
         params = fx.tree_util.tree_map(lambda p, g: p - lr * g, params, grads)
-        return params, lax.pmean(lax.psum(loss, "model"), "data")
+        return params, loss
 
     step = fx.jit(fx.shard_map(local_step, mesh=mesh,
                                in_specs=(tp.SPECS, P("data", None), P("data")),
-                               out_specs=(tp.SPECS, P()), check_vma=False))
+                               out_specs=(tp.SPECS, P())))
 
-    @fx.jit
-    def full_step(params, x, y):
+    def full(params, x, y):
         loss, grads = fx.value_and_grad(tp.full_loss)(params, x, y)
         return fx.tree_util.tree_map(lambda p, g: p - lr * g, params, grads), loss
+
+    full_step = fx.jit(full)
+    rep, rows = (fx.NamedSharding(mesh, s) for s in (P(), P("data")))
+    partitioned = fx.jit(full, in_shardings=(rep, rows, rows), out_shardings=(rep, rep))
 
     start = tp.init(0, hidden)
     rng = np.random.default_rng(0)  # the same batch on every process
@@ -254,10 +257,14 @@ def worker_tensor_parallel(data: int, model: int, hidden: int, batch: int, steps
     params = tp.place(start, tp.SPECS, mesh)
     xs, ys = tp.place((x, y), (P("data", None), P("data")), mesh)
     ref = fx.tree_util.tree_map(fx.device_put, start)
+    dp = fx.tree_util.tree_map(fx.device_put, start)
+    with_dp = model == 1
     for _ in range(3):  # compile and warm up
         params, _ = fx.block_until_ready(step(params, xs, ys))
         ref, _ = fx.block_until_ready(full_step(ref, x, y))
-    times, single = [], []
+        if with_dp:
+            dp, _ = fx.block_until_ready(partitioned(dp, x, y))
+    times, single, jitted = [], [], []
     for _ in range(steps):
         multihost_utils.sync_global_devices("step")
         t = time.perf_counter()
@@ -267,12 +274,20 @@ def worker_tensor_parallel(data: int, model: int, hidden: int, batch: int, steps
         t = time.perf_counter()
         ref, _ = fx.block_until_ready(full_step(ref, x, y))
         single.append(time.perf_counter() - t)
-    slowest = multihost_utils.process_allgather(np.array([times, single])).max(axis=0)
+        if with_dp:
+            multihost_utils.sync_global_devices("partitioned")
+            t = time.perf_counter()
+            dp, _ = fx.block_until_ready(partitioned(dp, x, y))
+            jitted.append(time.perf_counter() - t)
+    slowest = multihost_utils.process_allgather(
+        np.array([times, single, jitted or single])).max(axis=0)
     if fx.process_index() == 0:
         print("RESULT " + json.dumps({"processes": fx.process_count(),
                                       "devices": fx.device_count(),
                                       "step": float(slowest[0].min()),
-                                      "single": float(slowest[1].min())}), flush=True)
+                                      "single": float(slowest[1].min()),
+                                      "jit_in_shardings": (float(slowest[2].min())
+                                                           if with_dp else None)}), flush=True)
     fx.distributed.shutdown()
 
 
@@ -410,21 +425,24 @@ def print_tensor_parallel(quick: bool) -> None:
     """The tensor-parallel step on meshes of 1, 2 and 4 devices, as processes (mpiexec, one
     device each) and as CPU devices of one process, beside the unsharded step."""
     steps = "10" if quick else "30"
-    meshes = [(1, 1), (1, 2), (2, 2)] + ([] if quick else [(1, 4)])
+    meshes = [(1, 1), (1, 2), (2, 1), (2, 2)] + ([] if quick else [(1, 4), (4, 1)])
     print(f"\ntensor-parallel MLP step (examples/tensor_parallel_mlp.py: 64-{TP_HIDDEN}-10, "
           f"batch {TP_BATCH}, w1 by columns and w2 by rows over 'model', the batch over "
           "'data'; ms, fastest of "
-          f"{steps}; single device: the unsharded step, same run; ratio = single / fx)")
+          f"{steps}; single device: the unsharded step, same run; ratio = single / fx; jit "
+          "in_shardings: the unsharded step with the batch split over 'data', model 1 only)")
     print(f"{'mesh (data x model)':<20} {'devices as':<22} {'fx step':>9} {'single':>9} "
-          f"{'ratio':>6}")
+          f"{'ratio':>6} {'jit in_shardings':>17}")
     for data, model in meshes:
         args = ("tensor_parallel", str(data), str(model), str(TP_HIDDEN), str(TP_BATCH), steps)
         n = data * model
         for where, res in ((f"{n} process{'es' if n > 1 else ''}", launch(n, *args)),
                            (f"{n} device{'s' if n > 1 else ''}, 1 process",
                             launch_devices(n, *args))):
+            dp = res.get("jit_in_shardings")
             print(f"{f'{data} x {model}':<20} {where:<22} {res['step'] * 1e3:>9.2f} "
-                  f"{res['single'] * 1e3:>9.2f} {res['single'] / res['step']:>6.2f}")
+                  f"{res['single'] * 1e3:>9.2f} {res['single'] / res['step']:>6.2f} "
+                  f"{'-' if dp is None else f'{dp * 1e3:.2f}':>17}")
 
 
 def main():
