@@ -113,6 +113,13 @@ class NcclTransport(Transport):
                                                     self.nccl.NCCL_UINT8, s), what)
         return out
 
+    def split(self, color: int, key: int, where: str) -> NcclTransport:
+        """A NCCL communicator of the processes passing the same ``color`` (a mesh axis's
+        group), ranked by ``key``: the bootstrap's sub-communicator, over which the group's
+        first rank sends a new unique id (a collective of this transport's processes)."""
+        return NcclTransport(self.bootstrap.split(color, key, where), self.device_id,
+                             self.timeout, cupy=self.cp)
+
     def agree(self, signature: str, what: str) -> None:
         self.bootstrap.agree(signature, what)
 

@@ -43,10 +43,21 @@ class _Stream:
 
 
 class _World:
-    """What both ranks' communicators share: each collective waits for both contributions."""
+    """What the ranks' communicators share: each collective waits for every contribution.
+    Communicators made from one unique id share a world of their own (``group``)."""
 
     def __init__(self, size):
         self.size, self.barrier, self.parts = size, threading.Barrier(size, timeout=10), {}
+        self.lock, self.groups, self.ids = threading.Lock(), {}, 0
+
+    def new_id(self) -> tuple:
+        with self.lock:
+            self.ids += 1
+            return (self.ids,) + (0,) * 127
+
+    def group(self, uid, size) -> _World:
+        with self.lock:
+            return self.groups.setdefault((tuple(uid), size), _World(size))
 
 
 class _Comm:
@@ -81,11 +92,11 @@ class _FakeCupy:
     def __init__(self, world, rank, events_done=True):
         self.registry, self.log, self.events_done = {}, [], events_done
         nccl = SimpleNamespace(NCCL_SUM="sum", NCCL_MAX="max", NCCL_MIN="min",
-                               get_unique_id=lambda: tuple(range(128)))
+                               get_unique_id=world.new_id)
         for name in ["int8", "uint8", "int32", "uint32", "int64", "uint64", "float16",
                      "float32", "float64"]:
             setattr(nccl, f"NCCL_{name.upper()}", name)
-        nccl.NcclCommunicator = lambda size, uid, r: _Comm(world, self, r)
+        nccl.NcclCommunicator = lambda size, uid, r: _Comm(world.group(uid, size), self, r)
         main = _Stream(self, "main")
         self.cuda = SimpleNamespace(nccl=nccl, Device=lambda i: _Null(),
                                     Stream=lambda non_blocking: _Stream(self, "nccl"),
@@ -128,6 +139,18 @@ class _Bootstrap(Transport):
         out = np.stack([self.world.parts[("boot", r)] for r in range(self.size)])
         self.world.barrier.wait()
         return out
+
+    def split(self, color, key, where):
+        """The processes of the same color, ranked by key (every rank calls it)."""
+        self.world.parts[("split", self.rank)] = (color, key)
+        self.world.barrier.wait()
+        mine = sorted((self.world.parts[("split", r)][1], r) for r in range(self.size)
+                      if self.world.parts[("split", r)][0] == color)
+        self.world.barrier.wait()
+        self.splits = getattr(self, "splits", 0) + 1  # every rank splits in the same order
+        with self.world.lock:
+            sub = self.world.groups.setdefault(("boot", self.splits, color), _World(len(mine)))
+        return _Bootstrap(sub, [r for _, r in mine].index(self.rank))
 
     def abort(self, message, code=1):
         raise RuntimeError(message)
@@ -216,3 +239,23 @@ def test_missed_deadline_aborts_the_communicator_and_names_the_rank():
     for r, (message, aborted) in enumerate((a, b)):
         assert aborted and message is not None
         assert f"timed out after 0.1 s on rank {r} of 2" in message, message
+
+
+def test_split_builds_a_communicator_per_group_from_a_new_unique_id():
+    # A mesh axis's group (fx.distributed.mesh splits the run's transport per axis subset): the
+    # same color, both ranks; then each rank alone (its own color).
+    def work(t, r):
+        both = t.split(0, 1 - r, "both")  # ranked in reverse
+        alone = t.split(r, 0, "alone")
+        return (both.rank, both.size, np.asarray(both.allreduce(X[r], ReduceOp.SUM, "psum")),
+                np.asarray(both.allgather(X[r], "all_gather")), alone.rank, alone.size,
+                np.asarray(alone.allreduce(X[r], ReduceOp.MAX, "pmax")),
+                both.comm.world is not t.comm.world)
+
+    results, errors = _both(work)
+    assert not errors, errors
+    for r, (rank, size, total, gathered, arank, asize, alone, fresh) in enumerate(results):
+        assert (rank, size, arank, asize, fresh) == (1 - r, 2, 0, 1, True)
+        np.testing.assert_array_equal(total, X[0] + X[1])
+        assert gathered.tobytes() == np.stack([X[1], X[0]]).tobytes()  # in the new ranks
+        np.testing.assert_array_equal(alone, X[r])
