@@ -34,6 +34,20 @@ def _codes(nccl) -> dict:
 _WIDEN = {"int16": np.int32, "uint16": np.uint32, "bfloat16": np.float32}
 
 
+def _id_bytes(uid) -> np.ndarray:
+    """NCCL's unique id as 128 int8 (CuPy gives a tuple of ints, or bytes in newer versions)."""
+    if isinstance(uid, (bytes, bytearray)):
+        return np.frombuffer(bytes(uid), np.int8)
+    return np.asarray(uid, np.int64).astype(np.int8)
+
+
+def _communicator(nccl, size: int, uid: np.ndarray, rank: int):
+    try:
+        return nccl.NcclCommunicator(size, tuple(int(v) for v in uid), rank)
+    except TypeError:  # a CuPy that takes the id as bytes
+        return nccl.NcclCommunicator(size, uid.astype(np.int8).tobytes(), rank)
+
+
 class NcclTransport(Transport):
     """NCCL collectives over the processes of ``bootstrap`` (an MPI transport), one GPU each
     (``device_id``: this process's GPU)."""
@@ -53,12 +67,11 @@ class NcclTransport(Transport):
         self.timeout = default_timeout() if timeout is None else float(timeout)
         uid = np.zeros(128, np.int8)
         if self.rank == 0:
-            uid[:] = np.asarray(self.nccl.get_unique_id(), np.int64).astype(np.int8)
+            uid[:] = _id_bytes(self.nccl.get_unique_id())
         uid = bootstrap.allgather(uid, "fx.distributed: NCCL unique id")[0]
         self.device_id = device_id
         with cupy.cuda.Device(device_id):
-            self.comm = self.nccl.NcclCommunicator(self.size, tuple(int(v) for v in uid),
-                                                   self.rank)
+            self.comm = _communicator(self.nccl, self.size, uid, self.rank)
             self.stream = cupy.cuda.Stream(non_blocking=True)
         self._dtypes = _codes(self.nccl)
         self._ops = {ReduceOp.SUM: self.nccl.NCCL_SUM, ReduceOp.MAX: self.nccl.NCCL_MAX,
@@ -111,6 +124,61 @@ class NcclTransport(Transport):
         nbytes = x.size * x.dtype.itemsize
         self._enqueue(lambda s: self.comm.allGather(x.data.ptr, out.data.ptr, nbytes,
                                                     self.nccl.NCCL_UINT8, s), what)
+        return out
+
+    def reduce_scatter(self, x, what: str):
+        cp = self.cp
+        x = cp.ascontiguousarray(x)
+        dt = x.dtype
+        if dt.kind == "c":  # real pairs, summed
+            return self.reduce_scatter(x.view(x.real.dtype), what).view(dt)
+        if dt == np.bool_:  # a sum of booleans is their or
+            parts = self.reduce_scatter(x.view(np.uint8).astype(np.int32), what)
+            return parts > 0
+        wide = _WIDEN.get(dt.name)
+        if wide is not None:
+            return self.reduce_scatter(x.astype(wide), what).astype(dt)
+        code = self._dtypes.get(np.dtype(dt))
+        if code is None:
+            raise TypeError(f"{what}: NCCL has no reduction for {dt}")
+        out = cp.empty(x.shape[1:], dt)
+        self._enqueue(lambda s: self.comm.reduceScatter(
+            x.data.ptr, out.data.ptr, out.size, code, self._ops[ReduceOp.SUM], s), what)
+        return out
+
+    def permute(self, x, dest, source, what: str):
+        cp = self.cp
+        x = cp.ascontiguousarray(x)
+        out = cp.zeros_like(x)
+        nbytes = x.size * x.dtype.itemsize
+
+        def call(s):
+            self.nccl.groupStart()  # the send and the receive together: no ordering deadlock
+            if dest is not None:
+                self.comm.send(x.data.ptr, nbytes, self.nccl.NCCL_UINT8, dest, s)
+            if source is not None:
+                self.comm.recv(out.data.ptr, nbytes, self.nccl.NCCL_UINT8, source, s)
+            self.nccl.groupEnd()
+
+        if nbytes:
+            self._enqueue(call, what)
+        return out
+
+    def alltoall(self, x, what: str):
+        cp = self.cp
+        x = cp.ascontiguousarray(x)
+        out = cp.empty_like(x)
+        chunk = (x.size // self.size) * x.dtype.itemsize
+
+        def call(s):
+            self.nccl.groupStart()
+            for j in range(self.size):  # row j to process j, row j of the result from it
+                self.comm.send(x.data.ptr + j * chunk, chunk, self.nccl.NCCL_UINT8, j, s)
+                self.comm.recv(out.data.ptr + j * chunk, chunk, self.nccl.NCCL_UINT8, j, s)
+            self.nccl.groupEnd()
+
+        if chunk:
+            self._enqueue(call, what)
         return out
 
     def split(self, color: int, key: int, where: str) -> NcclTransport:

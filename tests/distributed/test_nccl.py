@@ -8,6 +8,7 @@ job aborted with a message naming the rank). Real NCCL runs in bench/gpu_check.s
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from types import SimpleNamespace
 
@@ -48,7 +49,7 @@ class _World:
 
     def __init__(self, size):
         self.size, self.barrier, self.parts = size, threading.Barrier(size, timeout=10), {}
-        self.lock, self.groups, self.ids = threading.Lock(), {}, 0
+        self.lock, self.groups, self.ids, self.mail = threading.Lock(), {}, 0, {}
 
     def new_id(self) -> tuple:
         with self.lock:
@@ -84,6 +85,25 @@ class _Comm:
         self._collective(send, recv, lambda xs: np.stack([x.reshape(-1).view(np.uint8)
                                                           for x in xs]))
 
+    def reduceScatter(self, send, recv, count, dtype, op, stream):  # noqa: N802
+        self.calls.append(("reduceScatter", count, dtype, op, stream))
+        rank = self.rank
+        self._collective(send, recv, lambda xs: np.sum(
+            np.stack([x.view(dtype).reshape(-1, count) for x in xs]), 0)[rank].astype(dtype))
+
+    # Point to point: sends are posted to the world's mailbox, receives wait for groupEnd.
+    def send(self, ptr, nbytes, dtype, peer, stream):
+        self.calls.append(("send", nbytes, dtype, peer, stream))
+        data = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr)).copy()
+        with self.world.lock:
+            self.world.mail.setdefault((self.rank, peer), []).append(data)
+        self.cp.pending.append(self)
+
+    def recv(self, ptr, nbytes, dtype, peer, stream):
+        self.calls.append(("recv", nbytes, dtype, peer, stream))
+        self.cp.receives.append((self, ptr, nbytes, peer))
+        self.cp.pending.append(self)
+
     def abort(self):
         self.aborted = True
 
@@ -97,6 +117,22 @@ class _FakeCupy:
                      "float32", "float64"]:
             setattr(nccl, f"NCCL_{name.upper()}", name)
         nccl.NcclCommunicator = lambda size, uid, r: _Comm(world.group(uid, size), self, r)
+        self.pending, self.receives = [], []
+
+        def group_end():  # every rank has posted its sends: deliver this rank's receives
+            worlds = {id(c.world): c.world for c in self.pending}
+            for w in worlds.values():
+                w.barrier.wait()
+            for comm, ptr, nbytes, peer in self.receives:
+                with comm.world.lock:
+                    data = comm.world.mail[(peer, comm.rank)].pop(0)
+                dst = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr))
+                dst[:] = data
+            for w in worlds.values():
+                w.barrier.wait()
+            self.pending, self.receives = [], []
+
+        nccl.groupStart, nccl.groupEnd = (lambda: None), group_end
         main = _Stream(self, "main")
         self.cuda = SimpleNamespace(nccl=nccl, Device=lambda i: _Null(),
                                     Stream=lambda non_blocking: _Stream(self, "nccl"),
@@ -115,6 +151,9 @@ class _FakeCupy:
 
     def empty(self, shape, dtype):
         return self._dev(np.empty(shape, dtype))
+
+    def zeros_like(self, a):
+        return self._dev(np.zeros_like(np.asarray(a)))
 
 
 class _Null:
@@ -259,3 +298,47 @@ def test_split_builds_a_communicator_per_group_from_a_new_unique_id():
         np.testing.assert_array_equal(total, X[0] + X[1])
         assert gathered.tobytes() == np.stack([X[1], X[0]]).tobytes()  # in the new ranks
         np.testing.assert_array_equal(alone, X[r])
+
+
+def test_reduce_scatter_permute_and_all_to_all():
+    rows = [np.arange(6, dtype=np.float32).reshape(2, 3) * (r + 1) for r in range(2)]
+    ints = [np.array([[1, 2], [3, 4]], np.int16) * (r + 1) for r in range(2)]
+
+    def work(t, r):
+        return (np.asarray(t.reduce_scatter(rows[r], "psum_scatter")),
+                np.asarray(t.reduce_scatter(ints[r], "psum_scatter int16")),
+                np.asarray(t.permute(X[r], 1 - r, 1 - r, "ppermute swap")),
+                np.asarray(t.permute(X[r], 1 if r == 0 else None, 0 if r == 1 else None,
+                                     "ppermute 0 -> 1")),
+                np.asarray(t.alltoall(rows[r], "all_to_all")),
+                [c[0] for c in t.comm.calls])
+
+    results, errors = _both(work)
+    assert not errors, errors
+    for r, (scattered, small, swapped, one_way, moved, calls) in enumerate(results):
+        np.testing.assert_array_equal(scattered, (rows[0] + rows[1])[r])
+        assert small.dtype == np.int16 and small.tolist() == (ints[0] + ints[1])[r].tolist()
+        np.testing.assert_array_equal(swapped, X[1 - r])
+        np.testing.assert_array_equal(one_way, X[0] if r == 1 else np.zeros(3, np.float32))
+        np.testing.assert_array_equal(moved, np.stack([rows[0][r], rows[1][r]]))
+        assert calls[:2] == ["reduceScatter", "reduceScatter"] and "send" in calls
+
+
+def test_unique_ids_as_tuples_or_bytes():
+    # CuPy's get_unique_id gives a tuple of ints (bytes in newer versions) and its
+    # NcclCommunicator takes the same kind; the id travels as 128 int8 either way.
+    from fx.distributed.nccl import _communicator, _id_bytes
+
+    ident = tuple(range(-64, 64))
+    raw = np.asarray(ident, np.int8)
+    assert _id_bytes(ident).tobytes() == raw.tobytes() == _id_bytes(raw.tobytes()).tobytes()
+
+    def takes_bytes(size, uid, rank):
+        if not isinstance(uid, bytes):
+            raise TypeError("an argument of type bytes is required")
+        return (size, uid, rank)
+
+    assert _communicator(SimpleNamespace(NcclCommunicator=takes_bytes), 2, raw, 1) == (
+        2, raw.tobytes(), 1)
+    assert _communicator(SimpleNamespace(NcclCommunicator=lambda *a: a), 2, raw, 0) == (
+        2, ident, 0)
