@@ -190,10 +190,15 @@ def to_array(v):
 
 
 def _over_tree(op, x, axis_name):
-    """Apply a single-name collective to every leaf of ``x`` and every name of ``axis_name``."""
+    """Apply a single-name collective to every leaf of ``x`` and every name of ``axis_name``
+    (over a tuple of process axes, once over the tuple: one call on its communicator)."""
+    names = _names(axis_name)
+
     def leaf(v):
         v = to_array(v)
-        for name in _names(axis_name):
+        if batching.joined(names):
+            return op(v, names)
+        for name in names:
             v = op(v, name)
         return v
 
@@ -215,7 +220,7 @@ def pmean(x, axis_name):
         v = to_array(v)
         if not dtypes.is_float(v.dtype):
             v = convert_element_type(v, dtypes.default_float_dtype())
-        for n in names:
+        for n in ((names,) if batching.joined(names) else names):
             v = psum_p.bind(v, axis_name=n)
         return div(v, np.asarray(_size(names), v.dtype))
 

@@ -199,6 +199,9 @@ with dmesh.bind(mesh) as axes:
         return lax.all_to_all(lax.ppermute(v, "y", [(0, 1), (1, 0)]), "x", 0, 0, tiled=True)
 
     text = axes.jit(steps).lower(F32[(2, 2)][0, 0]).as_text()
+    both = axes.jit(lambda v: lax.psum(v, ("x", "y"))).lower(F32[(2, 2)][0, 0]).as_text()
+    assert "psum over ('x', 'y') as MPI_Allreduce called from the generated code" in both, both
+    assert both.count("MPI_Allreduce") == 1, both  # one call on the tuple's communicator
     for what in ("psum over 'y' as MPI_Allreduce", "all_gather over ('x', 'y') as MPI_Allgather",
                  "psum_scatter over 'x' as MPI_Reduce_scatter_block",
                  "ppermute over 'y' as MPI_Sendrecv", "all_to_all over 'x' as MPI_Alltoall"):
