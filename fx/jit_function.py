@@ -285,7 +285,15 @@ class JitFunction:
         return tree_util.tree_unflatten(entry.out_tree, outs)
 
     def _spanning(self, args, kwargs, name):
+        """Arguments spanning processes: the program partitioned as they are placed, or None
+        (fx.spmd_partition decides; a call then runs the function)."""
         statics, static_vals, dyn_args, _ = self._split(args, kwargs)
+        caches = self.__dict__.setdefault("_spanning_plans", {})
+        return jit_shardings.spanning_call(self._of_dynamic(args, statics, name), dyn_args,
+                                           name, caches.setdefault(static_vals, {}))
+
+    def _of_dynamic(self, args, statics, name) -> Callable:
+        """The function of the dynamic arguments, the static ones of ``args`` fixed."""
         fixed = {i: args[i] for i in statics}
 
         def fun(*dyn):
@@ -294,8 +302,7 @@ class JitFunction:
                                for i in range(len(dyn) + len(fixed))])
 
         fun.__name__ = name
-        caches = self.__dict__.setdefault("_spanning_plans", {})
-        return jit_shardings.spanning_call(fun, dyn_args, name, caches.setdefault(static_vals, {}))
+        return fun
 
     def _donated_leaf_ids(self, args) -> set[int]:
         return {id(leaf) for i in self._donate if -len(args) <= i < len(args)
@@ -457,16 +464,9 @@ class _ShardedJitFunction(JitFunction):
         parts = self.__dict__.setdefault("_partitioned", {})
         run = parts.get(static_vals)
         if run is None:
-            fixed = {i: args[i] for i in statics}
-
-            def fun(*dyn):
-                it = iter(dyn)
-                return self._fun(*[fixed[i] if i in fixed else next(it)
-                                   for i in range(len(dyn) + len(fixed))])
-
-            fun.__name__ = name
             run = parts[static_vals] = jit_shardings.partitioned(
-                fun, mesh, self._in_shardings, self._out_shardings, name)
+                self._of_dynamic(args, statics, name), mesh, self._in_shardings,
+                self._out_shardings, name)
         return run(*dyn_args)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -211,22 +212,11 @@ passed("as_text")
 # fx.jit with in_shardings over meshes of the 4 processes: a data-parallel SGD step, the
 # program partitioned by its batch (fx.spmd_partition), equal to the unsharded step that every
 # process computes from the global data; the outputs feed the next call.
-def _loss(p, x, y):
-    h = fx.nn.relu(x @ p["w1"] + p["b1"])
-    logp = fx.nn.log_softmax(h @ p["w2"])
-    return -fnp.mean(fnp.take_along_axis(logp, y[:, None], axis=1))
+sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/: the shared case
+from data_parallel_case import mlp as _mlp  # noqa: E402
+from data_parallel_case import sgd as _sgd  # noqa: E402
 
-
-def _sgd(p, x, y):
-    loss, g = fx.value_and_grad(_loss)(p, x, y)
-    return fx.tree_util.tree_map(lambda a, b: a - 0.1 * b, p, g), loss
-
-
-PARAMS = {"w1": RNG.standard_normal((12, 16)).astype(np.float32) / 3,
-          "b1": RNG.standard_normal(16).astype(np.float32) / 10,
-          "w2": RNG.standard_normal((16, 5)).astype(np.float32) / 3}
-XS = RNG.standard_normal((32, 12)).astype(np.float32)
-YS = RNG.integers(0, 5, 32).astype(np.int32)
+PARAMS, XS, YS = _mlp(11)
 P_ = fx.sharding.PartitionSpec
 for shape, names, batch in (((4,), ("i",), "i"), ((2, 2), ("x", "y"), ("x", "y")),
                             ((2, 2), ("x", "y"), "y")):

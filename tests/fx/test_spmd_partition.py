@@ -6,6 +6,8 @@ Across processes: tests/distributed/mesh_checks.py ("jit partitioned")."""
 import numpy as np
 import pytest
 from cpu_devices import cpu_devices
+from data_parallel_case import mlp as _mlp
+from data_parallel_case import sgd as _sgd
 
 import fx
 import fx.numpy as fnp
@@ -31,27 +33,6 @@ def _close(got, want, rtol=2e-6, atol=1e-6):
             assert g.tobytes() == w.tobytes()
         else:
             np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
-
-
-def _mlp(seed=0, d=12, h=16, k=5, b=32):
-    rng = np.random.default_rng(seed)
-    params = {"w1": rng.standard_normal((d, h)).astype(np.float32) / 3,
-              "b1": rng.standard_normal(h).astype(np.float32) / 10,
-              "w2": rng.standard_normal((h, k)).astype(np.float32) / 3}
-    x = rng.standard_normal((b, d)).astype(np.float32)
-    y = rng.integers(0, k, b).astype(np.int32)
-    return params, x, y
-
-
-def _loss(p, x, y):
-    h = fx.nn.relu(x @ p["w1"] + p["b1"])
-    logp = fx.nn.log_softmax(h @ p["w2"])
-    return -fnp.mean(fnp.take_along_axis(logp, y[:, None], axis=1))
-
-
-def _sgd(p, x, y):
-    loss, g = fx.value_and_grad(_loss)(p, x, y)
-    return fx.tree_util.tree_map(lambda a, b: a - 0.1 * b, p, g), loss
 
 
 @pytest.mark.parametrize("shape,names,batch", [
