@@ -32,6 +32,8 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from fx import jit_shardings, lax, tree_util
 from fx.jaxpr import ClosedJaxpr, Literal
 from fx.lax import primitives as prims
@@ -123,11 +125,15 @@ class Plan:
         for v, d in zip(jaxpr.invars, layout.dims):
             states[v] = d
         self.steps: list[_Step] = []
+        positions = _positions_of_consts(jaxpr.constvars, self.closed.consts)
         for eqn in jaxpr.eqns:
             ins = [REPLICATED if isinstance(v, Literal) else states[v] for v in eqn.invars]
-            outs, run, gathered = _rule(eqn, ins, layout)
+            index_rule = _INDEX_RULES.get(eqn.primitive)
+            found = index_rule and index_rule(eqn, ins, layout, positions.get(eqn.invars[1]))
+            outs, run, gathered = found or _rule(eqn, ins, layout)
             for v, s in zip(eqn.outvars, outs):
                 states[v] = s
+            _track_positions(eqn, positions)
             self.steps.append(_Step(eqn, run, gathered))
         self.final = [REPLICATED if isinstance(v, Literal) else states[v]
                       for v in jaxpr.outvars]
@@ -420,6 +426,8 @@ _RULES: dict = {
     prims.reduce_prod_p: _reduction,
     prims.reduce_and_p: _reduction,
     prims.reduce_or_p: _reduction,
+    prims.argmax_p: _reduction,
+    prims.argmin_p: _reduction,
     prims.dot_general_p: _dot_general,
     prims.concatenate_p: _concatenate,
 }
@@ -450,6 +458,119 @@ def _rule(eqn, ins, layout):
         if s is not REPLICATED and s is not PARTIAL and not _divisible(v.aval.shape[s], layout):
             return _whole(eqn, ins, layout)
     return outs, run, gathered
+
+
+# --- indexing by position ----------------------------------------------------------------------
+#
+# A gather that reads, for each row of a split batch, the same row of a split operand (the
+# cross-entropy's take_along_axis: indices whose column is an iota along the batch) stays
+# local: each device reads its own rows. ``positions`` follows the integer values known to be
+# positions: ("along", k), a value equal to its index along dimension k (an iota, an arange
+# constant, their broadcasts); ("cols", {c: k}), index rows whose column c is such a value.
+
+def _positions_of_consts(constvars, consts) -> dict:
+    out = {}
+    for v, c in zip(constvars, consts):
+        c = np.asarray(c)
+        if c.ndim == 1 and c.dtype.kind in "iu" and np.array_equal(c, np.arange(c.shape[0])):
+            out[v] = ("along", 0)
+    return out
+
+
+def _track_positions(eqn, positions: dict) -> None:
+    p, params = eqn.primitive, eqn.params
+    if p is prims.iota_p and np.dtype(params["dtype"]).kind in "iu":
+        positions[eqn.outvars[0]] = ("along", params["dimension"])
+        return
+    if isinstance(eqn.invars[0] if eqn.invars else None, Literal):
+        return
+    first = positions.get(eqn.invars[0]) if eqn.invars else None
+    if p is prims.broadcast_in_dim_p and first and first[0] == "along" and len(eqn.invars) == 1:
+        positions[eqn.outvars[0]] = ("along", params["broadcast_dimensions"][first[1]])
+    elif p is prims.concatenate_p:
+        last = eqn.outvars[0].aval.ndim - 1
+        if params["dimension"] != last:
+            return
+        cols, at = {}, 0
+        for v in eqn.invars:
+            if isinstance(v, Literal):
+                return
+            pos = positions.get(v)
+            width = v.aval.shape[last]
+            if pos and pos[0] == "along" and width == 1 and pos[1] != last:
+                cols[at] = pos[1]
+            elif pos and pos[0] == "cols":
+                cols.update({at + c: k for c, k in pos[1].items()})
+            at += width
+        if cols:
+            positions[eqn.outvars[0]] = ("cols", cols)
+
+
+def _position_column(eqn, ins, layout, cols, operand_index: int):
+    """For a gather or scatter whose index rows are split along dimension e and whose column
+    j is the global position along e: (j, the operand dimension it indexes, e); else None."""
+    indices = eqn.invars[1]
+    e = ins[1]
+    if cols is None or cols[0] != "cols" or e is REPLICATED or e is PARTIAL:
+        return None
+    if e >= indices.aval.ndim - 1:
+        return None
+    axes = tuple(eqn.params["axes"])
+    operand = eqn.invars[operand_index]
+    for j, k in cols[1].items():
+        if k == e and j < len(axes):
+            d = axes[j]
+            if operand.aval.shape[d] == indices.aval.shape[e] and ins[operand_index] in (
+                    REPLICATED, d):
+                return j, d, e
+    return None
+
+
+def _local_positions(idx, j: int, size: int, layout):
+    """Index rows with column j moved from global positions to this device's block."""
+    ncol = idx.shape[-1]
+    mask = np.zeros(ncol, idx.dtype)
+    mask[j] = 1
+    off = lax.convert_element_type(lax.axis_index(layout.axes) * size, idx.dtype)
+    shift = lax.mul(lax.broadcast_in_dim(mask, idx.shape, (idx.ndim - 1,)),
+                    lax.broadcast_in_dim(off, idx.shape, ()))
+    return lax.sub(idx, shift)
+
+
+def _gather_rows(eqn, ins, layout, cols):
+    found = _position_column(eqn, ins, layout, cols, 0)
+    if found is None:
+        return None
+    j, d, e = found
+    size = eqn.invars[0].aval.shape[d] // layout.n
+    pre = [None if ins[0] == d else (lambda x: _local(x, d, layout)),
+           lambda i: _local_positions(i, j, size, layout)]
+    return [e], _bind_local(eqn, eqn.params, pre), False
+
+
+def _scatter_rows(eqn, ins, layout, cols):
+    found = _position_column(eqn, ins, layout, cols, 0)
+    if found is None or ins[2] is PARTIAL:
+        return None
+    j, d, e = found
+    size = eqn.invars[0].aval.shape[d] // layout.n
+    pre = [None if ins[0] == d else (lambda x: _local(x, d, layout)),
+           lambda i: _local_positions(i, j, size, layout),
+           None if ins[2] == e else (lambda u, s=ins[2]: _convert(u, s, e, layout))]
+    return [d], _bind_local(eqn, eqn.params, pre), False
+
+
+_INDEX_RULES: dict = {}
+
+
+def _register_index_rules() -> None:
+    from fx.lax import indexing
+
+    _INDEX_RULES[indexing.gather_p] = _gather_rows
+    _INDEX_RULES[indexing.scatter_add_p] = _scatter_rows
+
+
+_register_index_rules()
 
 
 # --- the partitioned call ----------------------------------------------------------------------

@@ -46,8 +46,10 @@ def test_data_parallel_sgd_step_equals_unsharded(eight, shape, names, batch):
     got = part(params, x, y)
     _close(got, want)
     plan = part.plan(params, x, y)
-    # every output replicated, the gradients summed where they are needed, one program
+    # every output replicated, the gradients summed where they are needed, one program; the
+    # loss's take_along_axis (a gather of each row's label, and its scatter) stays local
     assert plan.out_dims == [None] * 4
+    assert plan.gathered() == [], plan.gathered()
     # two steps: the outputs feed the next call
     _close(part(*[got[0], x, y]), fx.jit(_sgd)(want[0], x, y))
 
@@ -139,3 +141,22 @@ def test_jit_over_a_spanning_mesh_without_a_partitioner_is_refused(eight, monkey
     with pytest.raises(NotImplementedError, match="spanning processes"):
         fx.jit(lambda a: a, in_shardings=NamedSharding(mesh, P("d")))
 
+
+
+def test_gathers_of_other_rows_run_whole(eight):
+    # x[perm]: rows of other devices, so the gather runs on the gathered operand (and its
+    # transpose, a scatter to other rows, too); argmax along an unsplit axis stays split
+    mesh = fx.make_mesh((8,), ("d",))
+    perm = np.random.default_rng(4).permutation(16).astype(np.int32)
+
+    def f(x):
+        return fnp.sum(x[perm] * fnp.arange(16.0)[:, None]), fnp.argmax(x, axis=1)
+
+    x = np.random.default_rng(5).standard_normal((16, 3)).astype(np.float32)
+    part = Partitioned(f, mesh, (P("d"),))
+    _close(part(x), fx.jit(f)(x))
+    plan = part.plan(x)
+    assert [g.split(":")[0] for g in plan.gathered()] == ["gather"], plan.gathered()
+    assert plan.out_dims == [None, 0]
+    grads = Partitioned(fx.grad(lambda v: f(v)[0]), mesh, (P("d"),))
+    _close(grads(x), fx.grad(lambda v: f(v)[0])(x))
