@@ -160,3 +160,29 @@ def test_gathers_of_other_rows_run_whole(eight):
     assert plan.out_dims == [None, 0]
     grads = Partitioned(fx.grad(lambda v: f(v)[0]), mesh, (P("d"),))
     _close(grads(x), fx.grad(lambda v: f(v)[0])(x))
+
+
+def test_loops_and_custom_derivatives_inside(eight):
+    # a loop over a split value runs whole (gathered), a custom_jvp function is inlined and
+    # partitioned; both equal the unsharded program, forward and through grad
+    mesh = fx.make_mesh((8,), ("d",))
+
+    @fx.custom_jvp
+    def softplus(v):
+        return fnp.logaddexp(v, 0.0)
+
+    softplus.defjvp(lambda p, t: (softplus(p[0]), t[0] * fx.nn.sigmoid(p[0])))
+
+    def f(x, w):
+        h = softplus(x @ w)
+        h = fx.lax.fori_loop(0, 3, lambda i, c: c * 0.5 + fnp.tanh(c), h)
+        return fnp.mean(h ** 2)
+
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((16, 4)).astype(np.float32)
+    w = rng.standard_normal((4, 3)).astype(np.float32)
+    part = Partitioned(f, mesh, (P("d"), None))
+    _close(part(x, w), fx.jit(f)(x, w))
+    assert [g.split(":")[0] for g in part.plan(x, w).gathered()] == ["scan"]  # fori_loop
+    g = Partitioned(fx.grad(f, argnums=1), mesh, (P("d"), None))
+    _close(g(x, w), fx.grad(f, argnums=1)(x, w), rtol=1e-5, atol=1e-6)
