@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -627,6 +628,13 @@ class Partitioned:
                         f"shape {tuple(o.shape)}: dimension {d} is not divisible by the "
                         f"{layout.n} devices of mesh axes {layout.axes}")
         plan = Plan(closed, layout, out_dims)
+        whole = plan.gathered()
+        if whole:  # no silent slow path: what every device computes in full
+            warnings.warn(
+                f"jit({self.name}) partitioned over mesh axes {layout.axes}: "
+                f"{len(whole)} operation(s) have no partitioning rule for their split "
+                f"operands and run whole on every device after an all_gather: "
+                f"{'; '.join(whole)}", stacklevel=4)
         from fx.jit_function import jit
         from fx.spmd import shard_map
 

@@ -3,6 +3,8 @@ processes (``fx.spmd_partition``), run in one process on 8 CPU devices: each pro
 partitioned run against the unsharded one, the collectives it inserts, and what it refuses.
 Across processes: tests/distributed/mesh_checks.py ("jit partitioned")."""
 
+import warnings
+
 import numpy as np
 import pytest
 from cpu_devices import cpu_devices
@@ -43,7 +45,9 @@ def test_data_parallel_sgd_step_equals_unsharded(eight, shape, names, batch):
     params, x, y = _mlp()
     part = Partitioned(_sgd, mesh, (None, P(batch), P(batch)))
     want = fx.jit(_sgd)(params, x, y)
-    got = part(params, x, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing runs whole, so no warning
+        got = part(params, x, y)
     _close(got, want)
     plan = part.plan(params, x, y)
     # every output replicated, the gradients summed where they are needed, one program; the
@@ -83,6 +87,7 @@ def test_batch_outputs_stay_split_and_sums_become_psums(eight):
         Partitioned(f, mesh, (P("d"), None), out_specs=(None, P("d"), None, None, None))(x, w)
 
 
+@pytest.mark.filterwarnings("ignore:.*run whole on every device")  # asserted above
 def test_split_operands_meet_replicated_ones(eight):
     mesh = fx.make_mesh((4,), ("d",), devices=eight[:4])
 
@@ -154,14 +159,18 @@ def test_gathers_of_other_rows_run_whole(eight):
 
     x = np.random.default_rng(5).standard_normal((16, 3)).astype(np.float32)
     part = Partitioned(f, mesh, (P("d"),))
-    _close(part(x), fx.jit(f)(x))
+    with pytest.warns(UserWarning, match=r"run whole on every device.*gather: \(16, 3\)"):
+        got = part(x)
+    _close(got, fx.jit(f)(x))
     plan = part.plan(x)
     assert [g.split(":")[0] for g in plan.gathered()] == ["gather"], plan.gathered()
     assert plan.out_dims == [None, 0]
     grads = Partitioned(fx.grad(lambda v: f(v)[0]), mesh, (P("d"),))
-    _close(grads(x), fx.grad(lambda v: f(v)[0])(x))
+    with pytest.warns(UserWarning, match=r"gather: \(16, 3\)"):  # its transpose: replicated
+        _close(grads(x), fx.grad(lambda v: f(v)[0])(x))
 
 
+@pytest.mark.filterwarnings("ignore:.*run whole on every device")  # asserted above
 def test_loops_and_custom_derivatives_inside(eight):
     # a loop over a split value runs whole (gathered), a custom_jvp function is inlined and
     # partitioned; both equal the unsharded program, forward and through grad
