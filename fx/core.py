@@ -29,6 +29,8 @@ from fx import dtypes
 from fx.array import Array
 from fx.avals import ShapedArray, physical_aval
 from fx.devices import Device, default_device, device_of_buffer, put_buffer
+from fx.sharding.mesh import PartitionSpec
+from fx.sharding.shardings import NamedSharding
 
 
 class ConcretizationTypeError(TypeError):
@@ -256,6 +258,9 @@ class EvalTrace(Trace):
         if not prim.multiple_results:
             outs = [outs]
         results = [_wrap(o, av, device) for o, av in zip(outs, out_avals)]
+        placed = _placed_sharding(args)
+        if placed is not None:
+            _follow(results, *placed)
         return results if prim.multiple_results else results[0]
 
 
@@ -284,6 +289,34 @@ def logical_value(x, aval: ShapedArray):
     if buf.shape != physical_aval(aval).shape:
         raise AssertionError(f"physical rule returned shape {buf.shape} for {aval}")
     return Array._wrap(buf, aval)
+
+
+def _placed_sharding(args):
+    """The NamedSharding the operands placed on several CPU devices of this process share,
+    and the shape of the first such operand (None where none is placed so, or they differ):
+    the results follow it, as jax's eager operations follow their operands' sharding."""
+    found = shape = None
+    for a in args:
+        s = a._sharding if type(a) is Array else None
+        if s is None or type(s) is not NamedSharding:
+            continue
+        if found is not None and s != found:
+            return None
+        if found is None:
+            found, shape = s, a.aval.shape
+    if found is None or found.mesh.is_multi_process or not all(
+            d.platform == "cpu" for d in found.mesh.devices.flat):
+        return None
+    return found, shape
+
+
+def _follow(results: list, placed, shape: tuple) -> None:
+    """Give each result ``placed`` where it has the shape of the operand placed so, and the
+    mesh replicated otherwise (one process's CPU devices share the host's memory, so the
+    value is whole either way)."""
+    for r in results:
+        r._sharding = placed if r.aval.shape == shape else NamedSharding(placed.mesh,
+                                                                         PartitionSpec())
 
 
 def _common_device(prim: Primitive, args) -> Device:

@@ -59,6 +59,23 @@ def test_arrays_carry_their_device_and_sharding(eight):
     assert y.copy().sharding == s
 
 
+def test_eager_operations_follow_their_operands_sharding(eight):
+    # as jax: x + 1 keeps x's NamedSharding; a reduction's result is replicated on the mesh;
+    # operands placed differently leave the default placement; values as unplaced
+    mesh = fx.make_mesh((2, 4), ("a", "b"))
+    rows = NamedSharding(mesh, P("a", "b"))
+    v = np.arange(32.0, dtype=np.float32).reshape(4, 8)
+    x = fx.device_put(v, rows)
+    for y, want in ((x + 1, v + 1), (fnp.sin(x) * v, np.sin(v) * v), (-x, -v)):
+        assert y.sharding == rows, y.sharding
+        np.testing.assert_array_equal(np.asarray(y), want.astype(np.float32))
+    total = fnp.sum(x)
+    assert total.sharding == NamedSharding(mesh, P()) and float(total) == v.sum()
+    other = fx.device_put(v, NamedSharding(mesh, P("b", "a")))
+    assert (x + other).sharding == SingleDeviceSharding(eight[0])
+    assert (fx.device_put(v, eight[0]) + 1).sharding == SingleDeviceSharding(eight[0])
+
+
 def test_shape_dtype_struct_carries_a_checked_sharding(eight):
     s = _sharding((2, 4), ("a", "b"), ("b",))
     spec = fx.ShapeDtypeStruct((8, 3), np.float32, sharding=s)
