@@ -130,7 +130,8 @@ class Plan:
         for eqn in jaxpr.eqns:
             ins = [REPLICATED if isinstance(v, Literal) else states[v] for v in eqn.invars]
             index_rule = _INDEX_RULES.get(eqn.primitive)
-            found = index_rule and index_rule(eqn, ins, layout, positions.get(eqn.invars[1]))
+            found = index_rule and not isinstance(eqn.invars[1], Literal) and index_rule(
+                eqn, ins, layout, positions.get(eqn.invars[1]))
             outs, run, gathered = found or _rule(eqn, ins, layout)
             for v, s in zip(eqn.outvars, outs):
                 states[v] = s
