@@ -172,6 +172,12 @@ class DatasetIterator:
                 for done, result in self._executor.poll(0.25):
                     if done in self._tasks:  # not a task discarded by set_state
                         self._results[done] = result
+                # A task the pool no longer holds and whose result never reached this
+                # iterator (an interrupt landing between the pool's bookkeeping and ours):
+                # its chunk is computed again rather than waited for forever.
+                if isinstance(self._executor, WorkerPool) and tid not in self._results \
+                        and not self._executor.holds(tid):
+                    self._executor.submit(self._plan_id, tid, *self._tasks[tid])
             except WorkerDied:
                 self.close()
                 raise

@@ -66,6 +66,10 @@ class ThreadExecutor:
         fut = self._pool.submit(run_chunk, self._plan, epoch, start, end, indices)
         self._futures[fut] = task_id
 
+    def holds(self, task_id: int) -> bool:
+        """Whether ``task_id`` is in flight: sent to a worker, its result not yet handled."""
+        return task_id in self._inflight
+
     def poll(self, timeout: float | None) -> list[tuple[int, Any]]:
         done, _ = cf.wait(list(self._futures), timeout, return_when=cf.FIRST_COMPLETED)
         out = []
@@ -351,6 +355,10 @@ class WorkerPool:
                                f"{p.exitcode}); it could not take positions {start}..{end - 1} "
                                f"of epoch {epoch}")
                 raise WorkerDied(self.broken) from None
+
+    def holds(self, task_id: int) -> bool:
+        """Whether ``task_id`` is in flight: sent to a worker, its result not yet handled."""
+        return task_id in self._inflight
 
     def poll(self, timeout: float | None) -> list[tuple[int, Any]]:
         """Results that arrived within ``timeout`` seconds; raises :class:`WorkerDied` when a

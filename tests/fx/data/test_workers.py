@@ -191,6 +191,21 @@ def test_interrupts_anywhere_leave_a_shared_pool_consistent(pool2):
     assert _only_the_pools_slots(pool2)
 
 
+def test_a_task_lost_from_the_books_is_computed_again(pool2):
+    # The pool forgets a task while its worker still computes it (the state an interrupt
+    # between the pool's and the iterator's bookkeeping could leave): the iterator submits
+    # it again instead of waiting for ever; the stale result is dropped, the data the same.
+    ds = Dataset.from_source(_src()).map(fns.jitter_square).batch(2)
+    it = ds.iterator(pool=pool2)
+    first = next(it)
+    lost = next(t for t in it._order if t not in it._results and pool2.holds(t))
+    w, _ = pool2._inflight.pop(lost)
+    pool2._load[w] -= 1
+    got = [first, *it]
+    _same(got, list(ds))
+    assert not pool2.holds(lost) and _only_the_pools_slots(pool2)
+
+
 def test_a_dead_worker_is_reported_not_waited_on(pool2):
     # Last of the pool's users: the death breaks the pool, which is then shut down.
     ds = Dataset.from_source(_src()).map(fns.die_on_13).batch(4)
