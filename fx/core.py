@@ -292,7 +292,7 @@ def logical_value(x, aval: ShapedArray):
 
 
 def _placed_sharding(args):
-    """The NamedSharding the operands placed on several CPU devices of this process share,
+    """The NamedSharding the operands placed on several host devices of this process share,
     and the shape of the first such operand (None where none is placed so, or they differ):
     the results follow it, as jax's eager operations follow their operands' sharding."""
     found = shape = None
@@ -305,7 +305,7 @@ def _placed_sharding(args):
         if found is None:
             found, shape = s, a.aval.shape
     if found is None or found.mesh.is_multi_process or not all(
-            d.platform == "cpu" for d in found.mesh.devices.flat):
+            d.on_host for d in found.mesh.devices.flat):
         return None
     return found, shape
 

@@ -10,7 +10,7 @@ from fx.callback import pure_callback_p
 from fx.core import Primitive
 from fx.custom_derivatives import custom_lin_p
 from fx.debug import debug_print_p
-from fx.lax import linalg
+from fx.lax import linalg, parallel
 from fx.lax import parallel_moves as moves
 from fx.lax import primitives as P
 from fx.lax import scipy_special as special
@@ -46,7 +46,10 @@ NOT_EXPORTABLE: dict[Primitive, str] = {
         linalg.tridiagonal_p, linalg.tridiagonal_solve_p)},
     **{p: _COLLECTIVE for p in (P.psum_p, P.pmax_p, P.pmin_p, P.all_gather_p,
                                 P.axis_index_p, moves.psum_scatter_p, moves.ppermute_p,
-                                moves.all_to_all_p)},
+                                moves.all_to_all_p, parallel.pvary_p)},
+    **{p: ("a placeholder of a derivative taken inside a shard_map with check_vma, resolved "
+           "(fx.spmd_vma.resolve_checked) before the program is used; no exported graph has "
+           "it") for p in (parallel.checked_scale_p, parallel.checked_sum_p)},
     P.select_and_gather_add_p: _GRADIENT + " (the tangent of max pooling)",
     P.select_and_scatter_add_p: _GRADIENT + " (the cotangent of max pooling)",
     custom_lin_p: "exists only inside linearized jaxprs being transposed (reverse mode)",

@@ -59,7 +59,10 @@ pytestmark = pytest.mark.usefixtures("strict_fallbacks")  # no unexpected NumPy 
 # their edges, so their kernels are compared with eager in test_jit_ops_scientific.py and their
 # values with jax in tests/fx/scipy/test_special.py.
 _VS_EAGER = "compared with eager in test_jit_ops_scientific.py, with jax in fx/scipy/test_special"
-NOT_COVERED: dict[str, str] = {"expi": _VS_EAGER, "expn": _VS_EAGER}
+_CHECKED = ("jax's typed shard_map (check_vma) only: resolved by fx.spmd_vma before a program "
+            "is lowered; compared with jax.shard_map in tests/fx/test_shard_map_vma.py")
+NOT_COVERED: dict[str, str] = {"expi": _VS_EAGER, "expn": _VS_EAGER, "pvary": _CHECKED,
+                               "checked_scale": _CHECKED, "checked_sum": _CHECKED}
 
 
 # --- drawing arguments --------------------------------------------------------------------------

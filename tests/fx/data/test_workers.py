@@ -146,7 +146,10 @@ def _interrupt_soon(delay=0.3):
 
 
 def test_ctrl_c_stops_the_iteration_and_drains_a_shared_pool(pool2):
-    ds = Dataset.from_source(_src()).map(fns.slow).batch(2)
+    # 400 records of 50 ms on two workers: about 10 s of work, so the interrupt 0.3 s in lands
+    # during the iteration however late a loaded machine runs the timer (with 40 records
+    # the epoch could end first: the iteration then finished and the test saw no interrupt).
+    ds = Dataset.from_source(_src(400)).map(fns.slow).batch(2)
     it = ds.iterator(pool=pool2)
     next(it)
     timer = _interrupt_soon()
