@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -145,7 +146,38 @@ def _interrupt_soon(delay=0.3):
     return timer
 
 
+def _sigint_reaches_python() -> str | None:
+    """Make a real SIGINT reach Python's handler in this process again, and say what had
+    stopped it (None: nothing). A test process shares itself with every test before this
+    one; two CI runs of this stop saw a real SIGINT not raise here while the same test
+    passed alone and after the MPI, NCCL and example tests, so the state is reported."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def c_handler() -> int:
+        buf = ctypes.create_string_buffer(256)  # struct sigaction: its handler comes first
+        libc.sigaction(signal.SIGINT, None, buf)
+        return int.from_bytes(buf.raw[:8], "little")
+
+    found = []
+    if signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []):
+        found.append("SIGINT was blocked in the main thread")
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+    before = c_handler()
+    python = signal.getsignal(signal.SIGINT)
+    if python is not signal.default_int_handler:
+        found.append(f"Python's SIGINT handler was {python!r}, not default_int_handler")
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    if c_handler() != before:
+        found.append(f"the C handler of SIGINT was not Python's ({before:#x})")
+    return "; ".join(found) or None
+
+
 def test_ctrl_c_stops_the_iteration_and_drains_a_shared_pool(pool2):
+    problem = _sigint_reaches_python()
+    if problem:
+        warnings.warn(f"test_ctrl_c: {problem} (restored for this test)", stacklevel=1)
     # 400 records of 50 ms on two workers: about 10 s of work, so the interrupt 0.3 s in lands
     # during the iteration however late a loaded machine runs the timer (with 40 records
     # the epoch could end first: the iteration then finished and the test saw no interrupt).
