@@ -280,6 +280,8 @@ class DatasetIterator:
             return
         if self._owned or (isinstance(ex, WorkerPool) and ex.broken):
             ex.close()
+        elif isinstance(ex, WorkerPool):  # a shared pool: only this iterator's tasks
+            ex.discard(wait=5.0, tasks=list(self._tasks))
         else:
             ex.discard(wait=5.0)
 

@@ -66,10 +66,6 @@ class ThreadExecutor:
         fut = self._pool.submit(run_chunk, self._plan, epoch, start, end, indices)
         self._futures[fut] = task_id
 
-    def holds(self, task_id: int) -> bool:
-        """Whether ``task_id`` is in flight: sent to a worker, its result not yet handled."""
-        return task_id in self._inflight
-
     def poll(self, timeout: float | None) -> list[tuple[int, Any]]:
         done, _ = cf.wait(list(self._futures), timeout, return_when=cf.FIRST_COMPLETED)
         out = []
@@ -302,6 +298,7 @@ class WorkerPool:
         ctx = mp.get_context("spawn")
         self._procs, self._conns = [], []
         self._inflight: dict[int, tuple[int, int]] = {}  # task -> (worker, plan)
+        self._early: list[tuple[int, Any]] = []  # results received by another's discard
         self._load = [0] * num_workers
         self._names: set[str] = set()  # every segment a worker announced
         self._mapped: dict[str, shared_memory.SharedMemory] = {}  # the consumer's mappings
@@ -357,12 +354,20 @@ class WorkerPool:
                 raise WorkerDied(self.broken) from None
 
     def holds(self, task_id: int) -> bool:
-        """Whether ``task_id`` is in flight: sent to a worker, its result not yet handled."""
-        return task_id in self._inflight
+        """Whether ``task_id`` is in flight (sent to a worker, its result not yet handled) or
+        its result waits for the next :meth:`poll`."""
+        return task_id in self._inflight or any(t == task_id for t, _ in self._early)
 
     def poll(self, timeout: float | None) -> list[tuple[int, Any]]:
-        """Results that arrived within ``timeout`` seconds; raises :class:`WorkerDied` when a
-        worker holding tasks exited."""
+        """Results that arrived within ``timeout`` seconds (first those another iterator's
+        :meth:`discard` received); raises :class:`WorkerDied` when a worker holding tasks
+        exited."""
+        if self._early:
+            out, self._early = self._early, []
+            return out
+        return self._poll_wire(timeout)
+
+    def _poll_wire(self, timeout: float | None) -> list[tuple[int, Any]]:
         live = [c for c, n in zip(self._conns, self._load, strict=True) if n]
         sentinels = {p.sentinel: i for i, p in enumerate(self._procs)}
         ready = connection.wait(live + list(sentinels), timeout)
@@ -427,20 +432,28 @@ class WorkerPool:
             meta.stacked = tree
         return task_id, meta
 
-    def discard(self, wait: float = 5.0) -> None:
-        """Drop the results of every task in flight (waiting up to ``wait`` seconds for them, so
-        the pool can serve another iterator); a pool that does not drain is shut down."""
+    def discard(self, wait: float = 5.0, tasks=None) -> None:
+        """Drop the results of ``tasks`` (default: every task in flight), waiting up to
+        ``wait`` seconds for them, so the pool can serve another iterator; results of other
+        tasks that arrive meanwhile are kept for their iterator's next :meth:`poll` (an
+        iterator closed by the garbage collector while another iterates must not swallow the
+        other's results). A pool that does not drain is shut down."""
+        mine = set(self._inflight) if tasks is None else set(tasks)
+        self._early = [(t, r) for t, r in self._early if t not in mine]
         deadline = time.monotonic() + wait
         try:
-            while self._inflight and time.monotonic() < deadline:
-                self.poll(max(0.0, min(deadline - time.monotonic(), 0.5)))
+            while mine & self._inflight.keys() and time.monotonic() < deadline:
+                for t, r in self._poll_wire(max(0.0, min(deadline - time.monotonic(), 0.5))):
+                    if t not in mine:
+                        self._early.append((t, r))
         except WorkerDied:
             pass
-        if self._inflight:
+        if mine & self._inflight.keys():
             self.close()
 
     def close(self) -> None:
         self._inflight.clear()
+        self._early.clear()
         self._finalizer()
 
     @property

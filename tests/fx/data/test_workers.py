@@ -241,6 +241,24 @@ def test_a_task_lost_from_the_books_is_computed_again(pool2):
     assert not pool2.holds(lost) and _only_the_pools_slots(pool2)
 
 
+def test_closing_one_iterator_keeps_anothers_results(pool2):
+    # An iterator closed while another iterates on the same pool (the garbage collector
+    # closes a dropped one at any time, e.g. one held in a cycle by an interrupt's traceback)
+    # drains only its own tasks: the other's results wait for it. Before, the drain dropped
+    # them, and the other iterator waited for ever.
+    ds = Dataset.from_source(_src()).map(fns.slow).batch(2)
+    a = ds.iterator(pool=pool2)
+    next(a)
+    b = ds.iterator(pool=pool2)
+    first = next(b)
+    outstanding = [t for t in b._order if t not in b._results]
+    assert outstanding
+    a.close()
+    assert all(pool2.holds(t) for t in outstanding)
+    _same([first, *b], list(ds))
+    assert not pool2.closed and _only_the_pools_slots(pool2)
+
+
 def test_a_dead_worker_is_reported_not_waited_on(pool2):
     # Last of the pool's users: the death breaks the pool, which is then shut down.
     ds = Dataset.from_source(_src()).map(fns.die_on_13).batch(4)
