@@ -30,21 +30,29 @@ from fx.sharding import Mesh, NamedSharding, PartitionSpec
 from fx.spmd import TracedAcrossProcesses, shard_map
 
 
-def _local_shard(x, spec: PartitionSpec, mesh: Mesh, device, where: str):
-    target = NamedSharding(mesh, spec)
+def _spans_as_specified(x, spec: PartitionSpec, mesh: Mesh, where: str) -> bool:
+    """Whether argument ``x`` is an array spanning processes (placed as ``spec`` says);
+    TracedAcrossProcesses for a traced value, NotImplementedError for another placement."""
     if isinstance(x, Tracer):
         raise TracedAcrossProcesses(
             f"shard_map over the mesh {mesh}, which spans processes, got a traced value for "
             f"{where}: across processes shard_map runs on concrete arrays and compiles its "
             "function itself (call it outside jit, vmap and grad; transformations go inside)")
-    if isinstance(x, Array) and not x.is_fully_addressable:
-        if not x.sharding.is_equivalent_to(target, x.ndim):
-            raise NotImplementedError(
-                f"shard_map: {where} is placed as {x.sharding} but in_specs says {spec}; "
-                "moving shards between processes is not supported: place it with "
-                f"NamedSharding(mesh, {spec}) (fx.make_array_from_callback / "
-                "make_array_from_process_local_data)")
+    if not isinstance(x, Array) or x.is_fully_addressable:
+        return False
+    if not x.sharding.is_equivalent_to(NamedSharding(mesh, spec), x.ndim):
+        raise NotImplementedError(
+            f"shard_map: {where} is placed as {x.sharding} but in_specs says {spec}; "
+            "moving shards between processes is not supported: place it with "
+            f"NamedSharding(mesh, {spec}) (fx.make_array_from_callback / "
+            "make_array_from_process_local_data)")
+    return True
+
+
+def _local_shard(x, spec: PartitionSpec, mesh: Mesh, device, where: str):
+    if _spans_as_specified(x, spec, mesh, where):
         return x.addressable_shards[0].data
+    target = NamedSharding(mesh, spec)
     index = target.devices_indices_map(np.shape(x))[device]
     return x[index] if isinstance(x, Array) else Array(np.asarray(x)[index])
 
@@ -135,18 +143,10 @@ def _block(spec: PartitionSpec, shape: tuple, mesh: Mesh, proc: list, coord: dic
 
 def _process_block(x, spec, mesh, proc, coord, where: str):
     """This process's block of argument ``x``, as a NumPy array."""
-    if isinstance(x, Tracer):
-        raise TracedAcrossProcesses(
-            f"shard_map over the mesh {mesh}, which spans processes, got a traced value for "
-            f"{where}: across processes shard_map runs on concrete arrays and compiles its "
-            "function itself (call it outside jit, vmap and grad; transformations go inside)")
+    spans = _spans_as_specified(x, spec, mesh, where)
     shape = tuple(np.shape(x))
     block = _block(spec, shape, mesh, proc, coord)
-    if isinstance(x, Array) and not x.is_fully_addressable:
-        if not x.sharding.is_equivalent_to(NamedSharding(mesh, spec), x.ndim):
-            raise NotImplementedError(
-                f"shard_map: {where} is placed as {x.sharding} but in_specs says {spec}; "
-                "moving shards between processes is not supported")
+    if spans:
         out = np.empty(tuple(b.stop - b.start for b in block), x.dtype)
         for sh in x.addressable_shards:
             at = tuple(slice(i.start or 0, (i.start or 0) + n) for i, n in
